@@ -1,0 +1,101 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+/// Settings for every target of ours: Swift 6 language mode (the package default) and warnings as errors.
+let strict: [SwiftSetting] = [
+    .treatAllWarnings(as: .error),
+]
+
+let package = Package(
+    name: "orderlive",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "orderlive", targets: ["orderlive"]),
+        .library(name: "ServerSentEvents", targets: ["ServerSentEvents"]),
+        .library(name: "CurlHTTP", targets: ["CurlHTTP"]),
+        .library(name: "EventStream", targets: ["EventStream"]),
+        .library(name: "Sandbox", targets: ["Sandbox"]),
+        .library(name: "Agent", targets: ["Agent"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .target(
+            name: "ServerSentEvents",
+            swiftSettings: strict
+        ),
+        .target(
+            name: "CurlHTTP",
+            dependencies: [
+                "CCurl",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "EventStream",
+            dependencies: [
+                "ServerSentEvents",
+                "CurlHTTP",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "Sandbox",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "Agent",
+            dependencies: [
+                "ServerSentEvents",
+                "CurlHTTP",
+                "EventStream",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "orderlive",
+            dependencies: [
+                "Agent",
+                "Sandbox",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "ServerSentEventsTests",
+            dependencies: ["ServerSentEvents"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "CurlHTTPTests",
+            dependencies: ["CurlHTTP", "Sandbox"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "EventStreamTests",
+            dependencies: ["EventStream", "Sandbox", "CurlHTTP", "ServerSentEvents"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "AgentTests",
+            dependencies: ["Agent", "Sandbox"],
+            swiftSettings: strict
+        ),
+    ]
+)

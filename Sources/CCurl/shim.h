@@ -1,0 +1,62 @@
+#ifndef ORDERLIVE_CCURL_SHIM_H
+#define ORDERLIVE_CCURL_SHIM_H
+
+// libcurl's setopt/getinfo entry points are C-variadic, which Swift cannot call. Each option *type*
+// gets one typed wrapper here, so the value reaching curl always has the C type that option expects.
+// clang does not check curl option types for us: pick the wrapper that matches the option's type in
+// curl's documentation (long, curl_off_t, char *, void *, struct curl_slist *, or a callback).
+
+#include <curl/curl.h>
+
+typedef size_t (*orderlive_curl_data_callback)(char *buffer, size_t size, size_t count, void *context);
+
+static inline CURLcode orderlive_easy_setopt_long(CURL *handle, CURLoption option, long value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode orderlive_easy_setopt_off(CURL *handle, CURLoption option, curl_off_t value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode orderlive_easy_setopt_string(CURL *handle, CURLoption option, const char *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode orderlive_easy_setopt_pointer(CURL *handle, CURLoption option, void *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode orderlive_easy_setopt_slist(CURL *handle, CURLoption option, struct curl_slist *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+/// For CURLOPT_WRITEFUNCTION and CURLOPT_HEADERFUNCTION, which share this C signature.
+static inline CURLcode orderlive_easy_setopt_data_callback(CURL *handle, CURLoption option,
+                                                           orderlive_curl_data_callback value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode orderlive_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+static inline CURLcode orderlive_easy_getinfo_string(CURL *handle, CURLINFO info, char **value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+static inline CURLcode orderlive_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+static inline CURLMcode orderlive_multi_setopt_long(CURLM *handle, CURLMoption option, long value) {
+    return curl_multi_setopt(handle, option, value);
+}
+
+static inline long orderlive_global_default(void) { return CURL_GLOBAL_DEFAULT; }
+static inline size_t orderlive_writefunc_pause(void) { return CURL_WRITEFUNC_PAUSE; }
+static inline int orderlive_pause_cont(void) { return CURLPAUSE_CONT; }
+static inline int orderlive_pause_recv(void) { return CURLPAUSE_RECV; }
+static inline long orderlive_http_version_2tls(void) { return CURL_HTTP_VERSION_2TLS; }
+static inline long orderlive_redir_post_all(void) { return CURL_REDIR_POST_ALL; }
+
+#endif

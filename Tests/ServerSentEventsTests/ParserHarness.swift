@@ -1,0 +1,64 @@
+import ServerSentEvents
+import Testing
+
+/// Line-end styles every rule is checked under.
+enum LineEnding: String, CaseIterable, CustomTestStringConvertible {
+    case lf, cr, crlf
+
+    var testDescription: String { rawValue }
+
+    /// Rewrites every LF of `text` as this style's line end.
+    func apply(_ text: String) -> [UInt8] {
+        var bytes: [UInt8] = []
+        for byte in text.utf8 {
+            guard byte == 0x0A else {
+                bytes.append(byte)
+                continue
+            }
+            switch self {
+            case .lf: bytes.append(0x0A)
+            case .cr: bytes.append(0x0D)
+            case .crlf: bytes.append(contentsOf: [0x0D, 0x0A])
+            }
+        }
+        return bytes
+    }
+}
+
+/// The result of feeding one body to a fresh parser and ending it.
+struct ParseResult: Equatable {
+    var items: [ServerSentEventItem]
+    var lastEventID: String
+}
+
+/// Feeds `bytes` as one chunk, byte by byte, and at every two-way split; checks that every feeding
+/// reports the same thing, and returns it.
+func parseEveryWay(
+    _ bytes: [UInt8],
+    configuration: ServerSentEventParser.Configuration = .init(reportsComments: true),
+    sourceLocation: SourceLocation = #_sourceLocation
+) -> ParseResult {
+    func run(_ chunks: [ArraySlice<UInt8>]) -> ParseResult {
+        var parser = ServerSentEventParser(configuration: configuration)
+        var items: [ServerSentEventItem] = []
+        for chunk in chunks {
+            Array(chunk).withUnsafeBytes { raw in parser.parse(raw) { items.append($0) } }
+        }
+        parser.endOfBody()
+        return ParseResult(items: items, lastEventID: parser.lastEventID)
+    }
+    let whole = run([bytes[...]])
+    let byteByByte = run(bytes.indices.map { bytes[$0...$0] })
+    #expect(byteByByte == whole, "byte by byte", sourceLocation: sourceLocation)
+    for split in 0...bytes.count {
+        let result = run([bytes[..<split], bytes[split...]])
+        #expect(result == whole, "split at \(split)", sourceLocation: sourceLocation)
+        if result != whole { break }
+    }
+    return whole
+}
+
+/// The events among `items`.
+func events(_ result: ParseResult) -> [ServerSentEvent] {
+    result.items.compactMap { if case .event(let event) = $0 { event } else { nil } }
+}
