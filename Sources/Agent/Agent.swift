@@ -1,1 +1,1 @@
-// Agent
+// placeholder

@@ -1,1 +1,1 @@
-// EventStream
+// placeholder

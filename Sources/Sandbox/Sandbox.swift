@@ -1,1 +1,277 @@
-// Sandbox
+// Sandbox: orderlive's reference order backend. It serves the upstream contract of DESIGN §3 on
+// loopback for `orderlive demo`, `orderlive sandbox`, the tests and the benchmarks, and can be
+// scripted byte for byte to misbehave. It must never be needed by the agent itself.
+
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import Synchronization
+
+/// How the Sandbox listens and what its live feed sends.
+public struct SandboxConfiguration: Sendable {
+    /// The address to bind; loopback by default.
+    public var host: String
+    /// The port; 0 picks a free one (see ``Sandbox/port``).
+    public var port: Int
+    /// Time between live order events.
+    public var eventInterval: Duration
+    /// Time between `: ping` comments on a live stream with nothing else to send.
+    public var heartbeatInterval: Duration
+    /// How many distinct orders the live feed cycles through.
+    public var orderCount: Int
+
+    /// Creates a configuration.
+    public init(
+        host: String = "127.0.0.1",
+        port: Int = 8070,
+        eventInterval: Duration = .seconds(1),
+        heartbeatInterval: Duration = .seconds(15),
+        orderCount: Int = 12
+    ) {
+        self.host = host
+        self.port = port
+        self.eventInterval = eventInterval
+        self.heartbeatInterval = heartbeatInterval
+        self.orderCount = max(1, orderCount)
+    }
+}
+
+/// A request the Sandbox received, as tests inspect it.
+public struct RecordedRequest: Sendable {
+    /// The method.
+    public var method: String
+    /// The path without the query.
+    public var path: String
+    /// Header fields, names lower-cased, in order.
+    public var headers: [(name: String, value: String)]
+
+    /// The first value of a header (case-insensitive), or nil.
+    public func header(_ name: String) -> String? {
+        let lowered = name.lowercased()
+        return headers.first { $0.name == lowered }?.value
+    }
+}
+
+/// The reference backend. Start it with ``run(onRunning:)`` inside a task, or use
+/// ``withRunning(_:logger:_:)``; it stops when that task is cancelled.
+public final class Sandbox: Sendable {
+    private struct State {
+        var scripts: [StreamScript] = []
+        var released: Set<String> = []
+        var gateWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
+        var port: Int?
+        var portWaiters: [CheckedContinuation<Int, Never>] = []
+        var streamRequests = 0
+    }
+
+    /// The configuration it was made with.
+    public let configuration: SandboxConfiguration
+    private let state = Mutex(State())
+    private let logger: Logger
+    private let recorded: AsyncStream<RecordedRequest>.Continuation
+    /// Every request to the event stream, in arrival order.
+    public let streamRequests: AsyncStream<RecordedRequest>
+
+    /// Creates a Sandbox; it does not listen until ``run(onRunning:)``.
+    public init(configuration: SandboxConfiguration = .init(), logger: Logger = Logger(label: "orderlive.sandbox")) {
+        self.configuration = configuration
+        self.logger = logger
+        (streamRequests, recorded) = AsyncStream.makeStream(of: RecordedRequest.self)
+    }
+
+    /// Queues scripted answers for the next event-stream requests, in order.
+    public func enqueue(_ scripts: StreamScript...) {
+        state.withLock { $0.scripts.append(contentsOf: scripts) }
+    }
+
+    /// Opens the gate a script's ``StreamScript/Step/waitFor(_:)`` waits on.
+    public func release(_ gate: String) {
+        let waiters = state.withLock { state in
+            state.released.insert(gate)
+            return state.gateWaiters.removeValue(forKey: gate) ?? []
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// How many event-stream requests arrived so far.
+    public var streamRequestCount: Int {
+        state.withLock { $0.streamRequests }
+    }
+
+    /// The bound port, once listening.
+    public var port: Int {
+        get async {
+            await withCheckedContinuation { continuation in
+                let known: Int? = state.withLock { state in
+                    if let port = state.port { return port }
+                    state.portWaiters.append(continuation)
+                    return nil
+                }
+                if let known { continuation.resume(returning: known) }
+            }
+        }
+    }
+
+    /// `http://host:port` once listening.
+    public var baseURL: String {
+        get async { "http://\(configuration.host):\(await port)" }
+    }
+
+    /// Serves until the task is cancelled. `onRunning` gets the bound port.
+    public func run(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        let router = Router()
+        router.get("/healthz") { _, _ in HTTPResponse.Status.ok }
+        router.get("/v1/events") { [self] request, _ in
+            streamResponse(for: request)
+        }
+        addDiagnosticRoutes(to: router)
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port),
+                                 serverName: "orderlive-sandbox"),
+            onServerRunning: { [self] channel in
+                let port = channel.localAddress?.port ?? configuration.port
+                let waiters = state.withLock { state in
+                    state.port = port
+                    let waiters = state.portWaiters
+                    state.portWaiters = []
+                    return waiters
+                }
+                for waiter in waiters { waiter.resume(returning: port) }
+                await onRunning(port)
+            },
+            logger: logger
+        )
+        try await app.run()
+    }
+
+    /// Runs a Sandbox for the duration of `body`, then stops it.
+    public static func withRunning<Result: Sendable>(
+        _ configuration: SandboxConfiguration = .init(port: 0),
+        logger: Logger = Logger(label: "orderlive.sandbox", factory: { _ in SwiftLogNoOpLogHandler() }),
+        _ body: (Sandbox) async throws -> Result
+    ) async throws -> Result {
+        let sandbox = Sandbox(configuration: configuration, logger: logger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await sandbox.run() }
+            _ = await sandbox.port
+            do {
+                let result = try await body(sandbox)
+                group.cancelAll()
+                return result
+            } catch {
+                group.cancelAll()
+                throw error
+            }
+        }
+    }
+
+    // MARK: Event stream
+
+    private func streamResponse(for request: Request) -> Response {
+        let recordedRequest = RecordedRequest(
+            method: request.method.rawValue,
+            path: request.uri.path,
+            headers: request.headers.map { (name: $0.name.canonicalName, value: $0.value) })
+        let script: StreamScript? = state.withLock { state in
+            state.streamRequests += 1
+            return state.scripts.isEmpty ? nil : state.scripts.removeFirst()
+        }
+        recorded.yield(recordedRequest)
+        if let script { return scripted(script) }
+        return live(resumingAfter: recordedRequest.header("last-event-id"))
+    }
+
+    private func scripted(_ script: StreamScript) -> Response {
+        var headers = HTTPFields()
+        for (name, value) in script.headers {
+            if let field = HTTPField.Name(name) { headers.append(HTTPField(name: field, value: value)) }
+        }
+        let status = HTTPResponse.Status(code: script.status)
+        if script.steps.isEmpty, status.code == 204 || status.code == 304 || status.code < 200 {
+            return Response(status: status, headers: headers)
+        }
+        return Response(status: status, headers: headers, body: ResponseBody { [self] writer in
+            for step in script.steps {
+                switch step {
+                case .send(let bytes):
+                    try await writer.write(ByteBuffer(bytes: bytes))
+                case .pause(let duration):
+                    try await Task.sleep(for: duration)
+                case .hold:
+                    while true { try await Task.sleep(for: .seconds(3600)) }
+                case .drop:
+                    throw SandboxDrop()
+                case .waitFor(let gate):
+                    await wait(for: gate)
+                }
+            }
+            try await writer.finish(nil)
+        })
+    }
+
+    private func wait(for gate: String) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let open = state.withLock { state in
+                if state.released.contains(gate) { return true }
+                state.gateWaiters[gate, default: []].append(continuation)
+                return false
+            }
+            if open { continuation.resume() }
+        }
+    }
+
+    private func live(resumingAfter lastEventID: String?) -> Response {
+        let first = (lastEventID.flatMap { Int($0) } ?? 0) + 1
+        let feed = OrderFeed(orderCount: configuration.orderCount)
+        let interval = configuration.eventInterval
+        let heartbeat = configuration.heartbeatInterval
+        var headers = HTTPFields()
+        headers[.contentType] = "text/event-stream"
+        headers[.cacheControl] = "no-cache"
+        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+            try await writer.write(ByteBuffer(string: ": orderlive sandbox live feed\nretry: 1000\n\n"))
+            var sequence = first
+            var sinceHeartbeat = Duration.zero
+            while true {
+                try await Task.sleep(for: interval)
+                sinceHeartbeat += interval
+                try await writer.write(ByteBuffer(string: feed.wireEvent(sequence: sequence)))
+                sequence += 1
+                if sinceHeartbeat >= heartbeat {
+                    sinceHeartbeat = .zero
+                    try await writer.write(ByteBuffer(string: ": ping\n\n"))
+                }
+            }
+        })
+    }
+}
+
+extension Sandbox {
+    /// Routes under `/sandbox/` that exercise an HTTP client: redirects, sizes and echoes.
+    fileprivate func addDiagnosticRoutes(to router: Router<BasicRequestContext>) {
+        router.get("/sandbox/redirect/:count") { _, context in
+            let count = context.parameters.get("count", as: Int.self) ?? 0
+            var headers = HTTPFields()
+            headers[.location] = count > 1 ? "/sandbox/redirect/\(count - 1)" : "/healthz"
+            return Response(status: .found, headers: headers)
+        }
+        router.get("/sandbox/redirect-without-location") { _, _ in
+            Response(status: .found)
+        }
+        router.get("/sandbox/bytes/:count") { _, context in
+            let count = max(0, min(context.parameters.get("count", as: Int.self) ?? 0, 256 << 20))
+            return Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(repeating: 0x61, count: count)))
+        }
+        router.post("/sandbox/echo") { request, _ in
+            var headers = HTTPFields()
+            if let name = HTTPField.Name("X-Echo-Method") { headers[name] = request.method.rawValue }
+            let body = try await request.body.collect(upTo: 16 << 20)
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: body))
+        }
+    }
+}
+
+/// Thrown by a script's `.drop` step to break the connection mid-body.
+struct SandboxDrop: Error {}

@@ -1,0 +1,157 @@
+// CurlHTTP: the one place orderlive talks to libcurl. A single thread owns a curl multi handle and
+// drives every transfer; the rest of the program sees only the Swift types in this module. No other
+// module imports CCurl, and nothing here knows about events, orders or tokens.
+
+/// Header fields in the order they were sent or received; names compare case-insensitively.
+public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
+    /// One header field.
+    public struct Field: Sendable, Hashable {
+        /// The field name as written.
+        public var name: String
+        /// The field value, without surrounding white space.
+        public var value: String
+
+        /// Creates a field.
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// The fields in order.
+    public private(set) var fields: [Field]
+
+    /// Creates headers from fields.
+    public init(_ fields: [Field] = []) {
+        self.fields = fields
+    }
+
+    /// Creates headers from name-value pairs.
+    public init(dictionaryLiteral elements: (String, String)...) {
+        self.fields = elements.map { Field(name: $0.0, value: $0.1) }
+    }
+
+    /// The first value for `name` (case-insensitive), or nil.
+    public subscript(name: String) -> String? {
+        let lowered = name.lowercased()
+        return fields.first { $0.name.lowercased() == lowered }?.value
+    }
+
+    /// Appends a field, keeping any earlier one of the same name.
+    public mutating func add(name: String, value: String) {
+        fields.append(Field(name: name, value: value))
+    }
+
+    /// Replaces every field named `name` with one field of that value.
+    public mutating func replaceOrAdd(name: String, value: String) {
+        remove(name: name)
+        fields.append(Field(name: name, value: value))
+    }
+
+    /// Removes every field named `name`.
+    public mutating func remove(name: String) {
+        let lowered = name.lowercased()
+        fields.removeAll { $0.name.lowercased() == lowered }
+    }
+
+    /// Iterates the fields in order.
+    public func makeIterator() -> IndexingIterator<[Field]> {
+        fields.makeIterator()
+    }
+}
+
+/// Transport-security options for one transfer.
+public struct TLSOptions: Sendable, Hashable {
+    /// An extra CA bundle (PEM) trusted in addition to the system's; empty for none.
+    public var caFile: String
+    /// A public-key pin in libcurl's `sha256//<base64>` form (several joined with `;`); empty for none.
+    public var pinnedPublicKey: String
+
+    /// Creates options; the defaults trust the system store and pin nothing.
+    public init(caFile: String = "", pinnedPublicKey: String = "") {
+        self.caFile = caFile
+        self.pinnedPublicKey = pinnedPublicKey
+    }
+}
+
+/// One HTTP request, as a value.
+public struct HTTPRequest: Sendable {
+    /// The absolute `http` or `https` URL.
+    public var url: String
+    /// The method, `GET` by default.
+    public var method: String
+    /// Request headers. libcurl adds `Host`, `Accept-Encoding` and, for bodies, `Content-Length`.
+    public var headers: HTTPHeaders
+    /// The request body, if any.
+    public var body: [UInt8]?
+    /// How long connecting (DNS, TCP, TLS) may take.
+    public var connectTimeout: Duration
+    /// How long the whole transfer may take; nil for no limit (streams).
+    public var timeout: Duration?
+    /// TLS trust and pinning.
+    public var tls: TLSOptions
+    /// The most redirects followed before the transfer fails.
+    public var maximumRedirects: Int
+    /// The largest response body `perform` accepts, in bytes.
+    public var maximumResponseBytes: Int
+
+    /// Creates a request.
+    public init(
+        url: String,
+        method: String = "GET",
+        headers: HTTPHeaders = [:],
+        body: [UInt8]? = nil,
+        connectTimeout: Duration = .seconds(10),
+        timeout: Duration? = .seconds(10),
+        tls: TLSOptions = .init(),
+        maximumRedirects: Int = 5,
+        maximumResponseBytes: Int = 64 << 20
+    ) {
+        self.url = url
+        self.method = method
+        self.headers = headers
+        self.body = body
+        self.connectTimeout = connectTimeout
+        self.timeout = timeout
+        self.tls = tls
+        self.maximumRedirects = maximumRedirects
+        self.maximumResponseBytes = maximumResponseBytes
+    }
+}
+
+/// The status line and headers of the final response (after redirects).
+public struct HTTPResponseHead: Sendable, Hashable {
+    /// The status code.
+    public var status: Int
+    /// The response headers.
+    public var headers: HTTPHeaders
+    /// The URL that answered, after redirects.
+    public var url: String
+
+    /// Creates a head.
+    public init(status: Int, headers: HTTPHeaders, url: String) {
+        self.status = status
+        self.headers = headers
+        self.url = url
+    }
+
+    /// The `Content-Type` value, if any.
+    public var contentType: String? { headers["Content-Type"] }
+}
+
+/// A complete response.
+public struct HTTPResponse: Sendable {
+    /// Status and headers.
+    public var head: HTTPResponseHead
+    /// The body bytes, decoded from any content encoding.
+    public var body: [UInt8]
+
+    /// Creates a response.
+    public init(head: HTTPResponseHead, body: [UInt8]) {
+        self.head = head
+        self.body = body
+    }
+
+    /// The status code.
+    public var status: Int { head.status }
+}
