@@ -41,6 +41,11 @@ public final class BackpressureChannel<Element: Sendable>: Sendable {
         }
     }
 
+    /// True while the consumer is the slow side: elements wait in the buffer or the producer is paused.
+    public var consumerIsBehind: Bool {
+        state.withLock { $0.producerPaused || !$0.buffer.isEmpty }
+    }
+
     /// Producer side: appends elements with their total cost and wakes the consumer.
     public func push(contentsOf elements: [Element], cost: Int) {
         guard !elements.isEmpty else { return }

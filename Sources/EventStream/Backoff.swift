@@ -1,0 +1,51 @@
+// EventStream: a reconnecting Server-Sent Events client (DESIGN §8 "Stream") over CurlHTTP and the
+// ServerSentEvents parser. It owns reconnect timing, Last-Event-ID, the idle timeout and the status
+// policy; it knows nothing about orders, tokens or storage (headers come from a provider).
+
+/// The reconnect delay policy: exponential from a base to a maximum, jittered within [d/2, d],
+/// reset once a connection has stayed up long enough. A pure value; the driver supplies time and
+/// randomness.
+public struct Backoff: Sendable, Hashable {
+    /// The base delay before the first retry; a server's `retry:` replaces it.
+    public private(set) var base: Duration
+    /// The largest delay.
+    public let maximum: Duration
+    /// A connection up at least this long resets the failure count.
+    public let resetAfter: Duration
+    /// Consecutive failed or short-lived connections.
+    public private(set) var failures = 0
+
+    /// Creates a policy.
+    public init(initial: Duration, maximum: Duration, resetAfter: Duration) {
+        self.base = max(.zero, initial)
+        self.maximum = max(.zero, maximum)
+        self.resetAfter = resetAfter
+    }
+
+    /// A server's `retry:` field: the new base delay (SSE-RULES 13: it persists across connections).
+    public mutating func serverRequested(milliseconds: Int) {
+        base = .milliseconds(Int64(clamping: milliseconds))
+    }
+
+    /// A connection that had opened ended after `uptime`: a long one resets the count.
+    public mutating func connectionEnded(uptime: Duration) {
+        if uptime >= resetAfter { failures = 0 }
+    }
+
+    /// The delay before the next attempt. `unit` is a random number in [0, 1] that places the
+    /// delay within [d/2, d]; `retryAfter` (from a 429/503) is a floor.
+    public mutating func nextDelay(unit: Double, retryAfter: Duration? = nil) -> Duration {
+        let exponent = min(failures, 30)
+        failures += 1
+        var delay = base
+        for _ in 0..<exponent {
+            delay = delay * 2
+            if delay >= maximum { break }
+        }
+        delay = min(delay, max(maximum, base))
+        let fraction = 0.5 + 0.5 * min(max(unit, 0), 1)
+        var jittered = delay * fraction
+        if let retryAfter { jittered = max(jittered, retryAfter) }
+        return jittered
+    }
+}

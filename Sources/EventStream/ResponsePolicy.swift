@@ -1,0 +1,87 @@
+import CurlHTTP
+
+/// What a response head means for the stream (DESIGN §8; SSE-RULES 24 as amended by it).
+public enum ResponseDecision: Sendable, Hashable {
+    /// 200 with a `text/event-stream` media type: the stream is open.
+    case open
+    /// 204: the server asks the client to stop reconnecting.
+    case stop
+    /// 401: the credentials failed; tell the header provider, then retry.
+    case unauthorized
+    /// Anything else: an error, retried with backoff; `retryAfter` from a 429/503's `Retry-After`.
+    case retry(reason: String, retryAfter: Duration?)
+
+    /// Classifies a head. `now` is the wall clock in Unix seconds, for an HTTP-date `Retry-After`.
+    public static func classify(_ head: HTTPResponseHead, now: Int64) -> ResponseDecision {
+        switch head.status {
+        case 204:
+            return .stop
+        case 401:
+            return .unauthorized
+        case 200:
+            let contentType = head.contentType ?? ""
+            if mediaTypeEssence(contentType) == "text/event-stream" { return .open }
+            let shown = contentType.isEmpty ? "no Content-Type" : "Content-Type \(contentType)"
+            return .retry(reason: "expected text/event-stream, got \(shown)", retryAfter: nil)
+        default:
+            var retryAfter: Duration?
+            if head.status == 429 || head.status == 503, let value = head.headers["Retry-After"] {
+                retryAfter = parseRetryAfter(value, now: now)
+            }
+            return .retry(reason: "HTTP \(head.status)", retryAfter: retryAfter)
+        }
+    }
+
+    /// The media type without parameters, lower-cased: `Text/Event-Stream; charset=x` → `text/event-stream`.
+    public static func mediaTypeEssence(_ value: String) -> String {
+        let type = value.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        return String(type).trimmingCharacters(in: " \t").lowercased()
+    }
+
+    /// `Retry-After` as delta-seconds or an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`); capped at a day.
+    public static func parseRetryAfter(_ value: String, now: Int64) -> Duration? {
+        let trimmed = value.trimmingCharacters(in: " \t")
+        let day: Int64 = 86_400
+        if !trimmed.isEmpty, trimmed.allSatisfy({ $0.isASCII && $0.isNumber }) {
+            guard let seconds = Int64(trimmed) else { return .seconds(day) }
+            return .seconds(min(seconds, day))
+        }
+        guard let date = parseIMFFixdate(trimmed) else { return nil }
+        return .seconds(min(max(date - now, 0), day))
+    }
+
+    /// Unix seconds of an IMF-fixdate, or nil.
+    static func parseIMFFixdate(_ value: String) -> Int64? {
+        // "Sun, 06 Nov 1994 08:49:37 GMT"
+        let parts = value.split(separator: " ")
+        guard parts.count == 6, parts[5] == "GMT", let day = Int(parts[1]), let year = Int(parts[3]) else { return nil }
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        guard let monthIndex = months.firstIndex(of: String(parts[2])) else { return nil }
+        let time = parts[4].split(separator: ":")
+        guard time.count == 3, let hour = Int(time[0]), let minute = Int(time[1]), let second = Int(time[2]),
+              (1...31).contains(day), (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
+        else { return nil }
+        return daysFromCivil(year: year, month: monthIndex + 1, day: day) * 86_400
+            + Int64(hour * 3600 + minute * 60 + second)
+    }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int64 {
+        let y = Int64(month <= 2 ? year - 1 : year)
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let m = Int64(month)
+        let dayOfYear = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + Int64(day) - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+}
+
+extension String {
+    func trimmingCharacters(in set: String) -> String {
+        var slice = Substring(self)
+        while let first = slice.first, set.contains(first) { slice.removeFirst() }
+        while let last = slice.last, set.contains(last) { slice.removeLast() }
+        return String(slice)
+    }
+}

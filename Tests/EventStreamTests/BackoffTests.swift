@@ -1,0 +1,73 @@
+import CurlHTTP
+import EventStream
+import Testing
+
+@Suite struct BackoffTests {
+    @Test func growsExponentiallyToTheMaximum() {
+        var backoff = Backoff(initial: .seconds(1), maximum: .seconds(30), resetAfter: .seconds(60))
+        let delays = (0..<8).map { _ in backoff.nextDelay(unit: 1) }
+        #expect(delays == [1, 2, 4, 8, 16, 30, 30, 30].map { Duration.seconds($0) })
+    }
+
+    @Test func jitterStaysWithinHalfToFull() {
+        var low = Backoff(initial: .seconds(8), maximum: .seconds(30), resetAfter: .seconds(60))
+        var high = low
+        #expect(low.nextDelay(unit: 0) == .seconds(4))
+        #expect(high.nextDelay(unit: 1) == .seconds(8))
+        var middle = Backoff(initial: .seconds(8), maximum: .seconds(30), resetAfter: .seconds(60))
+        #expect(middle.nextDelay(unit: 0.5) == .seconds(6))
+    }
+
+    @Test func zeroInitialDelayMeansImmediateRetries() {
+        var backoff = Backoff(initial: .zero, maximum: .seconds(30), resetAfter: .seconds(60))
+        #expect((0..<5).map { _ in backoff.nextDelay(unit: 1) } == Array(repeating: .zero, count: 5))
+    }
+
+    @Test func longConnectionResetsAndShortOneDoesNot() {
+        var backoff = Backoff(initial: .seconds(1), maximum: .seconds(30), resetAfter: .seconds(60))
+        _ = backoff.nextDelay(unit: 1)
+        _ = backoff.nextDelay(unit: 1)
+        backoff.connectionEnded(uptime: .seconds(59))
+        #expect(backoff.nextDelay(unit: 1) == .seconds(4))
+        backoff.connectionEnded(uptime: .seconds(60))
+        #expect(backoff.nextDelay(unit: 1) == .seconds(1))
+    }
+
+    @Test func serverRetrySetsTheBaseAndRetryAfterIsAFloor() {
+        var backoff = Backoff(initial: .seconds(1), maximum: .seconds(30), resetAfter: .seconds(60))
+        backoff.serverRequested(milliseconds: 250)
+        #expect(backoff.nextDelay(unit: 1) == .milliseconds(250))
+        #expect(backoff.nextDelay(unit: 1, retryAfter: .seconds(7)) == .seconds(7))
+    }
+}
+
+@Suite struct ResponsePolicyTests {
+    private func head(_ status: Int, _ headers: HTTPHeaders = [:]) -> HTTPResponseHead {
+        HTTPResponseHead(status: status, headers: headers, url: "http://x")
+    }
+
+    @Test func classifiesStatusesAndMediaTypes() {
+        #expect(ResponseDecision.classify(head(200, ["Content-Type": "text/event-stream"]), now: 0) == .open)
+        #expect(ResponseDecision.classify(head(200, ["Content-Type": "Text/Event-Stream; charset=utf-8"]), now: 0) == .open)
+        #expect(ResponseDecision.classify(head(204), now: 0) == .stop)
+        #expect(ResponseDecision.classify(head(401), now: 0) == .unauthorized)
+        #expect(ResponseDecision.classify(head(200, ["Content-Type": "text/x-bogus"]), now: 0)
+            == .retry(reason: "expected text/event-stream, got Content-Type text/x-bogus", retryAfter: nil))
+        #expect(ResponseDecision.classify(head(404), now: 0) == .retry(reason: "HTTP 404", retryAfter: nil))
+        #expect(ResponseDecision.classify(head(429, ["Retry-After": "12"]), now: 0)
+            == .retry(reason: "HTTP 429", retryAfter: .seconds(12)))
+        // Retry-After only counts on 429 and 503.
+        #expect(ResponseDecision.classify(head(500, ["Retry-After": "12"]), now: 0)
+            == .retry(reason: "HTTP 500", retryAfter: nil))
+    }
+
+    @Test func parsesRetryAfterForms() {
+        // 1994-11-06T08:49:37Z is Unix 784111777.
+        #expect(ResponseDecision.parseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", now: 784_111_767) == .seconds(10))
+        #expect(ResponseDecision.parseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", now: 784_111_800) == .zero)
+        #expect(ResponseDecision.parseRetryAfter(" 30 ", now: 0) == .seconds(30))
+        #expect(ResponseDecision.parseRetryAfter("99999999999999999999", now: 0) == .seconds(86_400))
+        #expect(ResponseDecision.parseRetryAfter("soon", now: 0) == nil)
+        #expect(ResponseDecision.parseRetryAfter("-5", now: 0) == nil)
+    }
+}
