@@ -1,0 +1,66 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Writes whole lines straight to a file descriptor: one `write(2)` per line, so every line is
+/// flushed as it is written and lines from different threads never interleave mid-line.
+public struct LineWriter: Sendable {
+    /// The descriptor written to.
+    public let descriptor: Int32
+
+    /// Standard output.
+    public static let standardOutput = LineWriter(descriptor: 1)
+    /// Standard error.
+    public static let standardError = LineWriter(descriptor: 2)
+
+    /// Creates a writer for a descriptor.
+    public init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    /// True when the descriptor is a terminal.
+    public var isTerminal: Bool { isatty(descriptor) == 1 }
+
+    /// Writes `line` and a line feed. Returns false when the reader has gone (for example a closed pipe).
+    @discardableResult
+    public func write(line: String) -> Bool {
+        var bytes = Array(line.utf8)
+        bytes.append(0x0A)
+        return bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                guard let base = raw.baseAddress else { return false }
+                let written = systemWrite(descriptor, base + offset, raw.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                offset += written
+            }
+            return true
+        }
+    }
+}
+
+private func systemWrite(_ descriptor: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+    #if canImport(Glibc)
+    Glibc.write(descriptor, buffer, count)
+    #else
+    Darwin.write(descriptor, buffer, count)
+    #endif
+}
+
+/// Local wall-clock time as `HH:MM:SS.mmm`, for the readable views.
+public func localTimeOfDay() -> String {
+    var spec = timespec()
+    clock_gettime(CLOCK_REALTIME, &spec)
+    var seconds = spec.tv_sec
+    var parts = tm()
+    localtime_r(&seconds, &parts)
+    func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+    let milliseconds = Int(spec.tv_nsec / 1_000_000)
+    let millisText = milliseconds < 10 ? "00\(milliseconds)" : milliseconds < 100 ? "0\(milliseconds)" : "\(milliseconds)"
+    return "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(millisText)"
+}

@@ -1,0 +1,73 @@
+import Agent
+import ArgumentParser
+import Logging
+import Sandbox
+import UnixSignals
+
+/// `orderlive sandbox`
+struct SandboxCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sandbox",
+        abstract: "Run the reference order backend on loopback (live SSE order feed at /v1/events)."
+    )
+
+    @Option(help: "The port to listen on (0 picks a free one).")
+    var port: Int = 8070
+
+    @Option(help: "The address to bind.")
+    var host: String = "127.0.0.1"
+
+    @Option(name: .customLong("event-interval"), help: "Milliseconds between live order events.")
+    var eventInterval: Int = 1000
+
+    func validate() throws {
+        guard (0...65_535).contains(port) else { throw ValidationError("--port must be 0...65535, got \(port)") }
+        guard eventInterval > 0 else { throw ValidationError("--event-interval must be above 0 ms") }
+    }
+
+    func run() async throws {
+        var logger = Logger(label: "orderlive.sandbox") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = .info
+        let sandbox = Sandbox(
+            configuration: SandboxConfiguration(host: host, port: port, eventInterval: .milliseconds(eventInterval)),
+            logger: logger)
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                let host = self.host
+                group.addTask {
+                    try await sandbox.run { port in
+                        let url = "http://\(host):\(port)"
+                        LineWriter.standardError.write(line: "orderlive sandbox: listening on \(url) (events at \(url)/v1/events)")
+                    }
+                }
+                group.addTask {
+                    for await _ in await UnixSignalsSequence(trapping: .sigint, .sigterm) { return }
+                }
+                // The first task to end (a signal, or the server failing) ends the sandbox.
+                _ = try await group.next()
+                group.cancelAll()
+            }
+        } catch {
+            throw RuntimeFailure(description: "the sandbox could not serve on \(host):\(port): \(error)")
+        }
+    }
+}
+
+/// `orderlive demo`
+struct DemoCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "demo",
+        abstract: "Start the sandbox backend and watch its orders change live, in one process."
+    )
+
+    @Option(help: "Stop after S seconds.")
+    var duration: Double?
+
+    @Flag(help: "One JSON object per line instead of the readable view.")
+    var json = false
+
+    func run() async throws {
+        try await Demo(duration: duration.map { .milliseconds(Int64($0 * 1000)) }, json: json,
+                       logger: commandLogger("orderlive.demo")).run()
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import Sandbox
+import Synchronization
+import Testing
+
+/// The built `orderlive` executable, run as a user would run it.
+struct OrderliveProcess {
+    let process = Process()
+    let lines: AsyncStream<String>
+    private let errorPipe = Pipe()
+
+    /// The executable next to the test bundle (both are products of the same build).
+    static var executable: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("orderlive")
+    }
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = Self.executable
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = errorPipe
+        let (stream, continuation) = AsyncStream.makeStream(of: String.self)
+        lines = stream
+        try process.run()
+        let reader = output.fileHandleForReading
+        // A plain thread reads the child's stdout, so the test can wait on each line as it arrives.
+        Thread.detachNewThread {
+            var buffer = Data()
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                buffer.append(chunk)
+                while let newline = buffer.firstIndex(of: 0x0A) {
+                    continuation.yield(String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self))
+                    buffer.removeSubrange(buffer.startIndex...newline)
+                }
+            }
+            continuation.finish()
+        }
+    }
+
+    func signal(_ number: Int32) {
+        kill(process.processIdentifier, number)
+    }
+
+    /// Waits for exit; returns the status and everything written to stderr.
+    func waitForExit() async -> (status: Int32, stderr: String) {
+        let errors = errorPipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: errors, as: UTF8.self))
+    }
+}
+
+@Suite struct CommandLineTests {
+    @Test func sighupReconnectsWithoutAnErrorLineAndSigtermExitsZero() async throws {
+        try await Sandbox.withRunning { sandbox in
+            sandbox.enqueue(
+                .stream("id: 1\ndata: a\n\n", then: [.hold]),
+                .stream("data: b\n\n", then: [.hold]))
+            let url = await sandbox.baseURL + "/v1/events"
+            let child = try OrderliveProcess(["inspect", url, "--json", "--initial-delay", "0"])
+            var lines: [String] = []
+            for await line in child.lines {
+                lines.append(line)
+                if line.contains(#""data":"a""#) { child.signal(SIGHUP) }
+                if line.contains(#""data":"b""#) { child.signal(SIGTERM) }
+            }
+            let (status, stderr) = await child.waitForExit()
+            #expect(status == 0, "stderr: \(stderr)")
+            #expect(lines == [
+                #"{"kind":"open","status":200,"content_type":"text/event-stream"}"#,
+                #"{"kind":"event","type":"message","data":"a","id":"1"}"#,
+                #"{"kind":"open","status":200,"content_type":"text/event-stream"}"#,
+                #"{"kind":"event","type":"message","data":"b","id":"1"}"#,
+            ])
+            var requests = sandbox.streamRequests.makeAsyncIterator()
+            _ = await requests.next()
+            #expect(await requests.next()?.header("last-event-id") == "1")
+        }
+    }
+
+    @Test func usageErrorsExitTwoWithOneLine() async throws {
+        for arguments in [["inspect", "not-a-url"], ["inspect", "-H", "broken", "http://127.0.0.1:1/"],
+                          ["inspect", "http://127.0.0.1:1/", "--count", "0"], ["inspect"]] {
+            let child = try OrderliveProcess(arguments)
+            for await _ in child.lines {}
+            let (status, stderr) = await child.waitForExit()
+            #expect(status == 2, "\(arguments)")
+            #expect(!stderr.isEmpty)
+            #expect(!stderr.contains("Fatal"), "\(stderr)")
+        }
+    }
+
+    @Test func unreachableHostWithoutReconnectExitsOne() async throws {
+        let child = try OrderliveProcess(["inspect", "http://127.0.0.1:1/v1/events", "--no-reconnect"])
+        for await _ in child.lines {}
+        let (status, stderr) = await child.waitForExit()
+        #expect(status == 1)
+        let errorLines = stderr.split(separator: "\n")
+        #expect(errorLines.count == 1)
+        #expect(errorLines.first?.hasPrefix("orderlive: ") == true)
+    }
+
+    @Test func noContentExitsZeroAfterOneRequest() async throws {
+        try await Sandbox.withRunning { sandbox in
+            sandbox.enqueue(.status(204))
+            let child = try OrderliveProcess(["inspect", await sandbox.baseURL + "/v1/events", "--json"])
+            var lines: [String] = []
+            for await line in child.lines { lines.append(line) }
+            let (status, _) = await child.waitForExit()
+            #expect(status == 0)
+            #expect(lines.isEmpty)
+            #expect(sandbox.streamRequestCount == 1)
+        }
+    }
+}
