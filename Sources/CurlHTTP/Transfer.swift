@@ -77,6 +77,11 @@ final class Transfer: @unchecked Sendable {
         set(orderlive_easy_setopt_string(handle, CURLOPT_ACCEPT_ENCODING, ""))
         set(orderlive_easy_setopt_long(handle, CURLOPT_HTTP_VERSION, orderlive_http_version_2tls()))
         set(orderlive_easy_setopt_long(handle, CURLOPT_TCP_KEEPALIVE, 1))
+        if case .stream = sink {
+            // Larger reads mean fewer callbacks and fewer hand-offs to the consumer on a fast stream;
+            // backpressure may overshoot by one read, so this also bounds that overshoot.
+            set(orderlive_easy_setopt_long(handle, CURLOPT_BUFFERSIZE, 128 * 1024))
+        }
         set(orderlive_easy_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(request.connectTimeout)))
         set(orderlive_easy_setopt_long(handle, CURLOPT_TIMEOUT_MS, request.timeout.map(Self.milliseconds) ?? 0))
         if !request.tls.caFile.isEmpty {

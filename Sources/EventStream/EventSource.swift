@@ -269,7 +269,7 @@ public final class EventSource<C: Clock>: Sendable where C.Duration == Duration 
                              uptime: uptime())
             }
             for item in batch {
-                if controls.pendingEndReason == .stop {
+                if controls.isStopped {
                     transfer.cancel()
                     return .stopped
                 }

@@ -19,11 +19,14 @@ final class EventSourceControls: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Mirrors `State.stopped` so the per-event check on the hot path is one atomic load, not a lock.
+    private let stopped = Atomic<Bool>(false)
 
-    var isStopped: Bool { state.withLock { $0.stopped } }
+    var isStopped: Bool { stopped.load(ordering: .acquiring) }
 
     /// Ends everything: the running connection, any wait; no further request or event.
     func stop() {
+        stopped.store(true, ordering: .releasing)
         let (transfer, waiter) = state.withLock { state in
             state.stopped = true
             if state.transfer != nil, state.endReason == nil { state.endReason = .stop }

@@ -46,6 +46,29 @@ public struct OrderFeed: Sendable {
         "id: \(sequence)\nevent: \(type(sequence: sequence))\ndata: {\"order\":\(orderJSON(sequence: sequence))}\n\n"
     }
 
+    /// Whole live-feed events filling about 64 KiB; the firehose route repeats it.
+    public static let firehoseBlock: [UInt8] = {
+        let feed = OrderFeed(orderCount: 12)
+        var bytes: [UInt8] = []
+        var sequence = 1
+        while bytes.count < 64 * 1024 - 512 {
+            bytes += Array(feed.wireEvent(sequence: sequence).utf8)
+            sequence += 1
+        }
+        return bytes
+    }()
+
+    /// How many events ``firehoseBlock`` holds.
+    public static let firehoseEventsPerBlock: Int = {
+        var count = 0
+        var previous: UInt8 = 0
+        for byte in firehoseBlock {
+            if byte == 0x0A, previous == 0x0A { count += 1 }
+            previous = byte
+        }
+        return count
+    }()
+
     static func timestamp(secondsAfterBase seconds: Int) -> String {
         let day = seconds / 86_400
         let second = seconds % 86_400

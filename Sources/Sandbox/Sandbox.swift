@@ -264,6 +264,18 @@ extension Sandbox {
             let count = max(0, min(context.parameters.get("count", as: Int.self) ?? 0, 256 << 20))
             return Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(repeating: 0x61, count: count)))
         }
+        router.get("/sandbox/firehose/:blocks") { _, context in
+            // One 64 KiB block of live-feed events, written `blocks` times as fast as the client reads:
+            // a fast stream for transport benchmarks that holds 64 KiB, not the whole stream.
+            let blocks = max(0, min(context.parameters.get("blocks", as: Int.self) ?? 0, 1 << 20))
+            let block = ByteBuffer(bytes: OrderFeed.firehoseBlock)
+            var headers = HTTPFields()
+            headers[.contentType] = "text/event-stream"
+            return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+                for _ in 0..<blocks { try await writer.write(block) }
+                try await writer.finish(nil)
+            })
+        }
         router.post("/sandbox/echo") { request, _ in
             var headers = HTTPFields()
             if let name = HTTPField.Name("X-Echo-Method") { headers[name] = request.method.rawValue }

@@ -1,0 +1,28 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+// Release-mode benchmarks, kept out of the main package so `make test` never builds the reference
+// implementations. Run with `make bench` from the repository root.
+let package = Package(
+    name: "orderlive-benchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "orderlive", path: ".."),
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", exact: "1.13.4"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "orderlive-bench",
+            dependencies: [
+                .product(name: "ServerSentEvents", package: "orderlive"),
+                .product(name: "CurlHTTP", package: "orderlive"),
+                .product(name: "EventStream", package: "orderlive"),
+                .product(name: "Sandbox", package: "orderlive"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: [.treatAllWarnings(as: .error)]
+        ),
+    ]
+)

@@ -1,0 +1,275 @@
+// orderlive benchmarks: every figure next to a reference measured in the same run on the same bytes
+// (DESIGN §9). Release builds only: `make bench`.
+
+import CurlHTTP
+import EventStream
+import Foundation
+import Logging
+import OpenAPIRuntime
+import Sandbox
+import ServerSentEvents
+import Synchronization
+
+let rounds = Int(ProcessInfo.processInfo.environment["BENCH_ROUNDS"] ?? "") ?? 5
+let quiet = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
+
+// MARK: Measurement
+
+/// Median wall time of `rounds` runs; `body` returns a count that is checked to stay the same.
+func measure(_ rounds: Int, _ body: () async throws -> Int) async rethrows -> (seconds: Double, count: Int) {
+    var times: [Double] = []
+    var count = 0
+    for _ in 0..<max(1, rounds) {
+        let start = ContinuousClock.now
+        count = try await body()
+        let elapsed = start.duration(to: .now)
+        times.append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    }
+    times.sort()
+    return (times[times.count / 2], count)
+}
+
+/// The synchronous twin of `measure`.
+func measureSync(_ rounds: Int, _ body: () -> Int) -> (seconds: Double, count: Int) {
+    var times: [Double] = []
+    var count = 0
+    for _ in 0..<max(1, rounds) {
+        let start = ContinuousClock.now
+        count = body()
+        let elapsed = start.duration(to: .now)
+        times.append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    }
+    times.sort()
+    return (times[times.count / 2], count)
+}
+
+func chunked(_ bytes: [UInt8], size: Int) -> [ArraySlice<UInt8>] {
+    stride(from: 0, to: bytes.count, by: size).map { bytes[$0..<min($0 + size, bytes.count)] }
+}
+
+func format(_ value: Double, _ digits: Int = 1) -> String {
+    String(format: "%.\(digits)f", value)
+}
+
+struct Row {
+    var name: String
+    var reader: String
+    var megabytesPerSecond: Double
+    var eventsPerSecond: Double
+    var note: String
+}
+
+let rows = Mutex<[Row]>([])
+
+func report(_ name: String, _ reader: String, bytes: Int, seconds: Double, events: Int, note: String = "") {
+    let row = Row(name: name, reader: reader, megabytesPerSecond: Double(bytes) / seconds / 1e6,
+                  eventsPerSecond: Double(events) / seconds, note: note)
+    rows.withLock { $0.append(row) }
+}
+
+// MARK: Readers
+
+func parseWithOurs(_ chunks: [ArraySlice<UInt8>]) -> Int {
+    var parser = ServerSentEventParser()
+    var events = 0
+    for chunk in chunks {
+        chunk.withUnsafeBytes { raw in
+            parser.parse(raw) { item in
+                if case .event = item { events += 1 }
+            }
+        }
+    }
+    return events
+}
+
+struct Chunks: AsyncSequence, Sendable {
+    typealias Element = ArraySlice<UInt8>
+    let chunks: [ArraySlice<UInt8>]
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var base: IndexingIterator<[ArraySlice<UInt8>]>
+        mutating func next() async -> ArraySlice<UInt8>? { base.next() }
+    }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: chunks.makeIterator()) }
+}
+
+func parseWithOpenAPIRuntime(_ chunks: [ArraySlice<UInt8>]) async throws -> Int {
+    var events = 0
+    for try await _ in Chunks(chunks: chunks).asDecodedServerSentEvents() { events += 1 }
+    return events
+}
+
+func countLineFeeds(_ chunks: [ArraySlice<UInt8>]) -> Int {
+    var count = 0
+    for chunk in chunks {
+        chunk.withUnsafeBytes { raw in
+            guard var cursor = raw.baseAddress else { return }
+            let end = cursor + raw.count
+            while cursor < end, let found = memchr(cursor, 0x0A, end - cursor) {
+                count += 1
+                cursor = UnsafeRawPointer(found) + 1
+            }
+        }
+    }
+    return count
+}
+
+// MARK: Parser cases
+
+func parserBenchmarks() async throws {
+    let feed = OrderFeed(orderCount: 50)
+    var small: [UInt8] = []
+    for sequence in 1...100_000 { small += Array(feed.wireEvent(sequence: sequence).utf8) }
+    let megabyteLine = [UInt8]("data: ".utf8) + [UInt8](repeating: 0x78, count: 1 << 20) + [0x0A, 0x0A]
+    var large: [UInt8] = []
+    for _ in 0..<20 { large += megabyteLine }
+    let huge = [UInt8]("data: ".utf8) + [UInt8](repeating: 0x79, count: 14_000_000) + [0x0A, 0x0A]
+
+    let cases: [(String, [UInt8], Int)] = [
+        ("a: 100k order events (~\(small.count / 100_000) B), 16 KiB chunks", small, 16_384),
+        ("b: 20 events of 1 MiB data, 16 KiB chunks", large, 16_384),
+        ("c: one 14 MB data line, 2 chunks", huge, huge.count / 2 + 1),
+        ("d: one 14 MB data line, 16 KiB chunks", huge, 16_384),
+    ]
+    for (name, bytes, chunkSize) in cases {
+        let chunks = chunked(bytes, size: chunkSize)
+        let ours = measureSync(rounds) { parseWithOurs(chunks) }
+        report(name, "orderlive ServerSentEventParser", bytes: bytes.count, seconds: ours.seconds, events: ours.count)
+        let referenceRounds = name.hasPrefix("d") ? min(rounds, 3) : rounds
+        let reference = try await measure(referenceRounds) { try await parseWithOpenAPIRuntime(chunks) }
+        report(name, "swift-openapi-runtime 1.13.4 decoder", bytes: bytes.count, seconds: reference.seconds,
+               events: reference.count, note: "ours is \(format(reference.seconds / ours.seconds))× faster")
+        let ceiling = measureSync(rounds) { countLineFeeds(chunks) }
+        report(name, "memchr LF count (ceiling)", bytes: bytes.count, seconds: ceiling.seconds, events: ours.count,
+               note: "ours at \(format(ceiling.seconds / ours.seconds * 100, 0)) % of it")
+        precondition(ours.count == reference.count, "readers disagree on \(name): \(ours.count) vs \(reference.count)")
+    }
+}
+
+// MARK: Transport
+
+/// Counts bytes in the curl callback and nothing else: the reference for the delivery path.
+final class CountingDelegate: StreamingResponseDelegate {
+    let bytes = Atomic<Int>(0)
+    private let done = Mutex<CheckedContinuation<Void, Never>?>(nil)
+    private let finished = Atomic<Bool>(false)
+
+    func transferDidReceiveHead(_ head: HTTPResponseHead) {}
+
+    func transferDidReceive(_ chunk: UnsafeRawBufferPointer) -> Bool {
+        bytes.add(chunk.count, ordering: .relaxed)
+        return true
+    }
+
+    func transferDidComplete(_ result: Result<HTTPResponseHead, CurlError>) {
+        finished.store(true, ordering: .sequentiallyConsistent)
+        done.withLock { $0 }?.resume()
+    }
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let already = done.withLock { slot -> Bool in
+                if finished.load(ordering: .sequentiallyConsistent) { return true }
+                slot = continuation
+                return false
+            }
+            if already { continuation.resume() }
+        }
+    }
+}
+
+func residentMegabytes(_ field: String) -> Double {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    for line in status.split(separator: "\n") where line.hasPrefix(field + ":") {
+        let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+        return kilobytes / 1024
+    }
+    return 0
+}
+
+func resetPeakResident() {
+    // Linux ≥ 4.0: writing 5 to clear_refs resets VmHWM to the current RSS.
+    if let handle = FileHandle(forWritingAtPath: "/proc/self/clear_refs") {
+        handle.write(Data("5".utf8))
+        try? handle.close()
+    }
+}
+
+func transportBenchmarks() async throws {
+    try await Sandbox.withRunning { sandbox in
+        let base = await sandbox.baseURL
+        try await CurlLoop.withLoop(logger: quiet) { loop in
+            let blocks = 1_500
+            let url = base + "/sandbox/firehose/\(blocks)"
+            let eventsExpected = blocks * OrderFeed.firehoseEventsPerBlock
+            let streamBytes = blocks * OrderFeed.firehoseBlock.count
+
+            let reference = try await measure(rounds) {
+                let delegate = CountingDelegate()
+                _ = try loop.startStream(HTTPRequest(url: url, timeout: nil), delegate: delegate)
+                await delegate.wait()
+                return delegate.bytes.load(ordering: .relaxed)
+            }
+            precondition(reference.count == streamBytes)
+            report("curl loop → consumer, \(streamBytes / 1_000_000) MB firehose", "count-only curl callback (reference)",
+                   bytes: streamBytes, seconds: reference.seconds, events: eventsExpected)
+
+            let delivered = try await measure(rounds) {
+                var count = 0
+                let source = EventSource(
+                    configuration: EventSourceConfiguration(url: url, idleTimeout: nil, reconnects: false),
+                    loop: loop, clock: ContinuousClock(), logger: quiet)
+                _ = try await source.run { update in
+                    if case .event = update { count += 1 }
+                }
+                return count
+            }
+            precondition(delivered.count == eventsExpected, "delivered \(delivered.count) of \(eventsExpected)")
+            report("curl loop → consumer, \(streamBytes / 1_000_000) MB firehose", "EventSource, parsed events delivered",
+                   bytes: streamBytes, seconds: delivered.seconds, events: delivered.count,
+                   note: "\(format(reference.seconds / delivered.seconds, 2))× of the reference")
+
+            // A consumer far slower than the stream (2 µs of busy work per event): backpressure must
+            // hold memory flat instead of buffering the stream.
+            let slowBlocks = 3_000
+            let slowURL = base + "/sandbox/firehose/\(slowBlocks)"
+            resetPeakResident()
+            let before = residentMegabytes("VmRSS")
+            var spin = 0
+            let slow = try await measure(1) {
+                var count = 0
+                let source = EventSource(
+                    configuration: EventSourceConfiguration(url: slowURL, idleTimeout: nil, reconnects: false),
+                    loop: loop, clock: ContinuousClock(), logger: quiet)
+                _ = try await source.run { update in
+                    if case .event(let event) = update {
+                        count += 1
+                        spin &+= event.data.utf8.count
+                        let until = ContinuousClock.now.advanced(by: .microseconds(2))
+                        while ContinuousClock.now < until { spin &+= 1 }
+                    }
+                }
+                return count
+            }
+            let peak = residentMegabytes("VmHWM")
+            report("slow consumer, \(slowBlocks * OrderFeed.firehoseBlock.count / 1_000_000) MB stream",
+                   "EventSource with a slow handler", bytes: slowBlocks * OrderFeed.firehoseBlock.count,
+                   seconds: slow.seconds, events: slow.count,
+                   note: "RSS \(format(before)) MB before, peak \(format(peak)) MB during"
+                       + (spin == 42 ? "." : ""))
+        }
+    }
+}
+
+// MARK: Main
+
+print("orderlive benchmarks — release build, median of \(rounds) rounds, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+// BENCH_ONLY=parser or BENCH_ONLY=transport runs one half (for profiling).
+let only = ProcessInfo.processInfo.environment["BENCH_ONLY"] ?? ""
+if only != "transport" { try await parserBenchmarks() }
+if only != "parser" { try await transportBenchmarks() }
+print("")
+print("| case | reader | MB/s | events/s | note |")
+print("| --- | --- | ---: | ---: | --- |")
+for row in rows.withLock({ $0 }) {
+    print("| \(row.name) | \(row.reader) | \(format(row.megabytesPerSecond, 0)) | \(format(row.eventsPerSecond, 0)) | \(row.note) |")
+}
