@@ -22,10 +22,11 @@ public struct ServerSentEventParser: Sendable {
         /// Report comment lines as ``ServerSentEventItem/comment(_:)``; off by default, since most
         /// consumers only need to know that bytes arrived.
         public var reportsComments: Bool
-        /// The largest event (data plus the current line) kept in memory, in bytes. A larger event is
-        /// discarded whole up to its blank line and reported as
-        /// ``ServerSentEventItem/oversizedEventDiscarded(_:)``, so a hostile stream cannot grow memory
-        /// without bound.
+        /// The largest event kept in memory, in bytes: an event is over the limit when one of its lines
+        /// plus the data before it is longer. Such an event is discarded whole up to its blank line
+        /// and reported as ``ServerSentEventItem/oversizedEventDiscarded(lastEventID:)``, so a hostile
+        /// stream cannot grow memory without bound. (A single line over the limit, even a comment,
+        /// marks its event as oversized.)
         public var maximumEventBytes: Int
 
         /// Creates a configuration; the defaults keep events up to 64 MiB and drop comments.
@@ -205,6 +206,11 @@ public struct ServerSentEventParser: Sendable {
             return
         }
         let length = line.count
+        if length + dataBuffer.count > configuration.maximumEventBytes {
+            // The same rule as for a line carried across chunks, so chunking never changes the result.
+            startDiscarding()
+            return
+        }
         if base[0] == Self.colon {
             // SSE-RULES 5: a comment; surfaced only on request.
             if configuration.reportsComments {

@@ -229,6 +229,14 @@ import Testing
         #expect(items == [.oversizedEventDiscarded(lastEventID: ""), event("ok")])
     }
 
+    @Test func longNonDataLineCountsAgainstTheLimitWhetherOrNotItIsSplit() {
+        // Found by the fuzzer: an over-long `event:` line used to be kept when it arrived in one chunk
+        // but discarded when split.
+        let input = Array(": c\nid: 1\nevent: ord%r.updat{\"order\":{\"idder\":{\"id\":1}}\n\n".utf8)
+        let result = parseEveryWay(input, configuration: .init(maximumEventBytes: 30))
+        #expect(result.items == [.oversizedEventDiscarded(lastEventID: "1")])
+    }
+
     @Test func fourteenMegabyteEventInOneTwoAndManyChunks() {
         let payload = String(repeating: "0123456789abcdef", count: 14 * 65_536)
         let body = Array("event: big\ndata: \(payload)\n\n".utf8)
