@@ -84,7 +84,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ServerSentEventsTests",
-            dependencies: ["ServerSentEvents"],
+            dependencies: ["ServerSentEvents", "Sandbox"],
             swiftSettings: strict
         ),
         .testTarget(

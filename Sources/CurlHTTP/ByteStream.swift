@@ -79,16 +79,15 @@ final class ByteStreamDelegate: StreamingResponseDelegate {
     private let state = Mutex(State())
     let channel: BackpressureChannel<[UInt8]>
 
+    private let slot = TransferSlot()
+
     init(bufferLimit: Int) {
-        let resumeBox = ResumeBox()
-        channel = BackpressureChannel(highWater: bufferLimit) { resumeBox.resume() }
-        self.resumeBox = resumeBox
+        let slot = self.slot
+        channel = BackpressureChannel(highWater: bufferLimit) { slot.resume() }
     }
 
-    private let resumeBox: ResumeBox
-
     func attach(_ transfer: StreamingTransfer) {
-        resumeBox.owner.withLock { $0 = transfer }
+        slot.transfer.withLock { $0 = transfer }
     }
 
     func waitForHead() async throws -> HTTPResponseHead {
@@ -129,14 +128,5 @@ final class ByteStreamDelegate: StreamingResponseDelegate {
         case .success: channel.finish()
         case .failure(let error): channel.finish(throwing: error)
         }
-    }
-}
-
-/// Lets the channel's resume callback reach a transfer that exists only after the channel.
-private final class ResumeBox: Sendable {
-    let owner = Mutex<StreamingTransfer?>(nil)
-
-    func resume() {
-        owner.withLock { $0 }?.resume()
     }
 }

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A running streaming transfer: cancel it, or resume it after its delegate paused it.
 public struct StreamingTransfer: Sendable {
     let id: Int
@@ -15,5 +17,20 @@ public struct StreamingTransfer: Sendable {
     /// Lets a transfer paused by its delegate go on; the held-back bytes are delivered first.
     public func resume() {
         loop.resume(transferID: id)
+    }
+}
+
+/// Holds a transfer for callbacks created before it exists — typically a
+/// ``BackpressureChannel``'s resume callback, which must reach the transfer its delegate feeds.
+public final class TransferSlot: Sendable {
+    /// The transfer, once started.
+    public let transfer = Mutex<StreamingTransfer?>(nil)
+
+    /// Creates an empty slot.
+    public init() {}
+
+    /// Resumes the transfer in the slot, if any.
+    public func resume() {
+        transfer.withLock { $0 }?.resume()
     }
 }

@@ -158,13 +158,13 @@ final class Transfer: @unchecked Sendable {
         }
         if let first = text.first, first == " " || first == "\t", var last = headerFields.popLast() {
             // An obsolete folded continuation line.
-            last.value += " " + text.trimmingWhitespace()
+            last.value += " " + text.trimming()
             headerFields.append(last)
             return
         }
         guard let colon = text.firstIndex(of: ":") else { return }
-        let name = String(text[..<colon]).trimmingWhitespace()
-        let value = String(text[text.index(after: colon)...]).trimmingWhitespace()
+        let name = text[..<colon].trimming()
+        let value = text[text.index(after: colon)...].trimming()
         headerFields.append(HTTPHeaders.Field(name: name, value: value))
     }
 
@@ -214,7 +214,7 @@ final class Transfer: @unchecked Sendable {
         guard code == CURLE_OK else {
             var message = String(cString: errorBuffer)
             if message.isEmpty { message = Self.describe(code) }
-            message = message.trimmingWhitespace()
+            message = message.trimming(" \t\r\n")
             return .failure(CurlError(kind: Self.kind(of: code), message: message, code: Int(code.rawValue)))
         }
         let head = self.head ?? HTTPResponseHead(
@@ -279,11 +279,15 @@ final class Transfer: @unchecked Sendable {
     }
 }
 
-extension String {
-    func trimmingWhitespace() -> String {
-        var scalars = Substring(self)
-        while let first = scalars.first, first.isWhitespace { scalars.removeFirst() }
-        while let last = scalars.last, last.isWhitespace { scalars.removeLast() }
+extension StringProtocol {
+    /// The text without leading and trailing characters from `characters` (by default space and tab,
+    /// HTTP's optional white space), as a new `String`.
+    public func trimming(_ characters: String = " \t") -> String {
+        // By scalar, not Character: "\r\n" is one Character and would match neither "\r" nor "\n".
+        let set = Set(characters.unicodeScalars)
+        var scalars = Substring(self).unicodeScalars
+        while let first = scalars.first, set.contains(first) { scalars.removeFirst() }
+        while let last = scalars.last, set.contains(last) { scalars.removeLast() }
         return String(scalars)
     }
 }

@@ -35,9 +35,7 @@ final class ParsingDelegate<C: Clock>: StreamingResponseDelegate where C.Duratio
         self.clock = clock
         activity = Mutex(clock.now)
         let slot = transferSlot
-        channel = BackpressureChannel(highWater: configuration.bufferLimit) {
-            slot.transfer.withLock { $0 }?.resume()
-        }
+        channel = BackpressureChannel(highWater: configuration.bufferLimit) { slot.resume() }
     }
 
     /// Connects the channel's resume signal to the transfer, once it exists.
@@ -80,9 +78,4 @@ final class ParsingDelegate<C: Clock>: StreamingResponseDelegate where C.Duratio
         channel.push(contentsOf: [.end(result)], cost: 0)
         channel.finish()
     }
-}
-
-/// Lets a callback made before a transfer existed reach it later.
-final class TransferSlot: Sendable {
-    let transfer = Mutex<StreamingTransfer?>(nil)
 }

@@ -35,12 +35,12 @@ public enum ResponseDecision: Sendable, Hashable {
     /// The media type without parameters, lower-cased: `Text/Event-Stream; charset=x` → `text/event-stream`.
     public static func mediaTypeEssence(_ value: String) -> String {
         let type = value.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        return String(type).trimmingCharacters(in: " \t").lowercased()
+        return type.trimming().lowercased()
     }
 
     /// `Retry-After` as delta-seconds or an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`); capped at a day.
     public static func parseRetryAfter(_ value: String, now: Int64) -> Duration? {
-        let trimmed = value.trimmingCharacters(in: " \t")
+        let trimmed = value.trimming()
         let day: Int64 = 86_400
         if !trimmed.isEmpty, trimmed.allSatisfy({ $0.isASCII && $0.isNumber }) {
             guard let seconds = Int64(trimmed) else { return .seconds(day) }
@@ -74,14 +74,5 @@ public enum ResponseDecision: Sendable, Hashable {
         let dayOfYear = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + Int64(day) - 1
         let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
         return era * 146_097 + dayOfEra - 719_468
-    }
-}
-
-extension String {
-    func trimmingCharacters(in set: String) -> String {
-        var slice = Substring(self)
-        while let first = slice.first, set.contains(first) { slice.removeFirst() }
-        while let last = slice.last, set.contains(last) { slice.removeLast() }
-        return String(slice)
     }
 }

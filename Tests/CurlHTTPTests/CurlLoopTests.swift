@@ -214,7 +214,7 @@ private final class DelegateProbe: StreamingResponseDelegate {
 
     init(limit: Int) {
         let target = resumeTarget
-        channel = BackpressureChannel(highWater: limit) { target.transfer.withLock { $0 }?.resume() }
+        channel = BackpressureChannel(highWater: limit) { target.resume() }
         (signals, signal) = AsyncStream.makeStream(of: Signal.self)
     }
 
@@ -263,8 +263,4 @@ private final class DelegateProbe: StreamingResponseDelegate {
         }
         return total
     }
-}
-
-private final class TransferSlot: Sendable {
-    let transfer = Mutex<StreamingTransfer?>(nil)
 }

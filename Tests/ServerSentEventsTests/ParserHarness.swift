@@ -1,29 +1,8 @@
+import Sandbox
 import ServerSentEvents
 import Testing
 
-/// Line-end styles every rule is checked under.
-enum LineEnding: String, CaseIterable, CustomTestStringConvertible {
-    case lf, cr, crlf
-
-    var testDescription: String { rawValue }
-
-    /// Rewrites every LF of `text` as this style's line end.
-    func apply(_ text: String) -> [UInt8] {
-        var bytes: [UInt8] = []
-        for byte in text.utf8 {
-            guard byte == 0x0A else {
-                bytes.append(byte)
-                continue
-            }
-            switch self {
-            case .lf: bytes.append(0x0A)
-            case .cr: bytes.append(0x0D)
-            case .crlf: bytes.append(contentsOf: [0x0D, 0x0A])
-            }
-        }
-        return bytes
-    }
-}
+// Line endings come from the Sandbox's `LineEnding`, the same rewriting the test server uses.
 
 /// The result of feeding one body to a fresh parser and ending it.
 struct ParseResult: Equatable {

@@ -1,3 +1,4 @@
+import Sandbox
 import ServerSentEvents
 import Testing
 

@@ -36,7 +36,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         case .event(let event):
             if event.type.isEmpty { fatalError("an event without a type") }
             if event.lastEventID.contains("\0") { fatalError("a last-event-ID with NUL") }
-            if event.data.utf8.count > configuration.maximumEventBytes { fatalError("an event over the limit") }
+            // The limit counts raw bytes; each raw byte decodes to at most one scalar (invalid ones to U+FFFD).
+            if event.data.unicodeScalars.count > configuration.maximumEventBytes { fatalError("an event over the limit") }
         case .retry(let milliseconds):
             if milliseconds < 0 { fatalError("a negative retry") }
         case .comment, .oversizedEventDiscarded:

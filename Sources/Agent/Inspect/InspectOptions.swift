@@ -113,8 +113,8 @@ public struct InspectOptions: Sendable {
         guard let colon = argument.firstIndex(of: ":") else {
             throw InspectUsageError("header '\(argument)' must look like 'Name: value'")
         }
-        let name = argument[..<colon].trimmingCharacters(in: " \t")
-        let value = argument[argument.index(after: colon)...].trimmingCharacters(in: " \t")
+        let name = argument[..<colon].trimming()
+        let value = argument[argument.index(after: colon)...].trimming()
         let token = name.unicodeScalars.allSatisfy { scalar in
             scalar.isASCII && scalar.value > 0x20 && scalar.value < 0x7F && !"()<>@,;:\\\"/[]?={}".unicodeScalars.contains(scalar)
         }
@@ -138,13 +138,4 @@ public struct InspectUsageError: Error, Sendable, CustomStringConvertible {
 
     /// The message.
     public var description: String { message }
-}
-
-extension StringProtocol {
-    func trimmingCharacters(in set: String) -> String {
-        var slice = Substring(self)
-        while let first = slice.first, set.contains(first) { slice.removeFirst() }
-        while let last = slice.last, set.contains(last) { slice.removeLast() }
-        return String(slice)
-    }
 }
