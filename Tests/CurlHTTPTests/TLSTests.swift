@@ -1,0 +1,110 @@
+import CurlHTTP
+import Foundation
+import Logging
+import Testing
+
+/// A real TLS peer: `openssl s_server -www` on 127.0.0.1 with a fresh self-signed certificate.
+private struct TLSServer {
+    let directory: URL
+    let port: Int
+    let certificate: String
+    let pin: String
+
+    static func start() throws -> TLSServer {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let certificate = directory.appendingPathComponent("cert.pem").path
+        let key = directory.appendingPathComponent("key.pem").path
+        try shell("openssl req -x509 -newkey rsa:2048 -nodes -keyout '\(key)' -out '\(certificate)' -days 1 "
+            + "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1")
+        let pin = try shell("openssl x509 -in '\(certificate)' -pubkey -noout | openssl pkey -pubin -outform der "
+            + "| openssl dgst -sha256 -binary | base64").trimming(" \n")
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["openssl", "s_server", "-accept", "127.0.0.1:0", "-cert", certificate, "-key", key, "-www"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Wait for the line that names the port, not for a while.
+        var buffer = Data()
+        var port: Int?
+        while port == nil {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            buffer.append(chunk)
+            for line in String(decoding: buffer, as: UTF8.self).split(separator: "\n") where line.hasPrefix("ACCEPT ") {
+                port = line.split(separator: ":").last.flatMap { Int($0) }
+            }
+        }
+        guard let port else {
+            process.terminate()
+            throw CocoaError(.fileReadUnknown)
+        }
+        return TLSServer(process: process, directory: directory, port: port, certificate: certificate, pin: pin)
+    }
+
+    init(process: Process, directory: URL, port: Int, certificate: String, pin: String) {
+        self.directory = directory
+        self.port = port
+        self.certificate = certificate
+        self.pin = pin
+        self.processReference = process
+    }
+
+    private let processReference: Process
+
+    func stop() {
+        // A plain SIGKILL: Foundation's terminate()/waitUntilExit() spun forever here on Linux.
+        kill(processReference.processIdentifier, SIGKILL)
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    @discardableResult
+    static func shell(_ command: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", command]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw CocoaError(.executableLoad) }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+@Suite struct TLSTests {
+    private let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    @Test func extraCAFileIsTrustedAndPinsAreEnforced() async throws {
+        let server = try TLSServer.start()
+        defer { server.stop() }
+        let url = "https://127.0.0.1:\(server.port)/"
+        try await CurlLoop.withLoop(logger: logger) { loop in
+            let untrusted = await #expect(throws: CurlError.self) {
+                try await loop.perform(HTTPRequest(url: url))
+            }
+            #expect(untrusted?.kind == .tls)
+
+            let trusted = try await loop.perform(HTTPRequest(url: url, tls: TLSOptions(caFile: server.certificate)))
+            #expect(trusted.status == 200)
+
+            let pinned = try await loop.perform(HTTPRequest(
+                url: url, tls: TLSOptions(caFile: server.certificate, pinnedPublicKey: "sha256//" + server.pin)))
+            #expect(pinned.status == 200)
+
+            let wrongPin = await #expect(throws: CurlError.self) {
+                try await loop.perform(HTTPRequest(
+                    url: url,
+                    tls: TLSOptions(caFile: server.certificate,
+                                    pinnedPublicKey: "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")))
+            }
+            #expect(wrongPin?.kind == .tls)
+            #expect(wrongPin?.message.isEmpty == false)
+        }
+    }
+}
