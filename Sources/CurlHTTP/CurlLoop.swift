@@ -154,10 +154,14 @@ public final class CurlLoop: Sendable {
             let body = transfer.body
             transfer.body = []
             transfer.releaseHandle()
-            switch transfer.sink {
-            case .collect(let continuation):
+            let sink = transfer.sink
+            transfer.sink = nil
+            switch sink {
+            case nil:
+                break
+            case .collect(let continuation)?:
                 continuation.resume(with: result.map { HTTPResponse(head: $0, body: body) }.mapError { $0 as any Error })
-            case .stream(let delegate):
+            case .stream(let delegate)?:
                 delegate.transferDidComplete(result)
             }
         }

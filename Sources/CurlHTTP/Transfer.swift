@@ -33,7 +33,9 @@ enum TransferSink {
 final class Transfer: @unchecked Sendable {
     let id: Int
     let request: HTTPRequest
-    let sink: TransferSink
+    /// Where the response goes; nil once the transfer has completed. Dropping it then breaks the
+    /// cycle delegate → (its resume slot) → StreamingTransfer → Transfer → delegate.
+    var sink: TransferSink?
     let cancelRequested = Atomic<Bool>(false)
 
     var handle: UnsafeMutableRawPointer?
@@ -77,7 +79,7 @@ final class Transfer: @unchecked Sendable {
         set(orderlive_easy_setopt_string(handle, CURLOPT_ACCEPT_ENCODING, ""))
         set(orderlive_easy_setopt_long(handle, CURLOPT_HTTP_VERSION, orderlive_http_version_2tls()))
         set(orderlive_easy_setopt_long(handle, CURLOPT_TCP_KEEPALIVE, 1))
-        if case .stream = sink {
+        if case .stream? = sink {
             // Larger reads mean fewer callbacks and fewer hand-offs to the consumer on a fast stream;
             // backpressure may overshoot by one read, so this also bounds that overshoot.
             set(orderlive_easy_setopt_long(handle, CURLOPT_BUFFERSIZE, 128 * 1024))
@@ -177,19 +179,21 @@ final class Transfer: @unchecked Sendable {
         }
         let head = HTTPResponseHead(status: status, headers: headers, url: effectiveURL())
         self.head = head
-        if case .stream(let delegate) = sink { delegate.transferDidReceiveHead(head) }
+        if case .stream(let delegate)? = sink { delegate.transferDidReceiveHead(head) }
     }
 
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
         switch sink {
-        case .collect:
+        case nil:
+            return 0
+        case .collect?:
             if body.count + bytes.count > request.maximumResponseBytes {
                 bodyTooLarge = true
                 return 0  // libcurl ends the transfer with CURLE_WRITE_ERROR.
             }
             body.append(contentsOf: bytes)
             return bytes.count
-        case .stream(let delegate):
+        case .stream(let delegate)?:
             if head == nil {
                 // A body with no header block (HTTP/0.9-like): report what libcurl knows.
                 let head = HTTPResponseHead(status: responseCode(), headers: HTTPHeaders(headerFields), url: effectiveURL())

@@ -177,6 +177,27 @@ import Testing
         }
     }
 
+    @Test func completedStreamReleasesItsDelegate() async throws {
+        // A delegate that keeps its transfer (to resume it) forms a cycle through the transfer; the
+        // loop must break it at completion, or every reconnect leaks a connection's worth of objects.
+        try await Sandbox.withRunning { sandbox in
+            let base = await sandbox.baseURL
+            try await CurlLoop.withLoop(logger: logger) { loop in
+                weak var released: DelegateProbe?
+                do {
+                    let probe = DelegateProbe(limit: 1 << 20)
+                    released = probe
+                    let transfer = try loop.startStream(HTTPRequest(url: base + "/sandbox/bytes/10"), delegate: probe)
+                    probe.attach(transfer)
+                    #expect(try await probe.consumeSlowly() == 10)
+                }
+                // The loop handles commands in order: once this request is done, so is the finish above.
+                _ = try await loop.perform(HTTPRequest(url: base + "/healthz"))
+                #expect(released == nil, "the delegate outlived its transfer")
+            }
+        }
+    }
+
     @Test func shutdownEndsRunningTransfersAndRefusesNewOnes() async throws {
         try await Sandbox.withRunning { sandbox in
             sandbox.enqueue(StreamScript(steps: [.send(Array(": hi\n".utf8)), .hold]))
