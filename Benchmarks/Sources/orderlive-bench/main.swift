@@ -260,13 +260,49 @@ func transportBenchmarks() async throws {
     }
 }
 
+/// RSS after 100 warm-up reconnects and after 1,000 more: each connection gets one 64 KiB block and
+/// a clean end, and the stream reconnects at once.
+func reconnectMemory() async throws {
+    try await Sandbox.withRunning { sandbox in
+        let url = await sandbox.baseURL + "/sandbox/firehose/1"
+        try await CurlLoop.withLoop(logger: quiet) { loop in
+            func reconnect(_ times: Int) async throws -> Int {
+                var losses = 0
+                let source = EventSource(
+                    configuration: EventSourceConfiguration(url: url, initialDelay: .zero, idleTimeout: nil),
+                    loop: loop, clock: ContinuousClock(), logger: quiet)
+                _ = try await source.run { update in
+                    if case .connectionLost = update {
+                        losses += 1
+                        if losses == times { source.stop() }
+                    }
+                }
+                return losses
+            }
+            _ = try await reconnect(100)
+            let before = residentMegabytes("VmRSS")
+            let start = ContinuousClock.now
+            let count = try await reconnect(1_000)
+            let elapsed = start.duration(to: .now)
+            let after = residentMegabytes("VmRSS")
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            report("1,000 reconnects (one 64 KiB block each)", "EventSource", bytes: count * OrderFeed.firehoseBlock.count,
+                   seconds: seconds, events: count * OrderFeed.firehoseEventsPerBlock,
+                   note: "RSS \(format(before)) MB after 100 warm-up reconnects, \(format(after)) MB after 1,000 more")
+        }
+    }
+}
+
 // MARK: Main
 
 print("orderlive benchmarks — release build, median of \(rounds) rounds, \(ProcessInfo.processInfo.activeProcessorCount) cores")
 // BENCH_ONLY=parser or BENCH_ONLY=transport runs one half (for profiling).
 let only = ProcessInfo.processInfo.environment["BENCH_ONLY"] ?? ""
 if only != "transport" { try await parserBenchmarks() }
-if only != "parser" { try await transportBenchmarks() }
+if only != "parser" {
+    try await transportBenchmarks()
+    try await reconnectMemory()
+}
 print("")
 print("| case | reader | MB/s | events/s | note |")
 print("| --- | --- | ---: | ---: | --- |")
