@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "CurlHTTP", targets: ["CurlHTTP"]),
         .library(name: "EventStream", targets: ["EventStream"]),
         .library(name: "Sandbox", targets: ["Sandbox"]),
+        .library(name: "AuthSession", targets: ["AuthSession"]),
         .library(name: "Agent", targets: ["Agent"]),
     ],
     dependencies: [
@@ -52,6 +53,14 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            name: "AuthSession",
+            dependencies: [
+                "CurlHTTP",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
             name: "Sandbox",
             dependencies: [
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -82,6 +91,12 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .target(
+            name: "TestSupport",
+            dependencies: [.product(name: "Logging", package: "swift-log")],
+            path: "Tests/TestSupport",
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "ServerSentEventsTests",
             dependencies: ["ServerSentEvents", "Sandbox"],
@@ -94,7 +109,12 @@ let package = Package(
         ),
         .testTarget(
             name: "EventStreamTests",
-            dependencies: ["EventStream", "Sandbox", "CurlHTTP", "ServerSentEvents"],
+            dependencies: ["EventStream", "Sandbox", "CurlHTTP", "ServerSentEvents", "TestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "AuthSessionTests",
+            dependencies: ["AuthSession", "Sandbox", "CurlHTTP", "EventStream", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

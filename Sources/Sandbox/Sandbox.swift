@@ -20,6 +20,8 @@ public struct SandboxConfiguration: Sendable {
     public var heartbeatInterval: Duration
     /// How many distinct orders the live feed cycles through.
     public var orderCount: Int
+    /// Users, token lifetimes and whether the event stream requires a bearer token.
+    public var auth: SandboxAuthConfiguration
 
     /// Creates a configuration.
     public init(
@@ -27,13 +29,15 @@ public struct SandboxConfiguration: Sendable {
         port: Int = 8070,
         eventInterval: Duration = .seconds(1),
         heartbeatInterval: Duration = .seconds(15),
-        orderCount: Int = 12
+        orderCount: Int = 12,
+        auth: SandboxAuthConfiguration = .init()
     ) {
         self.host = host
         self.port = port
         self.eventInterval = eventInterval
         self.heartbeatInterval = heartbeatInterval
         self.orderCount = max(1, orderCount)
+        self.auth = auth
     }
 }
 
@@ -68,6 +72,7 @@ public final class Sandbox: Sendable {
     /// The configuration it was made with.
     public let configuration: SandboxConfiguration
     private let state = Mutex(State())
+    let authority: SandboxAuthority
     private let logger: Logger
     private let recorded: AsyncStream<RecordedRequest>.Continuation
     /// Every request to the event stream, in arrival order.
@@ -76,6 +81,7 @@ public final class Sandbox: Sendable {
     /// Creates a Sandbox; it does not listen until ``run(onRunning:)``.
     public init(configuration: SandboxConfiguration = .init(), logger: Logger = Logger(label: "orderlive.sandbox")) {
         self.configuration = configuration
+        self.authority = SandboxAuthority(configuration: configuration.auth)
         self.logger = logger
         (streamRequests, recorded) = AsyncStream.makeStream(of: RecordedRequest.self)
     }
@@ -92,6 +98,26 @@ public final class Sandbox: Sendable {
             return state.gateWaiters.removeValue(forKey: gate) ?? []
         }
         for waiter in waiters { waiter.resume() }
+    }
+
+    /// The next refreshes answer these statuses (for example 503, 503) instead of rotating.
+    public func failRefreshes(_ statuses: Int...) {
+        authority.failRefreshes(statuses)
+    }
+
+    /// The next logins answer these statuses instead of checking credentials.
+    public func failLogins(_ statuses: Int...) {
+        authority.failLogins(statuses)
+    }
+
+    /// Revokes every refresh token issued so far: the next refresh with any of them answers 401.
+    public func revokeAllRefreshTokens() {
+        authority.revokeAllRefreshTokens()
+    }
+
+    /// Requests per auth endpoint so far.
+    public var authCounters: SandboxAuthCounters {
+        authority.counters
     }
 
     /// How many event-stream requests arrived so far.
@@ -126,6 +152,7 @@ public final class Sandbox: Sendable {
             streamResponse(for: request)
         }
         addDiagnosticRoutes(to: router)
+        addAuthRoutes(to: router)
         let app = Application(
             router: router,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port),
@@ -174,6 +201,13 @@ public final class Sandbox: Sendable {
             method: request.method.rawValue,
             path: request.uri.path,
             headers: request.headers.map { (name: $0.name.canonicalName, value: $0.value) })
+        if configuration.auth.requiresAuthentication,
+           Self.bearerToken(request).flatMap({ authority.validate(accessToken: $0) }) == nil {
+            state.withLock { $0.streamRequests += 1 }
+            authority.countRejectedStream()
+            recorded.yield(recordedRequest)
+            return Self.json(401, #"{"error":"invalid_token"}"#)
+        }
         let script: StreamScript? = state.withLock { state in
             state.streamRequests += 1
             return state.scripts.isEmpty ? nil : state.scripts.removeFirst()

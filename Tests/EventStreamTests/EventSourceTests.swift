@@ -4,6 +4,7 @@ import Logging
 import Sandbox
 import ServerSentEvents
 import Synchronization
+import TestSupport
 import Testing
 
 /// A Sandbox, a curl loop and a manual clock for one test.

@@ -1,15 +1,18 @@
 import Synchronization
 
 /// A clock that moves only when a test calls ``advance(by:)``; sleepers wake in deadline order.
-final class ManualClock: Clock, Sendable {
-    typealias Duration = Swift.Duration
+public final class ManualClock: Clock, Sendable {
+    public typealias Duration = Swift.Duration
 
-    struct Instant: InstantProtocol {
-        var offset: Swift.Duration
+    /// Creates a clock at offset zero.
+    public init() {}
 
-        func advanced(by duration: Swift.Duration) -> Instant { Instant(offset: offset + duration) }
-        func duration(to other: Instant) -> Swift.Duration { other.offset - offset }
-        static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
+    public struct Instant: InstantProtocol {
+        public var offset: Swift.Duration
+
+        public func advanced(by duration: Swift.Duration) -> Instant { Instant(offset: offset + duration) }
+        public func duration(to other: Instant) -> Swift.Duration { other.offset - offset }
+        public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
     }
 
     private struct Sleeper {
@@ -26,10 +29,10 @@ final class ManualClock: Clock, Sendable {
 
     private let state = Mutex(State())
 
-    var now: Instant { state.withLock { $0.now } }
-    var minimumResolution: Swift.Duration { .zero }
+    public var now: Instant { state.withLock { $0.now } }
+    public var minimumResolution: Swift.Duration { .zero }
 
-    func sleep(until deadline: Instant, tolerance: Swift.Duration?) async throws {
+    public func sleep(until deadline: Instant, tolerance: Swift.Duration?) async throws {
         let id = state.withLock { state in
             state.nextID += 1
             return state.nextID
@@ -54,7 +57,7 @@ final class ManualClock: Clock, Sendable {
     }
 
     /// Moves time forward and wakes every sleeper whose deadline has come.
-    func advance(by duration: Swift.Duration) {
+    public func advance(by duration: Swift.Duration) {
         let woken = state.withLock { state -> [Sleeper] in
             state.now = state.now.advanced(by: duration)
             let now = state.now

@@ -2,18 +2,21 @@ import Logging
 import Synchronization
 
 /// Collects every log line (message and metadata) so tests can search them for secrets.
-final class CapturedLogs: Sendable {
+public final class CapturedLogs: Sendable {
+    /// Creates an empty capture.
+    public init() {}
+
     private let lines = Mutex<[String]>([])
 
     /// A logger writing here at `level`.
-    func logger(level: Logger.Level) -> Logger {
+    public func logger(level: Logger.Level) -> Logger {
         var logger = Logger(label: "captured") { _ in Handler(sink: self) }
         logger.logLevel = level
         return logger
     }
 
     /// Everything logged so far, one line per entry.
-    var text: String { lines.withLock { $0.joined(separator: "\n") } }
+    public var text: String { lines.withLock { $0.joined(separator: "\n") } }
 
     fileprivate func append(_ line: String) {
         lines.withLock { $0.append(line) }

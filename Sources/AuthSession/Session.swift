@@ -1,0 +1,330 @@
+import Foundation
+import Logging
+
+/// The one owner of token state (FIELD-NOTES 5): hands out a valid access token on demand,
+/// refreshing ahead of expiry, with exactly one refresh (or login) in flight however many callers
+/// wait; persists every rotated refresh token before the new access token is handed out; treats
+/// network errors, timeouts, 429 and 5xx as transient; ends the session only when the backend
+/// answers 401/403 to a refresh, and then logs in again when a password is available.
+public actor Session {
+    /// DESIGN §8's auth states.
+    public enum State: String, Sendable, Hashable {
+        /// Reading stored credentials.
+        case hydrating
+        /// No usable session.
+        case unauthenticated
+        /// A session exists (its access token may need a refresh on next use).
+        case authenticated
+        /// A refresh or login is in flight.
+        case refreshing
+        /// Credentials exist but cannot be read now.
+        case locked
+    }
+
+    /// What `status` shows: never a token.
+    public struct Snapshot: Sendable, Hashable {
+        /// The state.
+        public var state: State
+        /// The user id, when known.
+        public var userID: String?
+        /// The role, when known.
+        public var role: String?
+        /// The stores, when known.
+        public var storeIDs: [String]
+        /// Access-token expiry, Unix seconds.
+        public var accessExpiresAt: Double?
+        /// Refresh-token expiry, Unix seconds.
+        public var refreshExpiresAt: Double?
+    }
+
+    /// What the session needs around it.
+    public struct Dependencies: Sendable {
+        /// The auth API.
+        public var client: AuthClient
+        /// Where credentials persist.
+        public var store: CredentialStore
+        /// The identifier for a login with `password`.
+        public var identifier: String?
+        /// Reads the password when a login is needed (a file or the environment); nil when none.
+        public var password: @Sendable () -> String?
+        /// Refresh when the access token expires within this many seconds.
+        public var refreshAhead: Double
+        /// Wall clock, Unix seconds.
+        public var now: @Sendable () -> Double
+        /// Waits between transient retries.
+        public var sleep: @Sendable (Duration) async throws -> Void
+        /// A random number in [0, 1] for jitter.
+        public var random: @Sendable () -> Double
+
+        /// Creates dependencies with real time and randomness.
+        public init(
+            client: AuthClient, store: CredentialStore, identifier: String?,
+            password: @escaping @Sendable () -> String? = { nil }, refreshAhead: Double = 60,
+            now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+            sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+            random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }
+        ) {
+            self.client = client
+            self.store = store
+            self.identifier = identifier
+            self.password = password
+            self.refreshAhead = refreshAhead
+            self.now = now
+            self.sleep = sleep
+            self.random = random
+        }
+    }
+
+    private let dependencies: Dependencies
+    private let logger: Logger
+    private var state: State = .hydrating
+    private var credentials: StoredCredentials?
+    private var lockedReason = ""
+    private var waiters: [CheckedContinuation<String, any Error>] = []
+    private let changesContinuation: AsyncStream<State>.Continuation
+
+    /// Every state change, for the rest of the program; only the session writes to it (FIELD-NOTES 20).
+    public nonisolated let changes: AsyncStream<State>
+
+    /// Transient failures are retried this many times (so a call makes at most one more request).
+    public static let transientRetries = 3
+
+    /// Creates a session in the `hydrating` state; it reads the store on first use.
+    public init(dependencies: Dependencies, logger: Logger) {
+        self.dependencies = dependencies
+        self.logger = logger
+        (changes, changesContinuation) = AsyncStream.makeStream(of: State.self, bufferingPolicy: .bufferingNewest(16))
+    }
+
+    /// The state and who is logged in; never a token.
+    public var snapshot: Snapshot {
+        if state == .hydrating { hydrate() }
+        return Snapshot(
+            state: state, userID: credentials?.userID, role: credentials?.role, storeIDs: credentials?.storeIDs ?? [],
+            accessExpiresAt: credentials?.accessExpiresAt, refreshExpiresAt: credentials?.refreshExpiresAt)
+    }
+
+    /// Reads stored credentials (once; later calls do nothing).
+    public func hydrate() {
+        guard state == .hydrating else { return }
+        switch dependencies.store.load() {
+        case .none:
+            setState(.unauthenticated)
+        case .loaded(let stored):
+            credentials = stored
+            setState(.authenticated)
+        case .movedAside(let path, let reason):
+            logger.warning("credentials unreadable, moved aside; no session", metadata: [
+                "auth.event": "auth.credentials.moved_aside", "auth.credentials.path": "\(path)",
+                "auth.reason": "\(reason)",
+            ])
+            setState(.unauthenticated)
+        case .locked(let reason):
+            lockedReason = reason
+            logger.error("credentials cannot be read now", metadata: ["auth.event": "auth.credentials.locked",
+                                                                      "auth.reason": "\(reason)"])
+            setState(.locked)
+        }
+    }
+
+    /// A valid access token: the current one, or a fresh one when it expires within the refresh-ahead
+    /// window (or is unknown-expiry and was rejected). Concurrent callers share one refresh.
+    public func accessToken() async throws(AuthError) -> String {
+        hydrate()
+        switch state {
+        case .locked:
+            throw AuthError(.locked, "the stored session cannot be read now: \(lockedReason)")
+        case .refreshing:
+            return try await waitForOperation()
+        case .authenticated:
+            if let current = credentials, !needsRefresh(current) { return current.accessToken }
+            return try await runOperation { session throws(AuthError) in try await session.performRefresh() }
+        case .unauthenticated, .hydrating:
+            guard dependencies.identifier?.isEmpty == false, dependencies.password() != nil else {
+                throw AuthError(.unauthenticated, "not logged in: run `orderlive login`, or configure a password")
+            }
+            return try await runOperation { session throws(AuthError) in try await session.performLogin(password: nil) }
+        }
+    }
+
+    /// The backend answered 401 to `token`. Acted on only while it is still the current token, so a
+    /// late 401 for an old token does not cause a second refresh.
+    public func tokenRejected(_ token: String) {
+        guard var current = credentials, current.accessToken == token else { return }
+        current.accessExpiresAt = 0
+        credentials = current
+        logger.info("access token rejected; refreshing before the next use",
+                    metadata: ["auth.event": "auth.access.rejected"])
+    }
+
+    /// Logs in with an explicit password (the `login` command); single-flight with any refresh.
+    @discardableResult
+    public func login(password: String) async throws(AuthError) -> Snapshot {
+        hydrate()
+        if state == .refreshing { _ = try? await waitForOperation() }
+        _ = try await runOperation { session throws(AuthError) in try await session.performLogin(password: password) }
+        return snapshot
+    }
+
+    /// Revokes the session upstream (best effort, within `timeout`) and deletes local credentials
+    /// whatever happens upstream. Returns whether the backend confirmed.
+    public func logout(timeout: Duration) async -> Bool {
+        hydrate()
+        var confirmed = false
+        if let current = credentials {
+            do {
+                try await dependencies.client.logout(
+                    accessToken: current.accessToken, refreshToken: current.refreshToken, timeout: timeout)
+                confirmed = true
+            } catch {
+                logger.warning("upstream logout failed; deleting local credentials anyway",
+                               metadata: ["auth.event": "auth.logout.upstream_failed", "auth.reason": "\(error.message)"])
+            }
+        }
+        credentials = nil
+        do {
+            try dependencies.store.delete()
+        } catch {
+            logger.error("could not delete credentials", metadata: ["auth.reason": "\(error.message)"])
+        }
+        setState(.unauthenticated)
+        return confirmed
+    }
+
+    // MARK: The single operation slot
+
+    private func waitForOperation() async throws(AuthError) -> String {
+        do {
+            return try await withCheckedThrowingContinuation { waiters.append($0) }
+        } catch let error as AuthError {
+            throw error
+        } catch {
+            throw AuthError(.transient, "the refresh was interrupted")
+        }
+    }
+
+    /// Runs a refresh or login as the one operation in flight; callers arriving meanwhile wait for
+    /// its result. The slot is cleared on every path.
+    private func runOperation(
+        _ operation: (isolated Session) async throws(AuthError) -> String
+    ) async throws(AuthError) -> String {
+        let previous = state
+        setState(.refreshing)
+        let result: Result<String, AuthError>
+        do {
+            result = .success(try await operation(self))
+        } catch {
+            result = .failure(error)
+        }
+        if state == .refreshing { setState(previous == .refreshing ? .unauthenticated : previous) }
+        let waiting = waiters
+        waiters = []
+        for waiter in waiting { waiter.resume(with: result.mapError { $0 as any Error }) }
+        return try result.get()
+    }
+
+    private func needsRefresh(_ current: StoredCredentials) -> Bool {
+        guard let expiresAt = current.accessExpiresAt else { return false }
+        return dependencies.now() + dependencies.refreshAhead >= expiresAt
+    }
+
+    private func performRefresh() async throws(AuthError) -> String {
+        guard let current = credentials else {
+            throw AuthError(.unauthenticated, "not logged in: run `orderlive login`, or configure a password")
+        }
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                let pair = try await dependencies.client.refresh(refreshToken: current.refreshToken)
+                // Persist the rotated refresh token before anyone gets the new access token.
+                install(StoredCredentials(identifier: current.identifier, pair: pair, savedAt: dependencies.now()))
+                logger.info("token refreshed", metadata: ["auth.event": "auth.refresh.success", "auth.attempt": "\(attempt)"])
+                return pair.accessToken
+            } catch where error.kind == .rejected {
+                logger.warning("refresh rejected; the session is over", metadata: [
+                    "auth.event": "auth.session.expired", "auth.reason": "\(error.message)",
+                ])
+                credentials = nil
+                try? dependencies.store.delete()
+                if dependencies.identifier?.isEmpty == false, dependencies.password() != nil {
+                    return try await performLogin(password: nil)
+                }
+                setState(.unauthenticated)
+                throw error
+            } catch {
+                logger.warning("refresh failed", metadata: [
+                    "auth.event": "auth.refresh.failure", "auth.attempt": "\(attempt)", "auth.reason": "\(error.message)",
+                ])
+                if attempt > Self.transientRetries {
+                    setState(.authenticated)
+                    throw AuthError(.transient, "refresh failed \(attempt) times: \(error.message)")
+                }
+                await backoff(attempt: attempt)
+            }
+        }
+    }
+
+    private func performLogin(password explicitPassword: String?) async throws(AuthError) -> String {
+        guard let identifier = dependencies.identifier ?? credentials?.identifier, !identifier.isEmpty else {
+            throw AuthError(.unauthenticated, "no identifier: pass --identifier or set auth.identifier")
+        }
+        guard let password = explicitPassword ?? dependencies.password() else {
+            throw AuthError(.unauthenticated, "no password available for \(identifier)")
+        }
+        var attempt = 0
+        let started = dependencies.now()
+        while true {
+            attempt += 1
+            do {
+                let pair = try await dependencies.client.login(identifier: identifier, password: password)
+                install(StoredCredentials(identifier: identifier, pair: pair, savedAt: dependencies.now()))
+                logger.info("logged in", metadata: [
+                    "auth.event": "auth.login.success", "auth.user_id": "\(pair.userID ?? "")",
+                    "auth.latency_ms": "\(Int((dependencies.now() - started) * 1000))",
+                ])
+                return pair.accessToken
+            } catch where error.kind == .rejected {
+                logger.error("login rejected", metadata: ["auth.event": "auth.login.failure", "auth.reason": "\(error.message)"])
+                setState(.unauthenticated)
+                throw AuthError(.rejected, "the backend rejected the identifier or password")
+            } catch {
+                logger.warning("login failed", metadata: [
+                    "auth.event": "auth.login.failure", "auth.attempt": "\(attempt)", "auth.reason": "\(error.message)",
+                ])
+                if attempt > Self.transientRetries {
+                    setState(credentials == nil ? .unauthenticated : .authenticated)
+                    throw AuthError(.transient, "login failed \(attempt) times: \(error.message)")
+                }
+                await backoff(attempt: attempt)
+            }
+        }
+    }
+
+    /// Makes `record` current: written to disk first, then used.
+    private func install(_ record: StoredCredentials) {
+        do {
+            try dependencies.store.save(record)
+            logger.debug("credentials saved", metadata: ["auth.event": "auth.credentials.saved"])
+        } catch {
+            // The old refresh token is already spent; keep the new one in memory rather than lose it.
+            logger.error("credentials could not be saved; keeping the session in memory", metadata: [
+                "auth.event": "auth.credentials.save_failed", "auth.reason": "\(error.message)",
+            ])
+        }
+        credentials = record
+        setState(.authenticated)
+    }
+
+    private func backoff(attempt: Int) async {
+        let base = 0.25 * Double(1 << min(attempt - 1, 6))
+        let seconds = base * (0.5 + 0.5 * dependencies.random())
+        try? await dependencies.sleep(.milliseconds(Int64(seconds * 1000)))
+    }
+
+    private func setState(_ new: State) {
+        guard new != state else { return }
+        state = new
+        changesContinuation.yield(new)
+    }
+}

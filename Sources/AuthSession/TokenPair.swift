@@ -1,0 +1,131 @@
+// AuthSession: the session with the order backend (DESIGN §8 "Auth"): the auth API client, the
+// token session actor with single-flight rotating refresh, and the credential store. It must never
+// log, print or put in an error a token or a password, and never end a session on a transient failure.
+
+import Foundation
+
+/// What a login or refresh returns (DESIGN §3 "Token pair"), with absolute expiry times.
+public struct TokenPair: Sendable, Hashable {
+    /// The bearer token for API calls and the stream.
+    public var accessToken: String
+    /// The single-use refresh token (it rotates on every refresh).
+    public var refreshToken: String
+    /// When the access token expires, in Unix seconds; nil when unknown (then only a 401 tells).
+    public var accessExpiresAt: Double?
+    /// When the refresh token expires, in Unix seconds, if the backend said.
+    public var refreshExpiresAt: Double?
+    /// The user the tokens belong to.
+    public var userID: String?
+    /// The user's role.
+    public var role: String?
+    /// The stores the user may see.
+    public var storeIDs: [String]
+
+    /// Creates a pair.
+    public init(
+        accessToken: String, refreshToken: String, accessExpiresAt: Double?, refreshExpiresAt: Double?,
+        userID: String?, role: String?, storeIDs: [String]
+    ) {
+        self.accessToken = accessToken
+        self.refreshToken = refreshToken
+        self.accessExpiresAt = accessExpiresAt
+        self.refreshExpiresAt = refreshExpiresAt
+        self.userID = userID
+        self.role = role
+        self.storeIDs = storeIDs
+    }
+
+    /// Decodes a token-pair body received at `now` (Unix seconds). Expiry comes from `expires_in`,
+    /// else `expires_at` (RFC 3339 or Unix seconds), else the access token's JWT `exp` claim.
+    public static func decode(_ body: [UInt8], receivedAt now: Double) throws(AuthError) -> TokenPair {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+            throw AuthError(.invalidResponse, "the token response is not a JSON object")
+        }
+        guard let access = object["access_token"] as? String, !access.isEmpty else {
+            throw AuthError(.invalidResponse, "the token response has no access_token")
+        }
+        guard let refresh = object["refresh_token"] as? String, !refresh.isEmpty else {
+            throw AuthError(.invalidResponse, "the token response has no refresh_token")
+        }
+        var accessExpiresAt: Double?
+        if let seconds = number(object["expires_in"]) {
+            accessExpiresAt = now + seconds
+        } else if let value = object["expires_at"] {
+            accessExpiresAt = number(value) ?? (value as? String).flatMap(parseRFC3339)
+        } else {
+            accessExpiresAt = jwtExpiry(access)
+        }
+        let refreshExpiresAt = number(object["refresh_expires_in"]).map { now + $0 }
+            ?? number(object["refresh_expires_at"])
+        let stores = (object["store_ids"] as? [Any] ?? []).compactMap(identifier)
+        return TokenPair(
+            accessToken: access, refreshToken: refresh, accessExpiresAt: accessExpiresAt,
+            refreshExpiresAt: refreshExpiresAt, userID: identifier(object["user_id"] as Any),
+            role: object["role"] as? String, storeIDs: stores)
+    }
+
+    /// A JSON number, as a Double (a finite one only).
+    static func number(_ value: Any?) -> Double? {
+        guard value is String == false, let number = value as? NSNumber, number.doubleValue.isFinite else { return nil }
+        return number.doubleValue
+    }
+
+    /// An id that may be an integer or a string; compared as a string.
+    static func identifier(_ value: Any) -> String? {
+        if let string = value as? String { return string }
+        if let number = number(value), number == number.rounded() { return String(Int64(number)) }
+        return nil
+    }
+
+    /// Unix seconds of an RFC 3339 timestamp, with or without fractional seconds.
+    static func parseRFC3339(_ text: String) -> Double? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return date.timeIntervalSince1970 }
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: text)?.timeIntervalSince1970
+    }
+
+    /// The `exp` claim of a JWT's payload, if the token is a JWT.
+    static func jwtExpiry(_ token: String) -> Double? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { return nil }
+        var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        guard let data = Data(base64Encoded: base64),
+              let claims = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return nil }
+        return number(claims["exp"])
+    }
+}
+
+/// Why an auth operation failed. The message never holds a token or a password.
+public struct AuthError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The kind of failure.
+    public enum Kind: Sendable, Hashable {
+        /// The backend rejected the credentials or the refresh token (401/403): the session is over.
+        case rejected
+        /// Network, timeout, 429 or 5xx: try again later; the session stands.
+        case transient
+        /// The backend answered something that is not a token pair.
+        case invalidResponse
+        /// There is no session and no password to start one.
+        case unauthenticated
+        /// Stored credentials exist but cannot be read now (permissions, I/O).
+        case locked
+    }
+
+    /// The kind of failure.
+    public var kind: Kind
+    /// A one-line reason a person can act on.
+    public var message: String
+
+    /// Creates an error.
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    /// The message.
+    public var description: String { message }
+}
