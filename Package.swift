@@ -75,6 +75,7 @@ let package = Package(
                 "ServerSentEvents",
                 "CurlHTTP",
                 "EventStream",
+                "AuthSession",
                 "Sandbox",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -119,7 +120,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AgentTests",
-            dependencies: ["Agent", "Sandbox"],
+            dependencies: ["Agent", "Sandbox", "AuthSession", "TestSupport"],
             swiftSettings: strict
         ),
     ]

@@ -7,13 +7,6 @@ import Synchronization
 import TestSupport
 import Testing
 
-/// A wall clock the test moves.
-final class WallClock: Sendable {
-    private let seconds = Mutex<Double>(1_900_000_000)
-    var now: Double { seconds.withLock { $0 } }
-    func advance(by delta: Double) { seconds.withLock { $0 += delta } }
-}
-
 /// Everything one auth test needs: a Sandbox sharing the test's wall clock, a curl loop, a fresh
 /// state directory, captured logs, and a way to make sessions.
 struct AuthHarness {
