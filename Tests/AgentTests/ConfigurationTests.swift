@@ -1,0 +1,102 @@
+import Agent
+import Foundation
+import Testing
+
+@Suite struct ConfigurationTests {
+    private let home = ["HOME": "/home/courier"]
+
+    private func file(_ text: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-\(UUID().uuidString).yaml").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    private func load(_ text: String?, environment: [String: String] = [:]) async throws -> OrderliveConfiguration {
+        let path = try text.map(file)
+        defer { if let path { try? FileManager.default.removeItem(atPath: path) } }
+        return try await ConfigurationLoader.load(file: path, environment: home.merging(environment) { $1 },
+                                                  currentDirectory: "/nonexistent")
+    }
+
+    private func failure(_ text: String?, environment: [String: String] = [:]) async -> String {
+        do {
+            _ = try await load(text, environment: environment)
+            return "no error"
+        } catch let error as ConfigurationError {
+            return error.message
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test func defaultsWithoutAFile() async throws {
+        var expected = OrderliveConfiguration()
+        expected.store.stateDirectory = "/home/courier/.local/state/orderlive"
+        #expect(try await load(nil) == expected)
+    }
+
+    @Test func theDocumentedFileHoldsExactlyTheDefaults() async throws {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Config/orderlive.yaml").path
+        var loaded = try await ConfigurationLoader.load(file: path, environment: home, currentDirectory: "/nonexistent")
+        loaded.sourceFile = nil
+        var expected = OrderliveConfiguration()
+        expected.store.stateDirectory = "/home/courier/.local/state/orderlive"
+        #expect(loaded == expected)
+    }
+
+    @Test func fileValuesAndEnvironmentOverrides() async throws {
+        let configuration = try await load(
+            """
+            upstream:
+              base_url: "https://orders.example.com/"
+              connect_timeout_ms: 2500
+            stream:
+              initial_delay_ms: 0
+            ingest:
+              auth: standard-webhooks
+            store:
+              durability: full
+            log:
+              level: debug
+            """,
+            environment: ["ORDERLIVE_STREAM_MAX_DELAY_MS": "5000", "ORDERLIVE_UPSTREAM_CONNECT_TIMEOUT_MS": "700",
+                          "XDG_STATE_HOME": "/var/xdg"])
+        #expect(configuration.upstream.baseURL == "https://orders.example.com")
+        #expect(configuration.upstream.connectTimeout == .milliseconds(700))
+        #expect(configuration.stream.initialDelay == .zero)
+        #expect(configuration.stream.maximumDelay == .milliseconds(5000))
+        #expect(configuration.ingest.auth == .standardWebhooks)
+        #expect(configuration.store.durability == .full)
+        #expect(configuration.store.stateDirectory == "/var/xdg/orderlive")
+        #expect(configuration.log.level == .debug)
+    }
+
+    @Test func badInputNamesTheKey() async {
+        #expect(await failure("upstream:\n  base_ulr: x\n").contains("unknown key 'upstream.base_ulr'"))
+        #expect(await failure("upstream:\n  base_ulr: x\n").contains("did you mean 'upstream.base_url'"))
+        #expect(await failure("upstrem:\n  base_url: x\n").contains("unknown section 'upstrem'"))
+        #expect(await failure("upstream:\n  connect_timeout_ms: soon\n").contains("'upstream.connect_timeout_ms' must be a whole number"))
+        #expect(await failure("stream:\n  max_delay_ms: 0\n").contains("'stream.max_delay_ms' must be at least 1"))
+        #expect(await failure("upstream:\n  base_url: ftp://x\n").contains("'upstream.base_url'"))
+        #expect(await failure("ingest:\n  auth: basic\n").contains("'ingest.auth' must be one of none, bearer, standard-webhooks"))
+        #expect(await failure("auth:\n  password_file: /nonexistent/secret\n").contains("'auth.password_file': cannot read"))
+        #expect(await failure("ingest:\n  listen: nope\n").contains("'ingest.listen'"))
+        #expect(await failure("log:\n  level: loud\n").contains("'log.level'"))
+        #expect(await failure("- a\n- b\n").contains("mapping"))
+        #expect(await failure(nil, environment: ["ORDERLIVE_STREAM_MAX_DELAY_MS": "fast"]).contains("'stream.max_delay_ms'"))
+        #expect(await failure(nil, environment: ["ORDERLIVE_UPSTREAM_BASE_ULR": "x"])
+            .contains("unknown environment variable ORDERLIVE_UPSTREAM_BASE_ULR"))
+        let missing = await failure(nil, environment: [:])
+        #expect(missing == "no error")
+    }
+
+    @Test func missingExplicitFileIsAnError() async {
+        do {
+            _ = try await ConfigurationLoader.load(file: "/nonexistent/orderlive.yaml", environment: home)
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.message.contains("/nonexistent/orderlive.yaml"))
+        }
+    }
+}
