@@ -25,6 +25,11 @@ struct Inspect: AsyncParsableCommand {
     @Option(help: "Send Authorization: Bearer TOKEN.")
     var bearer: String?
 
+    @Flag(help: "Use the stored session (orderlive login): a fresh bearer token on every attempt.")
+    var auth = false
+
+    @OptionGroup var config: ConfigOption
+
     @Option(help: "The request method.")
     var method: String = "GET"
 
@@ -68,6 +73,7 @@ struct Inspect: AsyncParsableCommand {
             throw InspectUsageError("--duration must be a number of seconds above 0, got \(duration)")
         }
         if initialDelay < 0 { throw InspectUsageError("--initial-delay must be 0 or more milliseconds") }
+        if auth, bearer != nil { throw InspectUsageError("--auth and --bearer cannot be used together") }
         let options = InspectOptions(
             url: url,
             headers: parsedHeaders,
@@ -83,7 +89,9 @@ struct Inspect: AsyncParsableCommand {
             duration: duration.map { .milliseconds(Int64($0 * 1000)) },
             reconnects: !noReconnect,
             json: json)
-        let outcome = try await Inspector(options: options, logger: commandLogger("orderlive.inspect")).run()
+        let configuration = auth ? try await config.load() : nil
+        let outcome = try await Inspector(options: options, logger: commandLogger("orderlive.inspect"))
+            .run(authenticatedBy: configuration)
         if case .failed(let reason) = outcome { throw RuntimeFailure(description: reason) }
     }
 }

@@ -20,16 +20,29 @@ struct SandboxCommand: AsyncParsableCommand {
     @Option(name: .customLong("event-interval"), help: "Milliseconds between live order events.")
     var eventInterval: Int = 1000
 
+    @Flag(name: .customLong("require-auth"), help: "Require a valid bearer token on /v1/events.")
+    var requireAuth = false
+
+    @Option(name: .customLong("access-token-lifetime"), help: "Seconds an access token lives.")
+    var accessTokenLifetime: Double = 900
+
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be 0...65535, got \(port)") }
         guard eventInterval > 0 else { throw ValidationError("--event-interval must be above 0 ms") }
+        guard accessTokenLifetime > 0, accessTokenLifetime < 1e9 else {
+            throw ValidationError("--access-token-lifetime must be above 0 seconds")
+        }
     }
 
     func run() async throws {
         var logger = Logger(label: "orderlive.sandbox") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = .info
         let sandbox = Sandbox(
-            configuration: SandboxConfiguration(host: host, port: port, eventInterval: .milliseconds(eventInterval)),
+            configuration: SandboxConfiguration(
+                host: host, port: port, eventInterval: .milliseconds(eventInterval),
+                auth: SandboxAuthConfiguration(
+                    accessTokenLifetime: .milliseconds(Int64(accessTokenLifetime * 1000)),
+                    requiresAuthentication: requireAuth)),
             logger: logger)
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -38,6 +51,9 @@ struct SandboxCommand: AsyncParsableCommand {
                     try await sandbox.run { port in
                         let url = "http://\(host):\(port)"
                         LineWriter.standardError.write(line: "orderlive sandbox: listening on \(url) (events at \(url)/v1/events)")
+                        let user = SandboxUser.demo
+                        LineWriter.standardError.write(
+                            line: "orderlive sandbox: demo login \(user.identifier) / \(user.password)")
                     }
                 }
                 group.addTask {

@@ -14,9 +14,19 @@ struct OrderliveProcess {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("orderlive")
     }
 
-    init(_ arguments: [String]) throws {
+    init(_ arguments: [String], environment: [String: String] = [:], input: String? = nil) throws {
         process.executableURL = Self.executable
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ORDERLIVE_") }
+                .merging(environment) { $1 }
+        }
+        if let input {
+            let stdin = Pipe()
+            process.standardInput = stdin
+            stdin.fileHandleForWriting.write(Data(input.utf8))
+            try? stdin.fileHandleForWriting.close()
+        }
         let output = Pipe()
         process.standardOutput = output
         process.standardError = errorPipe
@@ -100,6 +110,45 @@ struct OrderliveProcess {
         let errorLines = stderr.split(separator: "\n")
         #expect(errorLines.count == 1)
         #expect(errorLines.first?.hasPrefix("orderlive: ") == true)
+    }
+
+    @Test func loginStatusAndLogoutAgainstTheSandbox() async throws {
+        try await Sandbox.withRunning { sandbox in
+            let state = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-cli-\(UUID().uuidString)").path
+            defer { try? FileManager.default.removeItem(atPath: state) }
+            let environment = ["ORDERLIVE_UPSTREAM_BASE_URL": await sandbox.baseURL, "ORDERLIVE_STORE_STATE_DIR": state]
+            func run(_ arguments: [String], input: String? = nil) async throws -> (Int32, [String], String) {
+                let child = try OrderliveProcess(arguments, environment: environment, input: input)
+                var lines: [String] = []
+                for await line in child.lines { lines.append(line) }
+                let (status, stderr) = await child.waitForExit()
+                return (status, lines, stderr)
+            }
+            let user = SandboxUser.demo
+            let rejected = try await run(["login", "--identifier", user.identifier, "--password-stdin"], input: "wrong\n")
+            #expect(rejected.0 == 1)
+            #expect(rejected.2.contains("rejected the identifier or password"))
+
+            let login = try await run(["login", "--identifier", user.identifier, "--password-stdin"], input: user.password + "\n")
+            #expect(login.0 == 0, "\(login.2)")
+            #expect(login.1.first == "Logged in as \(user.identifier): user 5, role courier, stores 1, 2.")
+
+            let status = try await run(["status", "--json"])
+            #expect(status.0 == 0)
+            let json = status.1.joined()
+            #expect(json.hasPrefix(#"{"auth":{"state":"authenticated","user_id":5,"role":"courier","store_ids":[1,2],"#))
+            #expect(!json.contains("at-") && !json.contains("rt-"), "status must never show a token")
+
+            let logout = try await run(["logout"])
+            #expect(logout.0 == 0)
+            #expect(sandbox.authCounters.logouts == 1)
+            let after = try await run(["status", "--json"])
+            #expect(after.1.joined().contains(#""state":"unauthenticated""#))
+
+            let badConfig = try await run(["status", "--config", "/nonexistent.yaml"])
+            #expect(badConfig.0 == 1)
+            #expect(badConfig.2.contains("/nonexistent.yaml"))
+        }
     }
 
     @Test func noContentExitsZeroAfterOneRequest() async throws {

@@ -32,17 +32,24 @@ public struct Inspector: Sendable {
     }
 
     /// Validates the options, then streams until done. SIGHUP reconnects at once (no error line);
-    /// SIGINT and SIGTERM end it.
-    public func run() async throws -> Outcome {
+    /// SIGINT and SIGTERM end it. With `authenticatedBy`, each attempt carries a fresh bearer token
+    /// from the session built from that configuration (`inspect --auth`).
+    public func run(authenticatedBy configuration: OrderliveConfiguration? = nil) async throws -> Outcome {
         try options.validate()
         return try await CurlLoop.withLoop(logger: logger) { loop in
-            try await run(loop: loop, clock: ContinuousClock(), handlesSignals: true)
+            var provider: any EventStreamHeaderProvider = FixedHeaders()
+            if let configuration {
+                let session = AuthCommands.makeSession(configuration: configuration, loop: loop, logger: logger)
+                provider = SessionHeaderProvider(session: session)
+            }
+            return try await run(loop: loop, clock: ContinuousClock(), headerProvider: provider, handlesSignals: true)
         }
     }
 
     /// Streams on an existing loop and clock; for tests and `demo`.
-    public func run<C: Clock>(loop: CurlLoop, clock: C, handlesSignals: Bool) async throws -> Outcome
-    where C.Duration == Duration {
+    public func run<C: Clock>(
+        loop: CurlLoop, clock: C, headerProvider: any EventStreamHeaderProvider = FixedHeaders(), handlesSignals: Bool
+    ) async throws -> Outcome where C.Duration == Duration {
         var headers = options.headers
         if let token = options.bearerToken { headers.replaceOrAdd(name: "Authorization", value: "Bearer \(token)") }
         let configuration = EventSourceConfiguration(
@@ -55,7 +62,8 @@ public struct Inspector: Sendable {
             idleTimeout: options.readTimeout,
             reconnects: options.reconnects,
             reportsComments: options.showsComments)
-        let source = EventSource(configuration: configuration, loop: loop, clock: clock, logger: logger)
+        let source = EventSource(
+            configuration: configuration, loop: loop, headerProvider: headerProvider, clock: clock, logger: logger)
         let renderer = InspectRenderer(
             json: options.json,
             color: options.color ?? (output.isTerminal && !environmentHasNoColor()))

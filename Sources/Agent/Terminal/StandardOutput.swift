@@ -26,8 +26,13 @@ public struct LineWriter: Sendable {
     /// Writes `line` and a line feed. Returns false when the reader has gone (for example a closed pipe).
     @discardableResult
     public func write(line: String) -> Bool {
-        var bytes = Array(line.utf8)
-        bytes.append(0x0A)
+        write(text: line + "\n")
+    }
+
+    /// Writes `text` as it is, in one `write(2)` where possible.
+    @discardableResult
+    public func write(text: String) -> Bool {
+        let bytes = Array(text.utf8)
         return bytes.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {

@@ -1,0 +1,100 @@
+import AuthSession
+import CurlHTTP
+import Foundation
+import Logging
+
+/// What `login`, `logout`, `status` and `inspect --auth` share: a session built from configuration.
+public enum AuthCommands {
+    /// Reads the password at the moment a login needs it: `auth.password_file`, else
+    /// `ORDERLIVE_AUTH_PASSWORD`. One trailing newline of a file is dropped.
+    public static func passwordSource(
+        _ configuration: OrderliveConfiguration,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> @Sendable () -> String? {
+        let file = configuration.auth.passwordFile
+        let fromEnvironment = environment[ConfigurationLoader.passwordVariable]
+        return {
+            if !file.isEmpty {
+                guard var text = try? String(contentsOfFile: file, encoding: .utf8) else { return nil }
+                if text.hasSuffix("\n") { text.removeLast() }
+                if text.hasSuffix("\r") { text.removeLast() }
+                return text.isEmpty ? nil : text
+            }
+            return fromEnvironment.flatMap { $0.isEmpty ? nil : $0 }
+        }
+    }
+
+    /// A session over the configured backend and state directory.
+    public static func makeSession(
+        configuration: OrderliveConfiguration, loop: CurlLoop, identifier: String? = nil,
+        password: (@Sendable () -> String?)? = nil, logger: Logger
+    ) -> Session {
+        let upstream = configuration.upstream
+        let client = AuthClient(
+            loop: loop,
+            endpoints: .init(baseURL: upstream.baseURL, loginPath: upstream.loginPath,
+                             refreshPath: upstream.refreshPath, logoutPath: upstream.logoutPath),
+            connectTimeout: upstream.connectTimeout, requestTimeout: upstream.requestTimeout, tls: upstream.tls)
+        let configuredIdentifier = configuration.auth.identifier.isEmpty ? nil : configuration.auth.identifier
+        return Session(
+            dependencies: Session.Dependencies(
+                client: client, store: CredentialStore(directory: configuration.store.stateDirectory),
+                identifier: identifier ?? configuredIdentifier,
+                password: password ?? passwordSource(configuration),
+                refreshAhead: Double(configuration.auth.refreshAhead.components.seconds)),
+            logger: logger)
+    }
+
+    /// Deletes the local order database (`logout --wipe`): `orderlive.sqlite` and its WAL files.
+    /// Returns the files removed.
+    public static func wipeOrders(stateDirectory: String) throws -> [String] {
+        var removed: [String] = []
+        for suffix in ["", "-wal", "-shm"] {
+            let path = stateDirectory + "/orderlive.sqlite" + suffix
+            if FileManager.default.fileExists(atPath: path) {
+                try FileManager.default.removeItem(atPath: path)
+                removed.append(path)
+            }
+        }
+        return removed
+    }
+
+    /// `status`'s auth section as JSON (never a token): state, user, role, stores and expiry times.
+    public static func statusJSON(_ snapshot: Session.Snapshot) -> String {
+        var fields = [#""state":\#(JSONText.string(snapshot.state.rawValue))"#]
+        fields.append(#""user_id":\#(jsonIdentifier(snapshot.userID))"#)
+        fields.append(#""role":\#(snapshot.role.map(JSONText.string) ?? "null")"#)
+        fields.append(#""store_ids":[\#(snapshot.storeIDs.map(jsonIdentifier).joined(separator: ","))]"#)
+        fields.append(#""access_expires_at":\#(snapshot.accessExpiresAt.map { JSONText.string(rfc3339($0)) } ?? "null")"#)
+        fields.append(#""refresh_expires_at":\#(snapshot.refreshExpiresAt.map { JSONText.string(rfc3339($0)) } ?? "null")"#)
+        return #"{"auth":{\#(fields.joined(separator: ","))},"owner_user_id":\#(jsonIdentifier(snapshot.userID))}"#
+    }
+
+    /// `status`'s readable lines.
+    public static func statusLines(_ snapshot: Session.Snapshot, stateDirectory: String) -> [String] {
+        var lines = ["auth:     \(snapshot.state.rawValue)"]
+        if let user = snapshot.userID {
+            let role = snapshot.role.map { ", role \($0)" } ?? ""
+            let stores = snapshot.storeIDs.isEmpty ? "" : ", stores \(snapshot.storeIDs.joined(separator: ", "))"
+            lines.append("user:     \(user)\(role)\(stores)")
+        }
+        if let access = snapshot.accessExpiresAt { lines.append("access:   expires \(rfc3339(access))") }
+        if let refresh = snapshot.refreshExpiresAt { lines.append("refresh:  expires \(rfc3339(refresh))") }
+        lines.append("state:    \(stateDirectory)")
+        return lines
+    }
+
+    /// A user or store id as JSON: a number when it is all digits, else a string.
+    static func jsonIdentifier(_ value: String?) -> String {
+        guard let value else { return "null" }
+        if !value.isEmpty, value.count < 16, value.allSatisfy(\.isASCII), value.allSatisfy(\.isNumber) { return value }
+        return JSONText.string(value)
+    }
+
+    /// Unix seconds as RFC 3339 UTC.
+    static func rfc3339(_ seconds: Double) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.string(from: Date(timeIntervalSince1970: seconds))
+    }
+}
