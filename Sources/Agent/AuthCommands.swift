@@ -24,11 +24,19 @@ public enum AuthCommands {
         }
     }
 
+    /// The credential store of the configured state directory, encrypted when a key file is set.
+    /// A key file that cannot be read or has the wrong size is an error (nothing is written unencrypted).
+    public static func makeStore(configuration: OrderliveConfiguration) throws(AuthError) -> CredentialStore {
+        let keyFile = configuration.auth.credentialsKeyFile
+        let cipher = keyFile.isEmpty ? nil : try CredentialCipher(key: CredentialCipher.loadKey(path: keyFile))
+        return CredentialStore(directory: configuration.store.stateDirectory, cipher: cipher)
+    }
+
     /// A session over the configured backend and state directory.
     public static func makeSession(
         configuration: OrderliveConfiguration, loop: CurlLoop, identifier: String? = nil,
         password: (@Sendable () -> String?)? = nil, logger: Logger
-    ) -> Session {
+    ) throws(AuthError) -> Session {
         let upstream = configuration.upstream
         let client = AuthClient(
             loop: loop,
@@ -38,7 +46,7 @@ public enum AuthCommands {
         let configuredIdentifier = configuration.auth.identifier.isEmpty ? nil : configuration.auth.identifier
         return Session(
             dependencies: Session.Dependencies(
-                client: client, store: CredentialStore(directory: configuration.store.stateDirectory),
+                client: client, store: try makeStore(configuration: configuration),
                 identifier: identifier ?? configuredIdentifier,
                 password: password ?? passwordSource(configuration),
                 refreshAhead: Double(configuration.auth.refreshAhead.components.seconds)),

@@ -71,17 +71,21 @@ public struct CredentialStore: Sendable {
 
     /// The state directory.
     public let directory: String
+    private let cipher: CredentialCipher?
     private let now: @Sendable () -> Double
     private let beforeRename: @Sendable () throws -> Void
 
-    /// Creates a store. `beforeRename` runs between writing the temporary file and renaming it
-    /// over the old one: a test seam for a failure at the worst moment.
+    /// Creates a store; with a `cipher` the file is encrypted (AES-256-GCM). `beforeRename` runs
+    /// between writing the temporary file and renaming it over the old one: a test seam for a
+    /// failure at the worst moment.
     public init(
         directory: String,
+        cipher: CredentialCipher? = nil,
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         beforeRename: @escaping @Sendable () throws -> Void = {}
     ) {
         self.directory = directory
+        self.cipher = cipher
         self.now = now
         self.beforeRename = beforeRename
     }
@@ -110,22 +114,36 @@ public struct CredentialStore: Sendable {
             bytes += buffer[0..<count]
             if bytes.count > 1 << 20 { break }
         }
-        do {
-            return .loaded(try JSONDecoder().decode(StoredCredentials.self, from: Data(bytes)))
-        } catch {
-            let aside = "\(path).unreadable-\(Int64(now()))"
-            guard rename(path, aside) == 0 else {
-                return .locked(reason: "\(path) is not valid credentials and could not be moved aside: "
-                    + String(cString: strerror(errno)))
+        var plaintext = bytes
+        if CredentialCipher.isEnvelope(bytes) {
+            guard let cipher else {
+                return moveAside(reason: "the file is encrypted but no auth.credentials_key_file is configured")
             }
-            return .movedAside(path: aside, reason: "not valid credentials JSON")
+            guard let opened = cipher.open(bytes) else {
+                return moveAside(reason: "the file cannot be decrypted with the configured key (wrong key or damaged)")
+            }
+            plaintext = opened
         }
+        // A plaintext file with a key configured is read as it is and encrypted on its next save.
+        guard let record = try? JSONDecoder().decode(StoredCredentials.self, from: Data(plaintext)) else {
+            return moveAside(reason: "not valid credentials JSON")
+        }
+        return .loaded(record)
+    }
+
+    private func moveAside(reason: String) -> LoadResult {
+        let aside = "\(path).unreadable-\(Int64(now()))"
+        guard rename(path, aside) == 0 else {
+            return .locked(reason: "\(path) is unreadable (\(reason)) and could not be moved aside: "
+                + String(cString: strerror(errno)))
+        }
+        return .movedAside(path: aside, reason: reason)
     }
 
     /// Replaces the record atomically.
     public func save(_ credentials: StoredCredentials) throws(AuthError) {
         try ensureDirectory()
-        let data: Data
+        var data: Data
         do {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
@@ -133,6 +151,7 @@ public struct CredentialStore: Sendable {
         } catch {
             throw AuthError(.invalidResponse, "could not encode credentials")
         }
+        if let cipher { data = Data(try cipher.seal([UInt8](data))) }
         let temporary = "\(path).tmp-\(getpid())"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw ioError("create \(temporary)") }

@@ -69,9 +69,9 @@ struct Login: AsyncParsableCommand {
         }
         let logger = authCommandLogger()
         let snapshot = try await CurlLoop.withLoop(logger: logger) { loop in
-            let session = AuthCommands.makeSession(
-                configuration: configuration, loop: loop, identifier: identifier, password: { password }, logger: logger)
             do {
+                let session = try AuthCommands.makeSession(
+                    configuration: configuration, loop: loop, identifier: identifier, password: { password }, logger: logger)
                 return try await session.login(password: password)
             } catch let error as AuthError {
                 if error.kind == .transient {
@@ -102,8 +102,12 @@ struct Logout: AsyncParsableCommand {
         let configuration = try await config.load()
         let logger = authCommandLogger()
         let confirmed = try await CurlLoop.withLoop(logger: logger) { loop in
-            await AuthCommands.makeSession(configuration: configuration, loop: loop, logger: logger)
-                .logout(timeout: .seconds(2))
+            do {
+                return try await AuthCommands.makeSession(configuration: configuration, loop: loop, logger: logger)
+                    .logout(timeout: .seconds(2))
+            } catch let error as AuthError {
+                throw RuntimeFailure(description: error.message)
+            }
         }
         LineWriter.standardOutput.write(line: confirmed
             ? "Logged out: the session was revoked upstream and local credentials deleted."
@@ -137,7 +141,11 @@ struct Status: AsyncParsableCommand {
         let configuration = try await config.load()
         let logger = authCommandLogger()
         let snapshot = try await CurlLoop.withLoop(logger: logger) { loop in
-            await AuthCommands.makeSession(configuration: configuration, loop: loop, logger: logger).snapshot
+            do {
+                return try await AuthCommands.makeSession(configuration: configuration, loop: loop, logger: logger).snapshot
+            } catch let error as AuthError {
+                throw RuntimeFailure(description: error.message)
+            }
         }
         if json {
             LineWriter.standardOutput.write(line: AuthCommands.statusJSON(snapshot))

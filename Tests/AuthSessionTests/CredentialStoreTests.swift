@@ -93,4 +93,68 @@ import Testing
         #expect(throws: AuthError.self) { try TokenPair.decode(Array(#"{"refresh_token":"r"}"#.utf8), receivedAt: now) }
         #expect(throws: AuthError.self) { try TokenPair.decode(Array("[]".utf8), receivedAt: now) }
     }
+
+    @Test func encryptedFileHoldsNoTokenInClearAndRoundTrips() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let cipher = try CredentialCipher(key: Array(repeating: 7, count: 32))
+        let store = CredentialStore(directory: directory, cipher: cipher)
+        try store.save(record("secret"))
+        let raw = String(decoding: try Data(contentsOf: URL(fileURLWithPath: store.path)), as: UTF8.self)
+        #expect(!raw.contains("access-secret"))
+        #expect(!raw.contains("refresh-secret"))
+        #expect(!raw.contains("courier@example.com"))
+        #expect(store.load() == .loaded(record("secret")))
+        #expect(mode(store.path) == 0o600)
+    }
+
+    @Test func wrongKeyTamperingOrAMissingKeyMoveTheFileAside() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let right = try CredentialCipher(key: Array(repeating: 1, count: 32))
+        let wrong = try CredentialCipher(key: Array(repeating: 2, count: 32))
+        var clock = 100.0
+        func store(_ cipher: CredentialCipher?) -> CredentialStore {
+            clock += 1
+            let moment = clock
+            return CredentialStore(directory: directory, cipher: cipher, now: { moment })
+        }
+        try store(right).save(record("a"))
+        guard case .movedAside = store(wrong).load() else { Issue.record("a wrong key must move the file aside"); return }
+        try store(right).save(record("b"))
+        guard case .movedAside = store(nil).load() else { Issue.record("no key must move the file aside"); return }
+        try store(right).save(record("c"))
+        // Flip one character of the ciphertext: the GCM tag no longer matches.
+        let url = URL(fileURLWithPath: store(right).path)
+        var text = String(decoding: try Data(contentsOf: url), as: UTF8.self)
+        if let range = text.range(of: #""ciphertext":""#) {
+            let index = range.upperBound
+            let replacement: Character = text[index] == "A" ? "B" : "A"
+            text.replaceSubrange(index...index, with: String(replacement))
+        }
+        try Data(text.utf8).write(to: url)
+        guard case .movedAside = store(right).load() else { Issue.record("a tampered file must move aside"); return }
+        let aside = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.contains(".unreadable-") }
+        #expect(aside.count == 3, "every unreadable file is kept, never deleted: \(aside)")
+    }
+
+    @Test func keyFilesAcceptRawHexAndBase64AndRejectOtherSizes() throws {
+        let directory = temporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let key = (0..<32).map { UInt8($0) }
+        let raw = directory + "/raw.key"
+        let hex = directory + "/hex.key"
+        let base64 = directory + "/b64.key"
+        let short = directory + "/short.key"
+        try Data(key).write(to: URL(fileURLWithPath: raw))
+        try Data((key.map { String(format: "%02x", $0) }.joined() + "\n").utf8).write(to: URL(fileURLWithPath: hex))
+        try Data((Data(key).base64EncodedString() + "\n").utf8).write(to: URL(fileURLWithPath: base64))
+        try Data("too short\n".utf8).write(to: URL(fileURLWithPath: short))
+        #expect(try CredentialCipher.loadKey(path: raw) == key)
+        #expect(try CredentialCipher.loadKey(path: hex) == key)
+        #expect(try CredentialCipher.loadKey(path: base64) == key)
+        #expect(throws: AuthError.self) { try CredentialCipher.loadKey(path: short) }
+        #expect(throws: AuthError.self) { try CredentialCipher.loadKey(path: directory + "/missing.key") }
+    }
 }

@@ -217,4 +217,30 @@ struct AuthHarness {
             #expect(harness.sandbox.authCounters.logouts == 1)
         }
     }
+
+    @Test func concurrentCallersWithoutASessionShareOneLogin() async throws {
+        try await AuthHarness.run { harness in
+            let session = harness.session(password: AuthHarness.password)
+            let tokens = try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<20 { group.addTask { try await session.accessToken() } }
+                return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+            }
+            #expect(tokens.count == 1)
+            #expect(harness.sandbox.authCounters.logins == 1)
+        }
+    }
+
+    @Test func stateChangesAreStreamedToTheRestOfTheProgram() async throws {
+        try await AuthHarness.run { harness in
+            let session = harness.session()
+            var changes = session.changes.makeAsyncIterator()
+            try await session.login(password: AuthHarness.password)
+            harness.clock.advance(by: 1_000)
+            _ = try await session.accessToken()
+            _ = await session.logout(timeout: .seconds(2))
+            var seen: [Session.State] = []
+            for _ in 0..<6 { if let state = await changes.next() { seen.append(state) } }
+            #expect(seen == [.unauthenticated, .refreshing, .authenticated, .refreshing, .authenticated, .unauthenticated])
+        }
+    }
 }

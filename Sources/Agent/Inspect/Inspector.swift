@@ -39,7 +39,7 @@ public struct Inspector: Sendable {
         return try await CurlLoop.withLoop(logger: logger) { loop in
             var provider: any EventStreamHeaderProvider = FixedHeaders()
             if let configuration {
-                let session = AuthCommands.makeSession(configuration: configuration, loop: loop, logger: logger)
+                let session = try AuthCommands.makeSession(configuration: configuration, loop: loop, logger: logger)
                 provider = SessionHeaderProvider(session: session)
             }
             return try await run(loop: loop, clock: ContinuousClock(), headerProvider: provider, handlesSignals: true)
