@@ -243,4 +243,17 @@ struct AuthHarness {
             #expect(seen == [.unauthenticated, .refreshing, .authenticated, .refreshing, .authenticated, .unauthenticated])
         }
     }
+
+    @Test func loginRetriesTransientFailuresAndFaultKnobsWorkOverHTTP() async throws {
+        try await AuthHarness.run { harness in
+            // Arm the knob the way a person would, over HTTP.
+            let armed = try await harness.loop.perform(HTTPRequest(
+                url: harness.baseURL + "/sandbox/faults/login?status=503&times=2", method: "POST", body: []))
+            #expect(armed.status == 200)
+            let session = harness.session()
+            try await session.login(password: AuthHarness.password)
+            #expect(harness.sandbox.authCounters.logins == 3)
+            #expect(await session.snapshot.state == .authenticated)
+        }
+    }
 }

@@ -1,3 +1,4 @@
+import AuthSession
 import CurlHTTP
 import EventStream
 import Logging
@@ -40,6 +41,12 @@ public struct Inspector: Sendable {
             var provider: any EventStreamHeaderProvider = FixedHeaders()
             if let configuration {
                 let session = try AuthCommands.makeSession(configuration: configuration, loop: loop, logger: logger)
+                // Fail fast with the reason instead of retrying a stream that cannot authenticate.
+                do {
+                    _ = try await session.accessToken()
+                } catch let error as AuthError {
+                    return .failed("--auth: \(error.message)")
+                }
                 provider = SessionHeaderProvider(session: session)
             }
             return try await run(loop: loop, clock: ContinuousClock(), headerProvider: provider, handlesSignals: true)
