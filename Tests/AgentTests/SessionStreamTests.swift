@@ -60,4 +60,50 @@ import Testing
             }
         }
     }
+
+    @Test func revokedSessionWithoutAPasswordStopsReachingTheBackend() async throws {
+        let wall = WallClock()
+        let configuration = SandboxConfiguration(
+            port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true, now: { wall.now }))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await Sandbox.withRunning(configuration) { sandbox in
+            sandbox.enqueue(.stream("id: 1\ndata: 1\n\n"))
+            let base = await sandbox.baseURL
+            try await CurlLoop.withLoop(logger: quietLogger) { loop in
+                let session = Session(
+                    dependencies: Session.Dependencies(
+                        client: AuthClient(loop: loop, endpoints: .init(baseURL: base), now: { wall.now }),
+                        store: CredentialStore(directory: directory, now: { wall.now }),
+                        identifier: SandboxUser.demo.identifier, password: { nil }, now: { wall.now }, sleep: { _ in }),
+                    logger: quietLogger)
+                try await session.login(password: SandboxUser.demo.password)
+                let clock = ManualClock()
+                let source = EventSource(
+                    configuration: EventSourceConfiguration(url: base + "/v1/events", idleTimeout: nil),
+                    loop: loop, headerProvider: SessionHeaderProvider(session: session), clock: clock,
+                    random: { 1 }, logger: quietLogger)
+                var losses: [EventSourceError.Kind] = []
+                _ = try await source.run { update in
+                    switch update {
+                    case .event:
+                        sandbox.revokeAllRefreshTokens()
+                        wall.advance(by: 10_000)  // the access token expires; its refresh will be refused
+                    case .connectionLost(let error, let delay?):
+                        losses.append(error.kind)
+                        if losses.count == 12 { source.stop() }
+                        clock.advance(by: delay)
+                    default:
+                        break
+                    }
+                }
+                // One stream request with a token, one refused refresh, then nothing more upstream.
+                #expect(sandbox.streamRequestCount == 1)
+                #expect(sandbox.authCounters.refreshes == 1)
+                #expect(sandbox.authCounters.logins == 1)
+                #expect(losses.dropFirst().allSatisfy { $0 == .headers })
+                #expect(await session.snapshot.state == .unauthenticated)
+            }
+        }
+    }
 }
