@@ -16,6 +16,8 @@ let package = Package(
         .library(name: "EventStream", targets: ["EventStream"]),
         .library(name: "Sandbox", targets: ["Sandbox"]),
         .library(name: "AuthSession", targets: ["AuthSession"]),
+        .library(name: "OrderStore", targets: ["OrderStore"]),
+        .library(name: "OrderSync", targets: ["OrderSync"]),
         .library(name: "Agent", targets: ["Agent"]),
     ],
     dependencies: [
@@ -27,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.0.0", traits: [.defaults, "YAML"]),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.0.0"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.4.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.0.0"),
     ],
     targets: [
         .systemLibrary(
@@ -67,6 +70,16 @@ let package = Package(
                 "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "OrderStore",
+            dependencies: [.product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "OrderSync",
+            dependencies: ["OrderStore", "ServerSentEvents"],
             swiftSettings: strict
         ),
         .target(
@@ -128,6 +141,11 @@ let package = Package(
         .testTarget(
             name: "AuthSessionTests",
             dependencies: ["AuthSession", "Sandbox", "CurlHTTP", "EventStream", "TestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "OrderStoreTests",
+            dependencies: ["OrderStore", "OrderSync", "ServerSentEvents"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -1,0 +1,258 @@
+// OrderStore: the embedded SQLite store (GRDB, WAL) of DESIGN §7 — orders with their full JSON,
+// tombstones, the job journal, the stream cursor, push dedupe keys, dead letters and the owning
+// user. One owner of the database per process; every invariant is one transaction. It must never
+// delete orders because of an error: only an explicit wipe or a change of user clears them.
+
+import Foundation
+import GRDB
+
+/// How an order's freshness is judged (DESIGN §3): `version` when both sides have one, else
+/// `updated_at`, else the last write wins.
+public struct OrderFreshness: Sendable, Hashable {
+    /// The integer version, when the backend sends one.
+    public var version: Int64?
+    /// The `updated_at` timestamp as sent (RFC 3339), when present.
+    public var updatedAt: String?
+
+    /// Creates a freshness.
+    public init(version: Int64?, updatedAt: String?) {
+        self.version = version
+        self.updatedAt = updatedAt
+    }
+
+    /// True when `self` should replace `current`. Equal freshness is not newer, so applying the same
+    /// change twice leaves the same state.
+    public func isNewer(than current: OrderFreshness) -> Bool {
+        if let version, let currentVersion = current.version { return version > currentVersion }
+        if let updatedAt, let currentUpdatedAt = current.updatedAt {
+            if let mine = Self.instant(updatedAt), let theirs = Self.instant(currentUpdatedAt) { return mine > theirs }
+            return updatedAt > currentUpdatedAt
+        }
+        return true
+    }
+
+    /// Unix seconds of an RFC 3339 timestamp, with or without fractional seconds.
+    static func instant(_ text: String) -> Double? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return date.timeIntervalSince1970 }
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: text)?.timeIntervalSince1970
+    }
+}
+
+/// An order as the backend sent it, plus the indexed fields read out of it.
+public struct OrderRecord: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "order"
+
+    /// The id as a string (integer ids compare as their decimal text).
+    public var id: String
+    /// The status.
+    public var status: String
+    /// The store, if any.
+    public var storeID: String?
+    /// The courier, if any.
+    public var courierID: String?
+    /// The version, if any.
+    public var version: Int64?
+    /// The `updated_at` text, if any.
+    public var updatedAt: String?
+    /// The whole JSON object the backend sent, every field kept.
+    public var body: String
+    /// When it was applied locally, Unix seconds.
+    public var appliedAt: Double
+
+    enum CodingKeys: String, CodingKey {
+        case id, status, body, version
+        case storeID = "store_id"
+        case courierID = "courier_id"
+        case updatedAt = "updated_at"
+        case appliedAt = "applied_at"
+    }
+
+    /// The freshness of this record.
+    public var freshness: OrderFreshness { OrderFreshness(version: version, updatedAt: updatedAt) }
+
+    /// Reads an order object (DESIGN §3: `id` integer or string and `status` are required).
+    public static func parse(_ object: [String: Any], appliedAt: Double) throws(OrderParseError) -> OrderRecord {
+        guard let id = identifier(object["id"]) else { throw OrderParseError("the order has no usable id") }
+        guard let status = object["status"] as? String, !status.isEmpty else {
+            throw OrderParseError("order \(id) has no status")
+        }
+        guard JSONSerialization.isValidJSONObject(object),
+              let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]),
+              let body = String(data: data, encoding: .utf8)
+        else { throw OrderParseError("order \(id) cannot be stored as JSON") }
+        var version: Int64?
+        if let number = object["version"] as? NSNumber, !(object["version"] is String) { version = number.int64Value }
+        return OrderRecord(
+            id: id, status: status, storeID: identifier(object["store_id"]), courierID: identifier(object["courier_id"]),
+            version: version, updatedAt: object["updated_at"] as? String, body: body, appliedAt: appliedAt)
+    }
+
+    /// An id that may be an integer or a string, as a string.
+    public static func identifier(_ value: Any?) -> String? {
+        if let string = value as? String, !string.isEmpty { return string }
+        if let number = value as? NSNumber, !(value is String) {
+            let double = number.doubleValue
+            if double == double.rounded(), abs(double) < 1e15 { return String(Int64(double)) }
+        }
+        return nil
+    }
+}
+
+/// Why an order object could not be read.
+public struct OrderParseError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What is wrong.
+    public var message: String
+
+    /// Creates an error.
+    public init(_ message: String) {
+        self.message = message
+    }
+
+    /// The message.
+    public var description: String { message }
+}
+
+/// A deleted order: stops an older upsert from bringing it back.
+public struct TombstoneRecord: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "tombstone"
+
+    /// The order id.
+    public var id: String
+    /// The version the delete carried, if any.
+    public var version: Int64?
+    /// The `updated_at` of the last known state, if any.
+    public var updatedAt: String?
+    /// When it was deleted locally, Unix seconds.
+    public var deletedAt: Double
+
+    enum CodingKeys: String, CodingKey {
+        case id, version
+        case updatedAt = "updated_at"
+        case deletedAt = "deleted_at"
+    }
+
+    /// The freshness of the delete.
+    public var freshness: OrderFreshness { OrderFreshness(version: version, updatedAt: updatedAt) }
+}
+
+/// What a sync job does (DESIGN §3/§8).
+public enum JobKind: String, Codable, Sendable, Hashable, CaseIterable {
+    /// Upsert the order carried in the job.
+    case upsert
+    /// Fetch one order (`GET orders/{id}`), then upsert it (404 → delete).
+    case fetch
+    /// Delete an order, keeping a tombstone.
+    case delete
+    /// Page through all orders, upsert them, then delete the local ones the backend no longer has.
+    case fullSync = "full_sync"
+}
+
+/// A job to journal.
+public struct NewJob: Sendable, Hashable {
+    /// The kind.
+    public var kind: JobKind
+    /// The order it is about (none for a full sync).
+    public var orderID: String?
+    /// For a fetch: the lowest version worth applying; for a delete: the delete's version.
+    public var version: Int64?
+    /// For an upsert: the order record to apply.
+    public var order: OrderRecord?
+    /// Where it came from, for diagnostics: `stream` or `push`.
+    public var source: String
+
+    /// Creates a job.
+    public init(kind: JobKind, orderID: String? = nil, version: Int64? = nil, order: OrderRecord? = nil, source: String) {
+        self.kind = kind
+        self.orderID = orderID
+        self.version = version
+        self.order = order
+        self.source = source
+    }
+}
+
+/// A journaled job.
+public struct JobRecord: Codable, Sendable, Hashable, FetchableRecord, MutablePersistableRecord {
+    public static let databaseTableName = "job"
+
+    /// The journal position (applied in this order).
+    public var id: Int64?
+    /// The kind.
+    public var kind: JobKind
+    /// The order it is about.
+    public var orderID: String?
+    /// The version bound (see ``NewJob/version``).
+    public var version: Int64?
+    /// For an upsert, the order record as JSON.
+    public var payload: String?
+    /// Where it came from.
+    public var source: String
+    /// Failed attempts so far.
+    public var attempts: Int
+    /// Not before this Unix time (retry backoff).
+    public var notBefore: Double
+    /// The last failure, if any.
+    public var lastError: String?
+    /// When it was journaled, Unix seconds.
+    public var createdAt: Double
+
+    enum CodingKeys: String, CodingKey {
+        case id, kind, version, payload, source, attempts
+        case orderID = "order_id"
+        case notBefore = "not_before"
+        case lastError = "last_error"
+        case createdAt = "created_at"
+    }
+
+    public mutating func didInsert(_ inserted: InsertionSuccess) {
+        id = inserted.rowID
+    }
+
+    /// The order an upsert job carries.
+    public var order: OrderRecord? {
+        guard let payload, let data = payload.data(using: .utf8) else { return nil }
+        return try? JSONDecoder().decode(OrderRecord.self, from: data)
+    }
+}
+
+/// Something that could not be understood or applied, kept with its raw text (DESIGN §3, §8).
+public struct DeadLetterRecord: Codable, Sendable, Hashable, FetchableRecord, MutablePersistableRecord {
+    public static let databaseTableName = "dead_letter"
+
+    /// Its id.
+    public var id: Int64?
+    /// `event`, `push` or a job kind.
+    public var kind: String
+    /// The order it concerns, when known.
+    public var orderID: String?
+    /// The raw text as received.
+    public var raw: String
+    /// Why it is here.
+    public var reason: String
+    /// Attempts made.
+    public var attempts: Int
+    /// When, Unix seconds.
+    public var createdAt: Double
+
+    enum CodingKeys: String, CodingKey {
+        case id, kind, raw, reason, attempts
+        case orderID = "order_id"
+        case createdAt = "created_at"
+    }
+
+    /// Creates a dead letter.
+    public init(kind: String, orderID: String?, raw: String, reason: String, attempts: Int, createdAt: Double) {
+        self.kind = kind
+        self.orderID = orderID
+        self.raw = raw
+        self.reason = reason
+        self.attempts = attempts
+        self.createdAt = createdAt
+    }
+
+    public mutating func didInsert(_ inserted: InsertionSuccess) {
+        id = inserted.rowID
+    }
+}

@@ -1,0 +1,333 @@
+import Foundation
+import GRDB
+
+/// What applying an upsert did.
+public enum UpsertOutcome: Sendable, Hashable {
+    /// Inserted or replaced.
+    case applied
+    /// The stored order (or its tombstone) is as new or newer: nothing changed.
+    case stale
+}
+
+/// What applying a delete did.
+public enum DeleteOutcome: Sendable, Hashable {
+    /// The order was removed and a tombstone kept.
+    case deleted
+    /// The stored order is newer than the delete: nothing changed.
+    case stale
+    /// There was no such order; the tombstone is kept so an older upsert cannot bring it back.
+    case absent
+}
+
+/// Counts for `status`.
+public struct StoreCounts: Sendable, Hashable {
+    /// Stored orders.
+    public var orders: Int
+    /// Jobs in the journal.
+    public var journalDepth: Int
+    /// When the oldest journaled job was created, Unix seconds.
+    public var oldestJobCreatedAt: Double?
+    /// Dead letters.
+    public var deadLetters: Int
+}
+
+/// How durable each commit is.
+public enum StoreDurability: String, Sendable, Hashable {
+    /// `synchronous=NORMAL` in WAL mode: survives a process crash.
+    case normal
+    /// `synchronous=FULL`: also survives a power loss.
+    case full
+}
+
+/// The process's one owner of `orderlive.sqlite`. Other processes may read it at any time (WAL).
+public final class OrderStore: Sendable {
+    /// The database file.
+    public let path: String
+    private let pool: DatabasePool
+    private let now: @Sendable () -> Double
+
+    /// Opens (creating and migrating) the database at `path`.
+    public init(
+        path: String, durability: StoreDurability = .normal,
+        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    ) throws {
+        self.path = path
+        self.now = now
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(5)
+        pool = try DatabasePool(path: path, configuration: configuration)
+        try Self.migrator.migrate(pool)
+        if durability == .full {
+            // GRDB sets NORMAL on its writer after opening (STACK-NOTES); FULL must be set afterwards.
+            try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
+        }
+    }
+
+    /// Frozen history: never edit a shipped migration, add a new one.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE "order" (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    status TEXT NOT NULL,
+                    store_id TEXT,
+                    courier_id TEXT,
+                    version INTEGER,
+                    updated_at TEXT,
+                    body TEXT NOT NULL,
+                    applied_at REAL NOT NULL
+                );
+                CREATE INDEX order_status ON "order"(status);
+                CREATE INDEX order_store_id ON "order"(store_id);
+                CREATE INDEX order_courier_id ON "order"(courier_id);
+                CREATE TABLE tombstone (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    version INTEGER,
+                    updated_at TEXT,
+                    deleted_at REAL NOT NULL
+                );
+                CREATE TABLE job (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    kind TEXT NOT NULL,
+                    order_id TEXT,
+                    version INTEGER,
+                    payload TEXT,
+                    source TEXT NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    not_before REAL NOT NULL DEFAULT 0,
+                    last_error TEXT,
+                    created_at REAL NOT NULL
+                );
+                CREATE INDEX job_order_id ON job(order_id);
+                CREATE TABLE stream_cursor (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    value TEXT NOT NULL,
+                    updated_at REAL NOT NULL
+                );
+                CREATE TABLE dedupe_key (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    response TEXT NOT NULL,
+                    accepted_at REAL NOT NULL
+                );
+                CREATE TABLE dead_letter (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    kind TEXT NOT NULL,
+                    order_id TEXT,
+                    raw TEXT NOT NULL,
+                    reason TEXT NOT NULL,
+                    attempts INTEGER NOT NULL,
+                    created_at REAL NOT NULL
+                );
+                CREATE TABLE owner (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    user_id TEXT NOT NULL,
+                    since REAL NOT NULL
+                );
+                """)
+        }
+        return migrator
+    }
+
+    // MARK: Journal
+
+    /// Journals jobs and, in the same transaction, advances the stream cursor (DESIGN §3: the cursor
+    /// moves only with the job of its event). Pending fetches of one order collapse into one (its
+    /// version bound raised); a full sync makes the pending fetches before it redundant.
+    @discardableResult
+    public func journal(_ jobs: [NewJob], cursor: String? = nil, deadLetters: [DeadLetterRecord] = []) throws -> Int {
+        let now = self.now()
+        return try pool.write { db in
+            var journaled = 0
+            for job in jobs {
+                if job.kind == .fetch, let orderID = job.orderID,
+                   var pending = try JobRecord.filter(Column("kind") == JobKind.fetch.rawValue
+                        && Column("order_id") == orderID && Column("attempts") == 0).fetchOne(db) {
+                    if let version = job.version { pending.version = max(pending.version ?? version, version) }
+                    try pending.update(db)
+                    continue
+                }
+                if job.kind == .fullSync {
+                    try JobRecord.filter(Column("kind") == JobKind.fetch.rawValue && Column("attempts") == 0).deleteAll(db)
+                }
+                var payload: String?
+                if let order = job.order {
+                    let encoder = JSONEncoder()
+                    encoder.outputFormatting = [.sortedKeys]
+                    payload = String(data: try encoder.encode(order), encoding: .utf8)
+                }
+                var record = JobRecord(
+                    id: nil, kind: job.kind, orderID: job.orderID ?? job.order?.id, version: job.version,
+                    payload: payload, source: job.source, attempts: 0, notBefore: 0, lastError: nil, createdAt: now)
+                try record.insert(db)
+                journaled += 1
+            }
+            for var letter in deadLetters { try letter.insert(db) }
+            if let cursor {
+                try db.execute(
+                    sql: "INSERT INTO stream_cursor (id, value, updated_at) VALUES ('stream', ?, ?) "
+                        + "ON CONFLICT(id) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                    arguments: [cursor, now])
+            }
+            return journaled
+        }
+    }
+
+    /// The stream cursor (`Last-Event-ID`), "" when none.
+    public func streamCursor() throws -> String {
+        try pool.read { db in
+            try String.fetchOne(db, sql: "SELECT value FROM stream_cursor WHERE id = 'stream'") ?? ""
+        }
+    }
+
+    /// The next job in journal order, if any.
+    public func nextJob() throws -> JobRecord? {
+        try pool.read { db in try JobRecord.order(Column("id")).fetchOne(db) }
+    }
+
+    /// Removes a finished job (a job already gone — coalesced away — is fine).
+    public func complete(jobID: Int64) throws {
+        _ = try pool.write { db in try JobRecord.deleteOne(db, key: jobID) }
+    }
+
+    /// Applies an upsert and completes its job in one transaction (exactly once in effect).
+    @discardableResult
+    public func applyUpsert(_ order: OrderRecord, completing jobID: Int64? = nil) throws -> UpsertOutcome {
+        try pool.write { db in
+            let outcome = try Self.upsert(order, in: db)
+            if let jobID { _ = try JobRecord.deleteOne(db, key: jobID) }
+            return outcome
+        }
+    }
+
+    /// Applies a delete and completes its job in one transaction.
+    @discardableResult
+    public func applyDelete(orderID: String, version: Int64?, completing jobID: Int64? = nil) throws -> DeleteOutcome {
+        let now = self.now()
+        return try pool.write { db in
+            let outcome = try Self.delete(orderID: orderID, version: version, at: now, in: db)
+            if let jobID { _ = try JobRecord.deleteOne(db, key: jobID) }
+            return outcome
+        }
+    }
+
+    /// Records a failed attempt; the job stays in place and waits until `retryAt`.
+    public func recordFailure(jobID: Int64, reason: String, retryAt: Double) throws {
+        try pool.write { db in
+            try db.execute(
+                sql: "UPDATE job SET attempts = attempts + 1, last_error = ?, not_before = ? WHERE id = ?",
+                arguments: [reason, retryAt, jobID])
+        }
+    }
+
+    /// Moves a job that keeps failing to the dead letters, in one transaction.
+    public func deadLetter(job: JobRecord, reason: String) throws {
+        let now = self.now()
+        try pool.write { db in
+            var letter = DeadLetterRecord(
+                kind: job.kind.rawValue, orderID: job.orderID, raw: job.payload ?? "", reason: reason,
+                attempts: job.attempts, createdAt: now)
+            try letter.insert(db)
+            if let id = job.id { _ = try JobRecord.deleteOne(db, key: id) }
+        }
+    }
+
+    // MARK: Reading
+
+    /// Stored orders sorted by id (numeric ids numerically), optionally of one status.
+    public func orders(status: String? = nil) throws -> [OrderRecord] {
+        try pool.read { db in
+            var request = OrderRecord.all()
+            if let status { request = request.filter(Column("status") == status) }
+            return try request.order(sql: "length(id), id").fetchAll(db)
+        }
+    }
+
+    /// One order, if stored.
+    public func order(id: String) throws -> OrderRecord? {
+        try pool.read { db in try OrderRecord.fetchOne(db, key: id) }
+    }
+
+    /// The tombstone of an order, if it was deleted.
+    public func tombstone(id: String) throws -> TombstoneRecord? {
+        try pool.read { db in try TombstoneRecord.fetchOne(db, key: id) }
+    }
+
+    /// Dead letters, oldest first.
+    public func deadLetters() throws -> [DeadLetterRecord] {
+        try pool.read { db in try DeadLetterRecord.order(Column("id")).fetchAll(db) }
+    }
+
+    /// Counts for `status`.
+    public func counts() throws -> StoreCounts {
+        try pool.read { db in
+            StoreCounts(
+                orders: try OrderRecord.fetchCount(db),
+                journalDepth: try JobRecord.fetchCount(db),
+                oldestJobCreatedAt: try Double.fetchOne(db, sql: "SELECT MIN(created_at) FROM job"),
+                deadLetters: try DeadLetterRecord.fetchCount(db))
+        }
+    }
+
+    // MARK: Ownership
+
+    /// The user the data belongs to.
+    public func owner() throws -> String? {
+        try pool.read { db in try String.fetchOne(db, sql: "SELECT user_id FROM owner WHERE id = 1") }
+    }
+
+    /// Makes `userID` the owner. A different user's orders, tombstones, journal, cursor and dedupe keys
+    /// are cleared first, in the same transaction (FIELD-NOTES 15); the same user keeps everything.
+    /// Returns true when a previous user's data was cleared.
+    @discardableResult
+    public func claim(for userID: String) throws -> Bool {
+        let now = self.now()
+        return try pool.write { db in
+            let current = try String.fetchOne(db, sql: "SELECT user_id FROM owner WHERE id = 1")
+            if current == userID { return false }
+            if current != nil {
+                for table in ["\"order\"", "tombstone", "job", "stream_cursor", "dedupe_key", "dead_letter"] {
+                    try db.execute(sql: "DELETE FROM \(table)")
+                }
+            }
+            try db.execute(
+                sql: "INSERT INTO owner (id, user_id, since) VALUES (1, ?, ?) "
+                    + "ON CONFLICT(id) DO UPDATE SET user_id = excluded.user_id, since = excluded.since",
+                arguments: [userID, now])
+            return current != nil
+        }
+    }
+
+    // MARK: Rules, inside a transaction
+
+    /// DESIGN §8: apply only if newer; a tombstone stops an older upsert from resurrecting an order.
+    static func upsert(_ order: OrderRecord, in db: Database) throws -> UpsertOutcome {
+        if let current = try OrderRecord.fetchOne(db, key: order.id), !order.freshness.isNewer(than: current.freshness) {
+            return .stale
+        }
+        if let tombstone = try TombstoneRecord.fetchOne(db, key: order.id) {
+            guard order.freshness.isNewer(than: tombstone.freshness) else { return .stale }
+            _ = try TombstoneRecord.deleteOne(db, key: order.id)
+        }
+        try order.save(db)
+        return .applied
+    }
+
+    static func delete(orderID: String, version: Int64?, at now: Double, in db: Database) throws -> DeleteOutcome {
+        let incoming = OrderFreshness(version: version, updatedAt: nil)
+        let current = try OrderRecord.fetchOne(db, key: orderID)
+        if let current, let version, let currentVersion = current.version, version < currentVersion {
+            return .stale
+        }
+        var tombstone = TombstoneRecord(
+            id: orderID, version: version ?? current?.version, updatedAt: current?.updatedAt, deletedAt: now)
+        if let existing = try TombstoneRecord.fetchOne(db, key: orderID), !incoming.isNewer(than: existing.freshness),
+           existing.version != nil {
+            tombstone = existing
+        }
+        try tombstone.save(db)
+        guard current != nil else { return .absent }
+        _ = try OrderRecord.deleteOne(db, key: orderID)
+        return .deleted
+    }
+}
