@@ -79,7 +79,10 @@ let package = Package(
         ),
         .target(
             name: "OrderSync",
-            dependencies: ["OrderStore", "ServerSentEvents"],
+            dependencies: [
+                "OrderStore", "ServerSentEvents", "AuthSession", "CurlHTTP",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         .target(
@@ -145,7 +148,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OrderStoreTests",
-            dependencies: ["OrderStore", "OrderSync", "ServerSentEvents"],
+            dependencies: ["OrderStore", "OrderSync", "ServerSentEvents", "Sandbox", "AuthSession", "CurlHTTP", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

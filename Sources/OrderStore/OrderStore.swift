@@ -211,6 +211,29 @@ public final class OrderStore: Sendable {
         }
     }
 
+    /// Upserts one page of a full sync in one transaction (each order by the usual freshness rule).
+    public func applyPage(_ orders: [OrderRecord]) throws {
+        try pool.write { db in
+            for order in orders { _ = try Self.upsert(order, in: db) }
+        }
+    }
+
+    /// Ends a full sync whose every page succeeded: local orders the backend no longer returned are
+    /// deleted (with tombstones), and the job completes, in one transaction. Returns how many went.
+    @discardableResult
+    public func completeFullSync(keeping ids: Set<String>, completing jobID: Int64?) throws -> Int {
+        let now = self.now()
+        return try pool.write { db in
+            var removed = 0
+            for order in try OrderRecord.fetchAll(db) where !ids.contains(order.id) {
+                _ = try Self.delete(orderID: order.id, version: order.version, at: now, in: db)
+                removed += 1
+            }
+            if let jobID { _ = try JobRecord.deleteOne(db, key: jobID) }
+            return removed
+        }
+    }
+
     /// Records a failed attempt; the job stays in place and waits until `retryAt`.
     public func recordFailure(jobID: Int64, reason: String, retryAt: Double) throws {
         try pool.write { db in

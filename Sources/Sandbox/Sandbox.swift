@@ -22,6 +22,18 @@ public struct SandboxConfiguration: Sendable {
     public var orderCount: Int
     /// Users, token lifetimes and whether the event stream requires a bearer token.
     public var auth: SandboxAuthConfiguration
+    /// What an unscripted `GET /v1/events` serves.
+    public var feed: Feed
+    /// How many events the order book's log keeps (older cursors get `orders.resync`).
+    public var orderRetention: Int
+
+    /// The unscripted event stream.
+    public enum Feed: Sendable, Hashable {
+        /// Synthetic order events every `eventInterval`, a pure function of the sequence number.
+        case synthetic
+        /// The changes made to ``Sandbox/orders`` (the order book), with retention and resync.
+        case orderBook
+    }
 
     /// Creates a configuration.
     public init(
@@ -30,7 +42,9 @@ public struct SandboxConfiguration: Sendable {
         eventInterval: Duration = .seconds(1),
         heartbeatInterval: Duration = .seconds(15),
         orderCount: Int = 12,
-        auth: SandboxAuthConfiguration = .init()
+        auth: SandboxAuthConfiguration = .init(),
+        feed: Feed = .synthetic,
+        orderRetention: Int = 10_000
     ) {
         self.host = host
         self.port = port
@@ -38,6 +52,8 @@ public struct SandboxConfiguration: Sendable {
         self.heartbeatInterval = heartbeatInterval
         self.orderCount = max(1, orderCount)
         self.auth = auth
+        self.feed = feed
+        self.orderRetention = orderRetention
     }
 }
 
@@ -73,6 +89,8 @@ public final class Sandbox: Sendable {
     public let configuration: SandboxConfiguration
     private let state = Mutex(State())
     let authority: SandboxAuthority
+    /// The orders `GET /v1/orders` serves and the order-book feed announces.
+    public let orders: OrderBook
     private let logger: Logger
     private let recorded: AsyncStream<RecordedRequest>.Continuation
     /// Every request to the event stream, in arrival order.
@@ -82,6 +100,7 @@ public final class Sandbox: Sendable {
     public init(configuration: SandboxConfiguration = .init(), logger: Logger = Logger(label: "orderlive.sandbox")) {
         self.configuration = configuration
         self.authority = SandboxAuthority(configuration: configuration.auth)
+        self.orders = OrderBook(retention: configuration.orderRetention)
         self.logger = logger
         (streamRequests, recorded) = AsyncStream.makeStream(of: RecordedRequest.self)
     }
@@ -153,6 +172,7 @@ public final class Sandbox: Sendable {
         }
         addDiagnosticRoutes(to: router)
         addAuthRoutes(to: router)
+        addOrderRoutes(to: router)
         let app = Application(
             router: router,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port),
@@ -214,6 +234,7 @@ public final class Sandbox: Sendable {
         }
         recorded.yield(recordedRequest)
         if let script { return scripted(script) }
+        if configuration.feed == .orderBook { return orderBookStream(after: recordedRequest.header("last-event-id")) }
         return live(resumingAfter: recordedRequest.header("last-event-id"))
     }
 
@@ -316,6 +337,55 @@ extension Sandbox {
             let body = try await request.body.collect(upTo: 16 << 20)
             return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: body))
         }
+    }
+}
+
+extension Sandbox {
+    fileprivate func addOrderRoutes(to router: Router<BasicRequestContext>) {
+        let orders = self.orders
+        router.get("/v1/orders") { [self] request, _ in
+            if let denied = denyUnauthenticated(request) { return denied }
+            let limit = max(1, min(request.uri.queryParameters.get("limit", as: Int.self) ?? 100, 10_000))
+            return Self.answer(orders.page(limit: limit, cursor: request.uri.queryParameters.get("cursor")))
+        }
+        router.get("/v1/orders/:id") { [self] request, context in
+            if let denied = denyUnauthenticated(request) { return denied }
+            guard let id = context.parameters.get("id", as: Int.self) else { return Self.json(404, #"{"error":"not_found"}"#) }
+            return Self.answer(orders.fetch(id))
+        }
+    }
+
+    private func denyUnauthenticated(_ request: Request) -> Response? {
+        guard configuration.auth.requiresAuthentication else { return nil }
+        if Self.bearerToken(request).flatMap({ authority.validate(accessToken: $0) }) != nil { return nil }
+        return Self.json(401, #"{"error":"invalid_token"}"#)
+    }
+
+    private static func answer(_ answer: OrderBook.Answer) -> Response {
+        switch answer {
+        case .json(let body): json(200, body)
+        case .status(let status): json(status, #"{"error":"sandbox fault or not found"}"#)
+        }
+    }
+
+    fileprivate func orderBookStream(after lastEventID: String?) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "text/event-stream"
+        headers[.cacheControl] = "no-cache"
+        let orders = self.orders
+        let start = lastEventID.flatMap { Int($0) } ?? 0
+        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+            // Watch before reading, so an event appended in between is not missed.
+            let (signals, stopWatching) = orders.watch()
+            defer { stopWatching() }
+            var (wire, seen) = orders.events(after: start)
+            try await writer.write(ByteBuffer(string: ": orderlive sandbox order book\n\n" + wire))
+            for await _ in signals {
+                (wire, seen) = orders.events(after: seen)
+                if !wire.isEmpty { try await writer.write(ByteBuffer(string: wire)) }
+            }
+            try await writer.finish(nil)
+        })
     }
 }
 

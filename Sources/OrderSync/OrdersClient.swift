@@ -1,0 +1,130 @@
+import AuthSession
+import CurlHTTP
+import Foundation
+import OrderStore
+
+/// Why talking to the orders API failed. Never holds a token.
+public struct SyncError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What went wrong.
+    public var message: String
+
+    /// Creates an error.
+    public init(_ message: String) {
+        self.message = message
+    }
+
+    /// The message.
+    public var description: String { message }
+}
+
+/// The orders part of the upstream API (DESIGN §3).
+public protocol OrderSource: Sendable {
+    /// `GET orders/{id}`: the order, or nil when it is gone for this user (404).
+    func fetchOrder(id: String) async throws(SyncError) -> OrderRecord?
+    /// One page of `GET orders?limit=&cursor=`: the orders and the next cursor (nil at the end).
+    func fetchPage(cursor: String?, limit: Int) async throws(SyncError) -> (orders: [OrderRecord], next: String?)
+}
+
+/// ``OrderSource`` over the curl loop, authenticated by the session: a 401 tells the session that
+/// token failed and retries once with a fresh one.
+public struct OrdersClient: OrderSource {
+    private let loop: CurlLoop
+    private let session: Session
+    private let baseURL: String
+    private let ordersPath: String
+    private let connectTimeout: Duration
+    private let requestTimeout: Duration
+    private let tls: TLSOptions
+    private let now: @Sendable () -> Double
+
+    /// Creates a client.
+    public init(
+        loop: CurlLoop, session: Session, baseURL: String, ordersPath: String = "/v1/orders",
+        connectTimeout: Duration = .seconds(10), requestTimeout: Duration = .seconds(10), tls: TLSOptions = .init(),
+        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    ) {
+        self.loop = loop
+        self.session = session
+        self.baseURL = baseURL
+        self.ordersPath = ordersPath
+        self.connectTimeout = connectTimeout
+        self.requestTimeout = requestTimeout
+        self.tls = tls
+        self.now = now
+    }
+
+    public func fetchOrder(id: String) async throws(SyncError) -> OrderRecord? {
+        let encoded = id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? id
+        let response = try await get(ordersPath + "/" + encoded)
+        if response.status == 404 { return nil }
+        guard response.status == 200 else { throw SyncError("GET order \(id) answered HTTP \(response.status)") }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] else {
+            throw SyncError("GET order \(id): the body is not a JSON object")
+        }
+        do {
+            return try OrderRecord.parse(object, appliedAt: now())
+        } catch {
+            throw SyncError("GET order \(id): \(error.message)")
+        }
+    }
+
+    public func fetchPage(cursor: String?, limit: Int) async throws(SyncError) -> (orders: [OrderRecord], next: String?) {
+        var path = ordersPath + "?limit=\(limit)"
+        if let cursor {
+            path += "&cursor=" + (cursor.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? cursor)
+        }
+        let response = try await get(path)
+        guard response.status == 200 else { throw SyncError("GET orders answered HTTP \(response.status)") }
+        let json = try? JSONSerialization.jsonObject(with: Data(response.body))
+        // Either a bare array (one page) or {"orders": [...], "next_cursor": ...}.
+        let list: [Any]
+        var next: String?
+        if let array = json as? [Any] {
+            list = array
+        } else if let object = json as? [String: Any], let orders = object["orders"] as? [Any] {
+            list = orders
+            next = OrderRecord.identifier(object["next_cursor"])
+        } else {
+            throw SyncError("GET orders: the body is neither an array nor {\"orders\": [...]}")
+        }
+        var records: [OrderRecord] = []
+        for item in list {
+            guard let object = item as? [String: Any] else { throw SyncError("GET orders: an entry is not an object") }
+            do {
+                records.append(try OrderRecord.parse(object, appliedAt: now()))
+            } catch {
+                throw SyncError("GET orders: \(error.message)")
+            }
+        }
+        return (records, next)
+    }
+
+    private func get(_ path: String) async throws(SyncError) -> HTTPResponse {
+        var retried = false
+        while true {
+            let token: String
+            do {
+                token = try await session.accessToken()
+            } catch {
+                throw SyncError("no session: \(error.message)")
+            }
+            let request = HTTPRequest(
+                url: baseURL + path, headers: ["Authorization": "Bearer \(token)", "Accept": "application/json"],
+                connectTimeout: connectTimeout, timeout: requestTimeout, tls: tls)
+            let response: HTTPResponse
+            do {
+                response = try await loop.perform(request)
+            } catch let error as CurlError {
+                throw SyncError(error.description)
+            } catch {
+                throw SyncError("the request was cancelled")
+            }
+            if response.status == 401, !retried {
+                retried = true
+                await session.tokenRejected(token)
+                continue
+            }
+            return response
+        }
+    }
+}

@@ -1,0 +1,158 @@
+import Foundation
+import Logging
+import OrderStore
+import Synchronization
+
+/// Applies journaled jobs strictly one at a time, in journal order (DESIGN §8 "Sync"). A job's
+/// network fetch is part of the job; nothing else runs meanwhile, because there is one consumer and
+/// it awaits each job to the end. A failing job is retried with backoff where it stands in the
+/// journal; after `maximumAttempts` it becomes a dead letter. Nothing is ever skipped.
+public final class SyncExecutor: Sendable {
+    /// Retry and paging settings.
+    public struct Configuration: Sendable {
+        /// Attempts before a job becomes a dead letter.
+        public var maximumAttempts: Int
+        /// Orders per page in a full sync.
+        public var pageSize: Int
+        /// The first retry delay; doubles per attempt.
+        public var retryBase: Double
+        /// The largest retry delay, seconds.
+        public var retryMaximum: Double
+
+        /// Creates a configuration with DESIGN §6's defaults.
+        public init(maximumAttempts: Int = 8, pageSize: Int = 500, retryBase: Double = 1, retryMaximum: Double = 300) {
+            self.maximumAttempts = max(1, maximumAttempts)
+            self.pageSize = max(1, pageSize)
+            self.retryBase = retryBase
+            self.retryMaximum = retryMaximum
+        }
+    }
+
+    /// What ``runReadyJobs()`` did.
+    public struct Progress: Sendable, Hashable {
+        /// Jobs applied and removed from the journal.
+        public var completed = 0
+        /// Failed attempts recorded (the job stays).
+        public var failed = 0
+        /// Jobs moved to the dead letters.
+        public var deadLettered = 0
+
+        /// Creates a tally.
+        public init(completed: Int = 0, failed: Int = 0, deadLettered: Int = 0) {
+            self.completed = completed
+            self.failed = failed
+            self.deadLettered = deadLettered
+        }
+    }
+
+    private let store: OrderStore
+    private let source: any OrderSource
+    private let configuration: Configuration
+    private let now: @Sendable () -> Double
+    private let logger: Logger
+    private let running = Atomic<Int>(0)
+    private let mostAtOnce = Atomic<Int>(0)
+
+    /// Creates an executor over a store and an order source; `now` is the wall clock in Unix seconds.
+    public init(
+        store: OrderStore, source: any OrderSource, configuration: Configuration = .init(),
+        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }, logger: Logger
+    ) {
+        self.store = store
+        self.source = source
+        self.configuration = configuration
+        self.now = now
+        self.logger = logger
+    }
+
+    /// The most jobs ever in flight at once (the serial guarantee says 1).
+    public var maximumConcurrentJobs: Int { mostAtOnce.load(ordering: .relaxed) }
+
+    /// Applies jobs in journal order until the journal is empty or its head must wait for a retry
+    /// time. One at a time: each job, fetch included, finishes before the next starts.
+    @discardableResult
+    public func runReadyJobs() async throws -> Progress {
+        var progress = Progress()
+        while let job = try store.nextJob(), job.notBefore <= now() {
+            switch await execute(job) {
+            case .completed: progress.completed += 1
+            case .failed: progress.failed += 1
+            case .deadLettered: progress.deadLettered += 1
+            }
+        }
+        return progress
+    }
+
+    private enum Result {
+        case completed
+        case failed
+        case deadLettered
+    }
+
+    private func execute(_ job: JobRecord) async -> Result {
+        let current = running.add(1, ordering: .acquiringAndReleasing).newValue
+        defer { running.subtract(1, ordering: .acquiringAndReleasing) }
+        _ = mostAtOnce.max(current, ordering: .relaxed)
+        do {
+            try await apply(job)
+            return .completed
+        } catch {
+            let reason = (error as? SyncError)?.message ?? "\(error)"
+            do {
+                if job.attempts + 1 >= configuration.maximumAttempts {
+                    var failed = job
+                    failed.attempts += 1
+                    try store.deadLetter(job: failed, reason: reason)
+                    logger.error("sync job became a dead letter", metadata: [
+                        "sync.job.kind": "\(job.kind.rawValue)", "sync.job.order_id": "\(job.orderID ?? "")",
+                        "sync.job.attempts": "\(job.attempts + 1)", "sync.reason": "\(reason)",
+                    ])
+                    return .deadLettered
+                }
+                let delay = min(configuration.retryMaximum, configuration.retryBase * pow(2, Double(job.attempts)))
+                if let id = job.id { try store.recordFailure(jobID: id, reason: reason, retryAt: now() + delay) }
+                logger.warning("sync job failed; will retry", metadata: [
+                    "sync.job.kind": "\(job.kind.rawValue)", "sync.job.order_id": "\(job.orderID ?? "")",
+                    "sync.job.attempts": "\(job.attempts + 1)", "sync.reason": "\(reason)",
+                ])
+            } catch {
+                // The store itself failed: the job stays exactly where it is and is tried again later.
+                logger.error("could not record a failed sync job", metadata: ["sync.reason": "\(error)"])
+            }
+            return .failed
+        }
+    }
+
+    private func apply(_ job: JobRecord) async throws {
+        switch job.kind {
+        case .upsert:
+            guard let order = job.order else { throw SyncError("the upsert job's order cannot be read") }
+            try store.applyUpsert(order, completing: job.id)
+        case .delete:
+            guard let id = job.orderID else { throw SyncError("the delete job has no order id") }
+            try store.applyDelete(orderID: id, version: job.version, completing: job.id)
+        case .fetch:
+            guard let id = job.orderID else { throw SyncError("the fetch job has no order id") }
+            if let order = try await source.fetchOrder(id: id) {
+                if let bound = job.version, let version = order.version, version < bound {
+                    throw SyncError("order \(id) is at version \(version) upstream, but version \(bound) was announced")
+                }
+                try store.applyUpsert(order, completing: job.id)
+            } else {
+                try store.applyDelete(orderID: id, version: nil, completing: job.id)
+            }
+        case .fullSync:
+            var cursor: String?
+            var seen = Set<String>()
+            repeat {
+                let page = try await source.fetchPage(cursor: cursor, limit: configuration.pageSize)
+                for order in page.orders { seen.insert(order.id) }
+                try store.applyPage(page.orders)
+                cursor = page.next
+            } while cursor != nil
+            // Only now, with every page in hand, may missing orders be deleted.
+            let removed = try store.completeFullSync(keeping: seen, completing: job.id)
+            logger.info("full sync finished", metadata: ["sync.orders": "\(seen.count)", "sync.removed": "\(removed)"])
+        }
+    }
+}

@@ -1,0 +1,202 @@
+import Foundation
+import Synchronization
+
+/// How a Sandbox mutation is announced on the event stream.
+public enum OrderAnnouncement: Sendable, Hashable {
+    /// `{"order": {...}}`: the full body.
+    case fullBody
+    /// `{"order_id": 12, "version": 8}`: the client must fetch.
+    case idOnly
+    /// No event at all: only a full sync or a fetch will see it.
+    case silent
+}
+
+/// The Sandbox's orders and the event log that announces their changes (DESIGN §3), for the sync
+/// tests: a REST view (`GET /v1/orders`, `GET /v1/orders/{id}`) and a stream view with retention —
+/// a `Last-Event-ID` older than the retained log gets `orders.resync`.
+public final class OrderBook: Sendable {
+    private struct Event {
+        var sequence: Int
+        var wire: String
+    }
+
+    private struct State {
+        var orders: [Int: [String: String]] = [:]  // id → field → JSON-encoded value
+        var versions: [Int: Int] = [:]
+        var log: [Event] = []
+        var sequence = 0
+        var nextID = 1
+        var failingFetches: [Int] = []
+        var failingPages: [Int: Int] = [:]  // page index → status, once
+        var watchers: [Int: AsyncStream<Void>.Continuation] = [:]
+        var nextWatcher = 0
+    }
+
+    private let state = Mutex(State())
+    /// How many events the log keeps; older cursors get `orders.resync`.
+    public let retention: Int
+
+    /// Creates an empty book.
+    public init(retention: Int = 10_000) {
+        self.retention = max(1, retention)
+    }
+
+    // MARK: Mutations (tests)
+
+    /// Creates an order and announces it; returns its id.
+    @discardableResult
+    public func create(status: String = "created", storeID: Int = 1, announce: OrderAnnouncement = .fullBody) -> Int {
+        mutate { state in
+            let id = state.nextID
+            state.nextID += 1
+            state.orders[id] = ["id": "\(id)", "status": Self.quoted(status), "store_id": "\(storeID)",
+                                "courier_id": "null", "note": Self.quoted("order \(id) \u{2014} ünïcode")]
+            return (id, "order.created", announce)
+        }
+    }
+
+    /// Changes an order's status (and version) and announces it.
+    public func update(_ id: Int, status: String, announce: OrderAnnouncement = .fullBody) {
+        _ = mutate { state in
+            guard state.orders[id] != nil else { return nil }
+            state.orders[id]?["status"] = Self.quoted(status)
+            return (id, "order.status_changed", announce)
+        }
+    }
+
+    /// Deletes an order and announces it (`order.deleted` carries only id and version).
+    public func delete(_ id: Int, announce: Bool = true) {
+        state.withLock { state in
+            guard state.orders.removeValue(forKey: id) != nil else { return }
+            let version = (state.versions[id] ?? 0) + 1
+            state.versions[id] = version
+            if announce {
+                append(type: "order.deleted", data: #"{"order_id":\#(id),"version":\#(version)}"#, state: &state)
+            }
+        }
+    }
+
+    /// The next fetches of single orders answer these statuses.
+    public func failFetches(_ statuses: [Int]) {
+        state.withLock { $0.failingFetches += statuses }
+    }
+
+    /// The next request for page `index` (0-based) of the orders list answers `status`, once.
+    public func failPage(_ index: Int, status: Int) {
+        state.withLock { $0.failingPages[index] = status }
+    }
+
+    /// The current orders, as the backend sees them: id → (status, version).
+    public var snapshot: [String: (status: String, version: Int)] {
+        state.withLock { state in
+            var result: [String: (status: String, version: Int)] = [:]
+            for (id, fields) in state.orders {
+                let status = (fields["status"] ?? "\"\"").trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                result["\(id)"] = (status, state.versions[id] ?? 0)
+            }
+            return result
+        }
+    }
+
+    // MARK: REST
+
+    enum Answer {
+        case json(String)
+        case status(Int)
+    }
+
+    /// One order, 404 when gone.
+    func fetch(_ id: Int) -> Answer {
+        state.withLock { state in
+            if !state.failingFetches.isEmpty { return .status(state.failingFetches.removeFirst()) }
+            guard let fields = state.orders[id] else { return .status(404) }
+            return .json(Self.json(fields, version: state.versions[id] ?? 0))
+        }
+    }
+
+    /// A page of orders in id order: `{"orders": [...], "next_cursor": "..." | null}`.
+    func page(limit: Int, cursor: String?) -> Answer {
+        state.withLock { state in
+            let after = cursor.flatMap(Int.init) ?? 0
+            let index = state.orders.keys.filter { $0 <= after }.count / max(1, limit)
+            if let failure = state.failingPages.removeValue(forKey: index) { return .status(failure) }
+            let ids = state.orders.keys.sorted().filter { $0 > after }
+            let slice = ids.prefix(max(1, limit))
+            let orders = slice.compactMap { id in state.orders[id].map { Self.json($0, version: state.versions[id] ?? 0) } }
+            let next = ids.count > slice.count ? slice.last.map { #""\#($0)""# } ?? "null" : "null"
+            return .json(#"{"orders":[\#(orders.joined(separator: ","))],"next_cursor":\#(next)}"#)
+        }
+    }
+
+    // MARK: Stream
+
+    /// Events after `lastEventID` as wire text, or an `orders.resync` when that cursor is older
+    /// than the retained log; and the sequence the caller has now seen.
+    func events(after lastEventID: Int) -> (wire: String, seen: Int) {
+        state.withLock { state in
+            guard let oldest = state.log.first?.sequence, lastEventID < state.sequence else {
+                return ("", max(lastEventID, state.sequence))
+            }
+            if lastEventID < oldest - 1 {
+                return ("id: \(state.sequence)\nevent: orders.resync\ndata: {}\n\n", state.sequence)
+            }
+            let wire = state.log.filter { $0.sequence > lastEventID }.map(\.wire).joined()
+            return (wire, state.sequence)
+        }
+    }
+
+    /// A signal each time an event is appended; finish by calling the returned cancel.
+    func watch() -> (AsyncStream<Void>, @Sendable () -> Void) {
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let key = state.withLock { state in
+            let key = state.nextWatcher
+            state.nextWatcher += 1
+            state.watchers[key] = continuation
+            return key
+        }
+        return (stream, { [self] in
+            let removed = state.withLock { $0.watchers.removeValue(forKey: key) }
+            removed?.finish()
+        })
+    }
+
+    // MARK: Internals
+
+    private func mutate(_ change: (inout State) -> (Int, String, OrderAnnouncement)?) -> Int {
+        state.withLock { state in
+            guard let (id, type, announce) = change(&state) else { return 0 }
+            let version = (state.versions[id] ?? 0) + 1
+            state.versions[id] = version
+            switch announce {
+            case .fullBody:
+                let body = Self.json(state.orders[id] ?? [:], version: version)
+                append(type: type, data: #"{"order":\#(body)}"#, state: &state)
+            case .idOnly:
+                append(type: type, data: #"{"order_id":\#(id),"version":\#(version)}"#, state: &state)
+            case .silent:
+                break
+            }
+            return id
+        }
+    }
+
+    private func append(type: String, data: String, state: inout State) {
+        state.sequence += 1
+        state.log.append(Event(sequence: state.sequence, wire: "id: \(state.sequence)\nevent: \(type)\ndata: \(data)\n\n"))
+        if state.log.count > retention { state.log.removeFirst(state.log.count - retention) }
+        for watcher in state.watchers.values { watcher.yield() }
+    }
+
+    private static func json(_ fields: [String: String], version: Int) -> String {
+        var all = fields
+        all["version"] = "\(version)"
+        all["updated_at"] = quoted("2026-11-21T10:00:00Z")
+        return "{" + all.keys.sorted().map { #""\#($0)":\#(all[$0] ?? "null")"# }.joined(separator: ",") + "}"
+    }
+
+    private static func quoted(_ text: String) -> String {
+        let data = (try? JSONSerialization.data(withJSONObject: [text])) ?? Data("[\"\"]".utf8)
+        let array = String(decoding: data, as: UTF8.self)
+        return String(array.dropFirst().dropLast())
+    }
+}

@@ -1,0 +1,136 @@
+import AuthSession
+import CurlHTTP
+import Foundation
+import Logging
+import OrderStore
+import OrderSync
+import Sandbox
+import TestSupport
+import Testing
+
+let quietLogger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+
+/// A Sandbox order book, a logged-in session, a fresh store and an executor over them.
+struct SyncHarness {
+    let sandbox: Sandbox
+    let store: OrderStore
+    let executor: SyncExecutor
+    let wall: WallClock
+
+    static func run(maximumAttempts: Int = 8, pageSize: Int = 500, _ body: (SyncHarness) async throws -> Void) async throws {
+        let wall = WallClock()
+        let configuration = SandboxConfiguration(
+            port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true, now: { wall.now }), feed: .orderBook)
+        let temporary = try TemporaryStore(now: { wall.now })
+        try await Sandbox.withRunning(configuration) { sandbox in
+            let base = await sandbox.baseURL
+            try await CurlLoop.withLoop(logger: quietLogger) { loop in
+                let session = Session(
+                    dependencies: Session.Dependencies(
+                        client: AuthClient(loop: loop, endpoints: .init(baseURL: base), now: { wall.now }),
+                        store: CredentialStore(directory: temporary.directory + "/state", now: { wall.now }),
+                        identifier: SandboxUser.demo.identifier, password: { SandboxUser.demo.password },
+                        now: { wall.now }, sleep: { _ in }),
+                    logger: quietLogger)
+                let source = OrdersClient(loop: loop, session: session, baseURL: base, now: { wall.now })
+                let executor = SyncExecutor(
+                    store: temporary.store, source: source,
+                    configuration: .init(maximumAttempts: maximumAttempts, pageSize: pageSize),
+                    now: { wall.now }, logger: quietLogger)
+                try await body(SyncHarness(sandbox: sandbox, store: temporary.store, executor: executor, wall: wall))
+                _ = temporary
+            }
+        }
+    }
+
+    /// The store's orders as id → (status, version), to compare with the Sandbox's.
+    func local() throws -> [String: String] {
+        Dictionary(uniqueKeysWithValues: try store.orders().map { ($0.id, "\($0.status)@\($0.version ?? -1)") })
+    }
+
+    func upstream() -> [String: String] {
+        sandbox.orders.snapshot.mapValues { "\($0.status)@\($0.version)" }
+    }
+}
+
+@Suite struct SyncExecutorTests {
+    @Test func fetchAnswering503IsRetriedAndSucceeds() async throws {
+        try await SyncHarness.run { harness in
+            let id = harness.sandbox.orders.create(announce: .silent)
+            harness.sandbox.orders.failFetches([503])
+            try harness.store.journal([NewJob(kind: .fetch, orderID: "\(id)", source: "test")])
+            let first = try await harness.executor.runReadyJobs()
+            #expect(first == SyncExecutor.Progress(completed: 0, failed: 1, deadLettered: 0))
+            #expect(try harness.store.counts().journalDepth == 1, "a failed job waits in the journal, never vanishes")
+            harness.wall.advance(by: 1.5)
+            let second = try await harness.executor.runReadyJobs()
+            #expect(second.completed == 1)
+            #expect(try harness.local() == harness.upstream())
+        }
+    }
+
+    @Test func fetchThatAlwaysFailsBecomesADeadLetterAndTheRestGoesOn() async throws {
+        try await SyncHarness.run(maximumAttempts: 3) { harness in
+            let id = harness.sandbox.orders.create(announce: .silent)
+            harness.sandbox.orders.failFetches([500, 500, 500])
+            let other = try order(99, version: 1)
+            try harness.store.journal([
+                NewJob(kind: .fetch, orderID: "\(id)", source: "test"),
+                NewJob(kind: .upsert, order: other, source: "test"),
+            ])
+            var total = SyncExecutor.Progress()
+            for _ in 0..<5 {
+                let progress = try await harness.executor.runReadyJobs()
+                total.completed += progress.completed
+                total.failed += progress.failed
+                total.deadLettered += progress.deadLettered
+                harness.wall.advance(by: 600)
+            }
+            #expect(total.failed == 2)
+            #expect(total.deadLettered == 1)
+            #expect(total.completed == 1)
+            let letters = try harness.store.deadLetters()
+            #expect(letters.map(\.orderID) == ["\(id)"])
+            #expect(letters.first?.attempts == 3)
+            #expect(try harness.store.order(id: "99") == other)
+            #expect(try harness.store.counts().deadLetters == 1)
+        }
+    }
+
+    @Test func fetchOfAGoneOrderDeletesIt() async throws {
+        try await SyncHarness.run { harness in
+            try harness.store.applyUpsert(order(41, version: 1))
+            try harness.store.journal([NewJob(kind: .fetch, orderID: "41", source: "test")])
+            #expect(try await harness.executor.runReadyJobs().completed == 1)
+            #expect(try harness.store.order(id: "41") == nil)
+            #expect(try harness.store.tombstone(id: "41") != nil)
+        }
+    }
+
+    @Test func fullSyncRemovesWhatWasDeletedUpstreamButOnlyAfterEveryPage() async throws {
+        try await SyncHarness.run(pageSize: 2) { harness in
+            for _ in 0..<5 { harness.sandbox.orders.create(announce: .silent) }
+            try harness.store.applyUpsert(order(999, status: "stale", version: 1))
+            harness.sandbox.orders.failPage(1, status: 503)
+            try harness.store.journal([NewJob(kind: .fullSync, source: "test")])
+            #expect(try await harness.executor.runReadyJobs().failed == 1)
+            #expect(try harness.store.order(id: "999") != nil, "a full sync whose second page failed deletes nothing")
+            harness.wall.advance(by: 2)
+            #expect(try await harness.executor.runReadyJobs().completed == 1)
+            #expect(try harness.local() == harness.upstream())
+            #expect(try harness.store.tombstone(id: "999") != nil)
+        }
+    }
+
+    @Test func outOfOrderAndRepeatedUpsertsLeaveTheNewestStateAndJobsRunOneAtATime() async throws {
+        try await SyncHarness.run { harness in
+            let jobs = try [3, 1, 3, 2, 5, 4, 5].map { version in
+                NewJob(kind: .upsert, order: try order(7, status: "v" + String(version), version: version), source: "test")
+            }
+            try harness.store.journal(jobs)
+            #expect(try await harness.executor.runReadyJobs().completed == 7)
+            #expect(try harness.store.order(id: "7")?.status == "v5")
+            #expect(harness.executor.maximumConcurrentJobs == 1)
+        }
+    }
+}
