@@ -80,7 +80,7 @@ let package = Package(
         .target(
             name: "OrderSync",
             dependencies: [
-                "OrderStore", "ServerSentEvents", "AuthSession", "CurlHTTP",
+                "OrderStore", "ServerSentEvents", "AuthSession", "CurlHTTP", "EventStream",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -148,7 +148,10 @@ let package = Package(
         ),
         .testTarget(
             name: "OrderStoreTests",
-            dependencies: ["OrderStore", "OrderSync", "ServerSentEvents", "Sandbox", "AuthSession", "CurlHTTP", "TestSupport"],
+            dependencies: [
+                "OrderStore", "OrderSync", "ServerSentEvents", "Sandbox", "AuthSession", "CurlHTTP", "EventStream",
+                "TestSupport",
+            ],
             swiftSettings: strict
         ),
         .testTarget(

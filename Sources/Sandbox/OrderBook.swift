@@ -86,6 +86,11 @@ public final class OrderBook: Sendable {
         state.withLock { $0.failingPages[index] = status }
     }
 
+    /// The sequence number (event id) of the newest event.
+    public var latestSequence: Int {
+        state.withLock { $0.sequence }
+    }
+
     /// The current orders, as the backend sees them: id → (status, version).
     public var snapshot: [String: (status: String, version: Int)] {
         state.withLock { state in

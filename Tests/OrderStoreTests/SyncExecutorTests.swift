@@ -1,5 +1,6 @@
 import AuthSession
 import CurlHTTP
+import EventStream
 import Foundation
 import Logging
 import OrderStore
@@ -16,11 +17,17 @@ struct SyncHarness {
     let store: OrderStore
     let executor: SyncExecutor
     let wall: WallClock
+    let loop: CurlLoop
+    let headers: any EventStreamHeaderProvider
 
-    static func run(maximumAttempts: Int = 8, pageSize: Int = 500, _ body: (SyncHarness) async throws -> Void) async throws {
+    static func run(
+        maximumAttempts: Int = 8, pageSize: Int = 500, retention: Int = 10_000,
+        _ body: (SyncHarness) async throws -> Void
+    ) async throws {
         let wall = WallClock()
         let configuration = SandboxConfiguration(
-            port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true, now: { wall.now }), feed: .orderBook)
+            port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true, now: { wall.now }), feed: .orderBook,
+            orderRetention: retention)
         let temporary = try TemporaryStore(now: { wall.now })
         try await Sandbox.withRunning(configuration) { sandbox in
             let base = await sandbox.baseURL
@@ -37,7 +44,9 @@ struct SyncHarness {
                     store: temporary.store, source: source,
                     configuration: .init(maximumAttempts: maximumAttempts, pageSize: pageSize),
                     now: { wall.now }, logger: quietLogger)
-                try await body(SyncHarness(sandbox: sandbox, store: temporary.store, executor: executor, wall: wall))
+                try await body(SyncHarness(
+                    sandbox: sandbox, store: temporary.store, executor: executor, wall: wall, loop: loop,
+                    headers: BearerFromSession(session: session)))
                 _ = temporary
             }
         }
@@ -131,6 +140,26 @@ struct SyncHarness {
             #expect(try await harness.executor.runReadyJobs().completed == 7)
             #expect(try harness.store.order(id: "7")?.status == "v5")
             #expect(harness.executor.maximumConcurrentJobs == 1)
+        }
+    }
+}
+
+/// The session as the stream's header provider (the Agent has the same adapter; OrderStoreTests does
+/// not depend on Agent).
+struct BearerFromSession: EventStreamHeaderProvider {
+    let session: Session
+
+    func headers() async throws -> HTTPHeaders {
+        do {
+            return ["Authorization": "Bearer \(try await session.accessToken())"]
+        } catch {
+            throw HeaderProviderFailure(message: error.message)
+        }
+    }
+
+    func unauthorized(_ headers: HTTPHeaders) async {
+        if let value = headers["Authorization"], value.hasPrefix("Bearer ") {
+            await session.tokenRejected(String(value.dropFirst(7)))
         }
     }
 }

@@ -1,0 +1,53 @@
+import Foundation
+import Logging
+import OrderStore
+import ServerSentEvents
+
+/// Turns stream events into journaled jobs: each event's jobs, dead letter and cursor are committed
+/// in one transaction, so the cursor never passes an event whose job is not durable (DESIGN §3).
+public struct StreamIngest: Sendable {
+    private let store: OrderStore
+    private let now: @Sendable () -> Double
+    private let logger: Logger
+
+    /// Creates an ingest over a store.
+    public init(store: OrderStore, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }, logger: Logger) {
+        self.store = store
+        self.now = now
+        self.logger = logger
+    }
+
+    /// The cursor to resume the stream from (`Last-Event-ID`), "" when none.
+    public func cursor() throws -> String {
+        try store.streamCursor()
+    }
+
+    /// Journals what one event means; returns how it was read.
+    @discardableResult
+    public func handle(_ event: ServerSentEvent) throws -> EventTranslation.Disposition {
+        let translation = EventTranslator.translate(event, now: now())
+        switch translation.disposition {
+        case .unknownType:
+            logger.debug("unknown event type; cursor advances", metadata: ["stream.event.type": "\(event.type)"])
+        case .malformed:
+            logger.warning("event data not understood; kept as a dead letter", metadata: [
+                "stream.event.type": "\(event.type)", "stream.event.id": "\(event.lastEventID)",
+            ])
+        case .jobs, .heartbeat:
+            break
+        }
+        try store.journal(
+            translation.jobs, cursor: event.lastEventID.isEmpty ? nil : event.lastEventID,
+            deadLetters: translation.deadLetter.map { [$0] } ?? [])
+        return translation.disposition
+    }
+
+    /// An event over the parser's size limit: what it said is unknown, so everything is fetched again.
+    public func handleOversizedEvent(lastEventID: String) throws {
+        let letter = DeadLetterRecord(
+            kind: "event", orderID: nil, raw: "", reason: "an event over the size limit was discarded", attempts: 0,
+            createdAt: now())
+        try store.journal([NewJob(kind: .fullSync, source: "stream")], cursor: lastEventID.isEmpty ? nil : lastEventID,
+                          deadLetters: [letter])
+    }
+}

@@ -1,0 +1,94 @@
+import CurlHTTP
+import EventStream
+import Foundation
+import OrderStore
+import OrderSync
+import Sandbox
+import TestSupport
+import Testing
+
+/// A small deterministic generator, so a failing run can be replayed.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+@Suite struct StreamSyncTests {
+    /// Streams the book's log into the store, restarting the connection at random points, until the
+    /// store's cursor reaches `target`.
+    private func follow(_ harness: SyncHarness, target: String, seed: UInt64) async throws -> Int {
+        let ingest = StreamIngest(store: harness.store, now: { harness.wall.now }, logger: quietLogger)
+        let base = await harness.sandbox.baseURL
+        let clock = ManualClock()
+        let source = EventSource(
+            configuration: EventSourceConfiguration(
+                url: base + "/v1/events", lastEventID: try ingest.cursor(), idleTimeout: nil),
+            loop: harness.loop, headerProvider: harness.headers, clock: clock, random: { 1 }, logger: quietLogger)
+        var random = SplitMix(state: seed)
+        var restarts = 0
+        _ = try await source.run { update in
+            switch update {
+            case .event(let event):
+                try ingest.handle(event)
+                _ = try await harness.executor.runReadyJobs()
+                if event.lastEventID == target {
+                    source.stop()
+                } else if Int.random(in: 0..<20, using: &random) == 0 {
+                    restarts += 1
+                    source.restart()  // a drop at a random point; the next connection resumes from the cursor
+                }
+            case .connectionLost(_, let delay?):
+                clock.advance(by: delay)
+            default:
+                break
+            }
+        }
+        return restarts
+    }
+
+    @Test func mixedChangesWithRandomDropsConvergeToTheBackend() async throws {
+        try await SyncHarness.run { harness in
+            var random = SplitMix(state: 42)
+            var live: [Int] = []
+            for step in 0..<400 {
+                let roll = Int.random(in: 0..<10, using: &random)
+                if live.count < 5 || roll < 3 {
+                    live.append(harness.sandbox.orders.create(announce: roll % 2 == 0 ? .fullBody : .idOnly))
+                } else if roll < 8, let id = live.randomElement(using: &random) {
+                    harness.sandbox.orders.update(id, status: "s\(step)", announce: roll % 2 == 0 ? .fullBody : .idOnly)
+                } else if let index = live.indices.randomElement(using: &random) {
+                    harness.sandbox.orders.delete(live.remove(at: index))
+                }
+            }
+            let target = harness.sandbox.orders.latestSequence
+            let restarts = try await follow(harness, target: "\(target)", seed: 7)
+            #expect(restarts > 0, "the run should include drops")
+            #expect(try harness.store.streamCursor() == "\(target)")
+            #expect(try harness.store.counts().journalDepth == 0)
+            #expect(try harness.local() == harness.upstream())
+            #expect(try harness.store.counts().deadLetters == 0)
+        }
+    }
+
+    @Test func aCursorOlderThanRetentionResyncsAndRemovesOrdersDeletedMeanwhile() async throws {
+        try await SyncHarness.run(retention: 5) { harness in
+            let kept = harness.sandbox.orders.create()
+            let doomed = harness.sandbox.orders.create()
+            try await _ = follow(harness, target: "\(harness.sandbox.orders.latestSequence)", seed: 1)
+            #expect(try harness.store.order(id: "\(doomed)") != nil)
+            // While "away": the order is deleted and more than the retained events pass.
+            harness.sandbox.orders.delete(doomed)
+            for step in 0..<10 { harness.sandbox.orders.update(kept, status: "away\(step)", announce: .silent) }
+            for _ in 0..<6 { harness.sandbox.orders.create() }
+            try await _ = follow(harness, target: "\(harness.sandbox.orders.latestSequence)", seed: 2)
+            #expect(try harness.store.order(id: "\(doomed)") == nil)
+            #expect(try harness.local() == harness.upstream())
+        }
+    }
+}
