@@ -101,6 +101,8 @@ let package = Package(
                 "CurlHTTP",
                 "EventStream",
                 "AuthSession",
+                "OrderStore",
+                "OrderSync",
                 "Sandbox",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -115,6 +117,7 @@ let package = Package(
             dependencies: [
                 "Agent",
                 "Sandbox",
+                "OrderStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -156,7 +159,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AgentTests",
-            dependencies: ["Agent", "Sandbox", "AuthSession", "TestSupport"],
+            dependencies: ["Agent", "Sandbox", "AuthSession", "OrderStore", "TestSupport"],
             swiftSettings: strict
         ),
     ]

@@ -67,19 +67,36 @@ public enum AuthCommands {
         return removed
     }
 
-    /// `status`'s auth section as JSON (never a token): state, user, role, stores and expiry times.
-    public static func statusJSON(_ snapshot: Session.Snapshot) -> String {
+    /// `status --json` (never a token): the auth section, then — when the order database exists —
+    /// the stream as last known (the agent is not running in this version: `stopped`), the journal,
+    /// dead letters, orders, and the user the data belongs to.
+    public static func statusJSON(
+        _ snapshot: Session.Snapshot, store: OrderCommands.StoreStatus? = nil, now: Double = Date().timeIntervalSince1970
+    ) -> String {
         var fields = [#""state":\#(JSONText.string(snapshot.state.rawValue))"#]
         fields.append(#""user_id":\#(jsonIdentifier(snapshot.userID))"#)
         fields.append(#""role":\#(snapshot.role.map(JSONText.string) ?? "null")"#)
         fields.append(#""store_ids":[\#(snapshot.storeIDs.map(jsonIdentifier).joined(separator: ","))]"#)
         fields.append(#""access_expires_at":\#(snapshot.accessExpiresAt.map { JSONText.string(rfc3339($0)) } ?? "null")"#)
         fields.append(#""refresh_expires_at":\#(snapshot.refreshExpiresAt.map { JSONText.string(rfc3339($0)) } ?? "null")"#)
-        return #"{"auth":{\#(fields.joined(separator: ","))},"owner_user_id":\#(jsonIdentifier(snapshot.userID))}"#
+        var sections = [#""auth":{\#(fields.joined(separator: ","))}"#]
+        if let store {
+            let oldest = store.counts.oldestJobCreatedAt.map { max(0, Int(now - $0)) } ?? 0
+            sections.append(#""stream":{"state":"stopped","cursor":\#(JSONText.string(store.cursor))}"#)
+            sections.append(#""journal":{"depth":\#(store.counts.journalDepth),"oldest_age_s":\#(oldest)}"#)
+            sections.append(#""dead_letters":\#(store.counts.deadLetters)"#)
+            sections.append(#""orders":\#(store.counts.orders)"#)
+            sections.append(#""owner_user_id":\#(jsonIdentifier(store.owner ?? snapshot.userID))"#)
+        } else {
+            sections.append(#""owner_user_id":\#(jsonIdentifier(snapshot.userID))"#)
+        }
+        return "{" + sections.joined(separator: ",") + "}"
     }
 
     /// `status`'s readable lines.
-    public static func statusLines(_ snapshot: Session.Snapshot, stateDirectory: String) -> [String] {
+    public static func statusLines(
+        _ snapshot: Session.Snapshot, stateDirectory: String, store: OrderCommands.StoreStatus? = nil
+    ) -> [String] {
         var lines = ["auth:     \(snapshot.state.rawValue)"]
         if let user = snapshot.userID {
             let role = snapshot.role.map { ", role \($0)" } ?? ""
@@ -88,6 +105,13 @@ public enum AuthCommands {
         }
         if let access = snapshot.accessExpiresAt { lines.append("access:   expires \(rfc3339(access))") }
         if let refresh = snapshot.refreshExpiresAt { lines.append("refresh:  expires \(rfc3339(refresh))") }
+        if let store {
+            lines.append("stream:   stopped, cursor \(store.cursor.isEmpty ? "(none)" : store.cursor)")
+            lines.append("journal:  \(store.counts.journalDepth) job(s), \(store.counts.deadLetters) dead letter(s)")
+            lines.append("orders:   \(store.counts.orders)" + (store.owner.map { " (user \($0))" } ?? ""))
+        } else {
+            lines.append("orders:   no local order database yet")
+        }
         lines.append("state:    \(stateDirectory)")
         return lines
     }

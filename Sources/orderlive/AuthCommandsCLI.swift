@@ -147,10 +147,16 @@ struct Status: AsyncParsableCommand {
                 throw RuntimeFailure(description: error.message)
             }
         }
+        let store: OrderCommands.StoreStatus?
+        do {
+            store = try OrderCommands.storeStatus(stateDirectory: configuration.store.stateDirectory)
+        } catch {
+            throw RuntimeFailure(description: "cannot read the order database: \(error)")
+        }
         if json {
-            LineWriter.standardOutput.write(line: AuthCommands.statusJSON(snapshot))
+            LineWriter.standardOutput.write(line: AuthCommands.statusJSON(snapshot, store: store))
         } else {
-            for line in AuthCommands.statusLines(snapshot, stateDirectory: configuration.store.stateDirectory) {
+            for line in AuthCommands.statusLines(snapshot, stateDirectory: configuration.store.stateDirectory, store: store) {
                 LineWriter.standardOutput.write(line: line)
             }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import OrderStore
 import Sandbox
 import Synchronization
 import Testing
@@ -149,6 +150,42 @@ struct OrderliveProcess {
             #expect(badConfig.0 == 1)
             #expect(badConfig.2.contains("/nonexistent.yaml"))
         }
+    }
+
+    @Test func ordersListShowAndStatusReadTheLocalStore() async throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-orders-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let environment = ["ORDERLIVE_STORE_STATE_DIR": state]
+        func run(_ arguments: [String]) async throws -> (Int32, [String], String) {
+            let child = try OrderliveProcess(arguments, environment: environment)
+            var lines: [String] = []
+            for await line in child.lines { lines.append(line) }
+            let (status, stderr) = await child.waitForExit()
+            return (status, lines, stderr)
+        }
+        #expect(try await run(["orders", "list", "--json"]).1 == ["[]"], "no database yet: no orders, nothing created")
+        #expect(!FileManager.default.fileExists(atPath: state + "/orderlive.sqlite"))
+
+        let store = try OrderStore(path: state + "/orderlive.sqlite")
+        for (id, status) in [(10, "delivered"), (2, "assigned")] {
+            try store.applyUpsert(OrderRecord.parse(["id": id, "status": status, "version": 1, "extra": "kept"], appliedAt: 1))
+        }
+        try store.journal([NewJob(kind: .fetch, orderID: "3", source: "test")], cursor: "77")
+        try store.claim(for: "5")
+
+        let list = try await run(["orders", "list", "--json"])
+        #expect(list.0 == 0)
+        #expect(list.1 == [#"[{"extra":"kept","id":2,"status":"assigned","version":1},{"extra":"kept","id":10,"status":"delivered","version":1}]"#])
+        #expect(try await run(["orders", "list", "--status", "delivered"]).1.count == 2, "a header and one row")
+        #expect(try await run(["orders", "show", "10", "--json"]).1 == [#"{"extra":"kept","id":10,"status":"delivered","version":1}"#])
+        let missing = try await run(["orders", "show", "404"])
+        #expect(missing.0 == 1)
+        #expect(missing.2.contains("no order 404"))
+        let status = try await run(["status", "--json"]).1.joined()
+        #expect(status.contains(#""stream":{"state":"stopped","cursor":"77"}"#))
+        #expect(status.contains(#""journal":{"depth":1,"#))
+        #expect(status.contains(#""dead_letters":0,"orders":2,"owner_user_id":5"#))
     }
 
     @Test func noContentExitsZeroAfterOneRequest() async throws {
