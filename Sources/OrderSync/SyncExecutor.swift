@@ -73,7 +73,7 @@ public final class SyncExecutor: Sendable {
     @discardableResult
     public func runReadyJobs() async throws -> Progress {
         var progress = Progress()
-        while let job = try store.nextJob(), job.notBefore <= now() {
+        while !Task.isCancelled, let job = try store.nextJob(), job.notBefore <= now() {
             switch await execute(job) {
             case .completed: progress.completed += 1
             case .failed: progress.failed += 1
@@ -81,6 +81,29 @@ public final class SyncExecutor: Sendable {
             }
         }
         return progress
+    }
+
+    /// Runs until the task is cancelled: applies ready jobs, then waits for `wake` or the head job's
+    /// retry time. Cancellation stops between jobs; a job interrupted by it stays journaled as it was.
+    public func run(wake: WakeSignal) async {
+        let clock = ContinuousClock()
+        while !Task.isCancelled {
+            do {
+                try await runReadyJobs()
+            } catch {
+                logger.error("the order store cannot be read; retrying", metadata: ["sync.reason": "\(error)"])
+                await wake.wait(until: clock.now.advanced(by: .seconds(1)), clock: clock)
+                continue
+            }
+            let head = try? store.nextJob()
+            if head == nil { logger.debug("journal drained") }
+            var deadline: ContinuousClock.Instant?
+            if let head {
+                let seconds = max(0, head.notBefore - now())
+                deadline = clock.now.advanced(by: .milliseconds(Int64(min(seconds, 3600) * 1000)))
+            }
+            await wake.wait(until: deadline, clock: clock)
+        }
     }
 
     private enum Result {
@@ -97,6 +120,10 @@ public final class SyncExecutor: Sendable {
             try await apply(job)
             return .completed
         } catch {
+            if Task.isCancelled {
+                // Shutting down: the job was interrupted, not failed; it stays exactly as journaled.
+                return .failed
+            }
             let reason = (error as? SyncError)?.message ?? "\(error)"
             do {
                 if job.attempts + 1 >= configuration.maximumAttempts {

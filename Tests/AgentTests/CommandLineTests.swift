@@ -15,7 +15,7 @@ struct OrderliveProcess {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("orderlive")
     }
 
-    init(_ arguments: [String], environment: [String: String] = [:], input: String? = nil) throws {
+    init(_ arguments: [String], environment: [String: String] = [:], input: String? = nil, readStandardError: Bool = false) throws {
         process.executableURL = Self.executable
         process.arguments = arguments
         if !environment.isEmpty {
@@ -29,8 +29,13 @@ struct OrderliveProcess {
             try? stdin.fileHandleForWriting.close()
         }
         let output = Pipe()
-        process.standardOutput = output
-        process.standardError = errorPipe
+        if readStandardError {
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = output
+        } else {
+            process.standardOutput = output
+            process.standardError = errorPipe
+        }
         let (stream, continuation) = AsyncStream.makeStream(of: String.self)
         lines = stream
         try process.run()
@@ -57,7 +62,7 @@ struct OrderliveProcess {
 
     /// Waits for exit; returns the status and everything written to stderr.
     func waitForExit() async -> (status: Int32, stderr: String) {
-        let errors = errorPipe.fileHandleForReading.readDataToEndOfFile()
+        let errors = process.standardError as? Pipe === errorPipe ? errorPipe.fileHandleForReading.readDataToEndOfFile() : Data()
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: errors, as: UTF8.self))
     }
@@ -186,6 +191,64 @@ struct OrderliveProcess {
         #expect(status.contains(#""stream":{"state":"stopped","cursor":"77"}"#))
         #expect(status.contains(#""journal":{"depth":1,"#))
         #expect(status.contains(#""dead_letters":0,"orders":2,"owner_user_id":5"#))
+    }
+
+    @Test func killedHardTwentyTimesTheAgentStillConvergesWithNothingLost() async throws {
+        let configuration = SandboxConfiguration(
+            port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true), feed: .orderBook)
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-kill-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        try await Sandbox.withRunning(configuration) { sandbox in
+            let environment = [
+                "ORDERLIVE_UPSTREAM_BASE_URL": await sandbox.baseURL, "ORDERLIVE_STORE_STATE_DIR": state,
+                "ORDERLIVE_AUTH_IDENTIFIER": SandboxUser.demo.identifier, "ORDERLIVE_AUTH_PASSWORD": SandboxUser.demo.password,
+                "ORDERLIVE_LOG_LEVEL": "debug",
+            ]
+            var random = SystemRandomNumberGenerator()
+            var live: [Int] = []
+            func mutate(_ count: Int) {
+                for step in 0..<count {
+                    let roll = Int.random(in: 0..<10, using: &random)
+                    if live.count < 5 || roll < 3 {
+                        live.append(sandbox.orders.create(announce: roll % 2 == 0 ? .fullBody : .idOnly))
+                    } else if roll < 8, let id = live.randomElement(using: &random) {
+                        sandbox.orders.update(id, status: "s\(step)", announce: roll % 2 == 0 ? .fullBody : .idOnly)
+                    } else if let index = live.indices.randomElement(using: &random) {
+                        sandbox.orders.delete(live.remove(at: index))
+                    }
+                }
+            }
+            mutate(200)
+            for _ in 0..<20 {
+                let child = try OrderliveProcess(["run"], environment: environment, readStandardError: true)
+                let killAfter = Int.random(in: 1...12, using: &random)
+                var journaled = 0
+                for await line in child.lines where line.contains("event journaled") {
+                    journaled += 1
+                    if journaled == killAfter { child.signal(SIGKILL) }
+                }
+                _ = await child.waitForExit()
+                mutate(15)  // the backend keeps changing while the agent is down
+            }
+            // A last run that is left to catch up, then stopped gracefully.
+            let target = "stream.event.id=\(sandbox.orders.latestSequence)"
+            let child = try OrderliveProcess(["run"], environment: environment, readStandardError: true)
+            var caughtUp = false
+            for await line in child.lines {
+                if line.contains(target) { caughtUp = true }
+                if caughtUp, line.contains("journal drained") { child.signal(SIGTERM) }
+            }
+            let (status, _) = await child.waitForExit()
+            #expect(status == 0)
+            #expect(caughtUp)
+            let store = try OrderStore(path: state + "/orderlive.sqlite")
+            let local = Dictionary(uniqueKeysWithValues: try store.orders().map { ($0.id, "\($0.status)@\($0.version ?? -1)") })
+            let upstream = sandbox.orders.snapshot.mapValues { "\($0.status)@\($0.version)" }
+            #expect(local == upstream)
+            #expect(try store.counts().journalDepth == 0)
+            #expect(try store.counts().deadLetters == 0)
+            #expect(try store.streamCursor() == "\(sandbox.orders.latestSequence)")
+        }
     }
 
     @Test func noContentExitsZeroAfterOneRequest() async throws {
