@@ -29,6 +29,7 @@ public final class OrderBook: Sendable {
         var failingFetches: [Int] = []
         var failingPages: [Int: Int] = [:]  // page index → status, once
         var watchers: [Int: AsyncStream<Void>.Continuation] = [:]
+        var dropBudgets: [Int] = []
         var nextWatcher = 0
     }
 
@@ -79,6 +80,17 @@ public final class OrderBook: Sendable {
     /// The next fetches of single orders answer these statuses.
     public func failFetches(_ statuses: [Int]) {
         state.withLock { $0.failingFetches += statuses }
+    }
+
+    /// The next stream connections are cut abruptly after this many body bytes each (usually in the
+    /// middle of an event), one budget per connection.
+    public func dropNextStreams(afterBytes budgets: [Int]) {
+        state.withLock { $0.dropBudgets += budgets }
+    }
+
+    /// The byte budget of a new stream connection, if one is scheduled.
+    func takeDropBudget() -> Int? {
+        state.withLock { $0.dropBudgets.isEmpty ? nil : $0.dropBudgets.removeFirst() }
     }
 
     /// The next request for page `index` (0-based) of the orders list answers `status`, once.

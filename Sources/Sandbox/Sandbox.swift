@@ -374,15 +374,28 @@ extension Sandbox {
         headers[.cacheControl] = "no-cache"
         let orders = self.orders
         let start = lastEventID.flatMap { Int($0) } ?? 0
+        let budget = orders.takeDropBudget()
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
             // Watch before reading, so an event appended in between is not missed.
             let (signals, stopWatching) = orders.watch()
             defer { stopWatching() }
+            var remaining = budget ?? Int.max
+            func send(_ text: String) async throws {
+                var bytes = Array(text.utf8)
+                if bytes.count > remaining {
+                    // A scheduled drop: the connection breaks here, usually in the middle of an event.
+                    bytes = Array(bytes.prefix(remaining))
+                    if !bytes.isEmpty { try await writer.write(ByteBuffer(bytes: bytes)) }
+                    throw SandboxDrop()
+                }
+                remaining -= bytes.count
+                try await writer.write(ByteBuffer(bytes: bytes))
+            }
             var (wire, seen) = orders.events(after: start)
-            try await writer.write(ByteBuffer(string: ": orderlive sandbox order book\n\n" + wire))
+            try await send(": orderlive sandbox order book\n\n" + wire)
             for await _ in signals {
                 (wire, seen) = orders.events(after: seen)
-                if !wire.isEmpty { try await writer.write(ByteBuffer(string: wire)) }
+                if !wire.isEmpty { try await send(wire) }
             }
             try await writer.finish(nil)
         })
