@@ -19,6 +19,8 @@ let package = Package(
                 .product(name: "CurlHTTP", package: "orderlive"),
                 .product(name: "EventStream", package: "orderlive"),
                 .product(name: "Sandbox", package: "orderlive"),
+                .product(name: "OrderStore", package: "orderlive"),
+                .product(name: "OrderSync", package: "orderlive"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -59,7 +59,7 @@ public struct OrderRecord: Codable, Sendable, Hashable, FetchableRecord, Persist
     public var updatedAt: String?
     /// The whole JSON object the backend sent, every field kept.
     public var body: String
-    /// When it was applied locally, Unix seconds.
+    /// When it was applied locally, Unix seconds (set by the store when it applies the record).
     public var appliedAt: Double
 
     enum CodingKeys: String, CodingKey {
@@ -73,16 +73,71 @@ public struct OrderRecord: Codable, Sendable, Hashable, FetchableRecord, Persist
     /// The freshness of this record.
     public var freshness: OrderFreshness { OrderFreshness(version: version, updatedAt: updatedAt) }
 
-    /// Reads an order object (DESIGN §3: `id` integer or string and `status` are required).
-    public static func parse(_ object: [String: Any], appliedAt: Double) throws(OrderParseError) -> OrderRecord {
+    /// Creates a record.
+    public init(
+        id: String, status: String, storeID: String?, courierID: String?, version: Int64?, updatedAt: String?,
+        body: String, appliedAt: Double
+    ) {
+        self.id = id
+        self.status = status
+        self.storeID = storeID
+        self.courierID = courierID
+        self.version = version
+        self.updatedAt = updatedAt
+        self.body = body
+        self.appliedAt = appliedAt
+    }
+
+    /// Decodes a row by column position (much cheaper than Codable's by-name decoding).
+    public init(row: Row) {
+        id = row[0]
+        status = row[1]
+        storeID = row[2]
+        courierID = row[3]
+        version = row[4]
+        updatedAt = row[5]
+        body = row[6]
+        appliedAt = row[7]
+    }
+
+    /// The columns in ``init(row:)``'s order.
+    public static var databaseSelection: [any SQLSelectable] {
+        [Column("id"), Column("status"), Column("store_id"), Column("courier_id"), Column("version"),
+         Column("updated_at"), Column("body"), Column("applied_at")]
+    }
+
+    /// Encodes the record's columns.
+    public func encode(to container: inout PersistenceContainer) {
+        container["id"] = id
+        container["status"] = status
+        container["store_id"] = storeID
+        container["courier_id"] = courierID
+        container["version"] = version
+        container["updated_at"] = updatedAt
+        container["body"] = body
+        container["applied_at"] = appliedAt
+    }
+
+    /// Reads an order object (DESIGN §3: `id` integer or string and `status` are required). With
+    /// `rawText` — the object's exact text as received — that text is stored as the body; otherwise
+    /// the object is serialised.
+    public static func parse(
+        _ object: [String: Any], rawText: Substring? = nil, appliedAt: Double
+    ) throws(OrderParseError) -> OrderRecord {
         guard let id = identifier(object["id"]) else { throw OrderParseError("the order has no usable id") }
         guard let status = object["status"] as? String, !status.isEmpty else {
             throw OrderParseError("order \(id) has no status")
         }
-        guard JSONSerialization.isValidJSONObject(object),
-              let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]),
-              let body = String(data: data, encoding: .utf8)
-        else { throw OrderParseError("order \(id) cannot be stored as JSON") }
+        let body: String
+        if let rawText {
+            body = String(rawText)
+        } else {
+            guard JSONSerialization.isValidJSONObject(object),
+                  let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]),
+                  let text = String(data: data, encoding: .utf8)
+            else { throw OrderParseError("order \(id) cannot be stored as JSON") }
+            body = text
+        }
         var version: Int64?
         if let number = object["version"] as? NSNumber, !(object["version"] is String) { version = number.int64Value }
         return OrderRecord(
@@ -199,21 +254,100 @@ public struct JobRecord: Codable, Sendable, Hashable, FetchableRecord, MutablePe
     public var createdAt: Double
 
     enum CodingKeys: String, CodingKey {
-        case id, kind, version, payload, source, attempts
+        case id, kind, version, payload, source, attempts, status
         case orderID = "order_id"
         case notBefore = "not_before"
         case lastError = "last_error"
         case createdAt = "created_at"
+        case storeID = "store_id"
+        case courierID = "courier_id"
+        case updatedAt = "updated_at"
+    }
+
+    /// For an upsert: the order's indexed fields, so applying needs no JSON parsing (migration v2).
+    public var status: String?
+    /// The order's store.
+    public var storeID: String?
+    /// The order's courier.
+    public var courierID: String?
+    /// The order's `updated_at`.
+    public var updatedAt: String?
+
+    /// Creates a job record.
+    public init(
+        id: Int64?, kind: JobKind, orderID: String?, version: Int64?, payload: String?, source: String, attempts: Int,
+        notBefore: Double, lastError: String?, createdAt: Double, status: String? = nil, storeID: String? = nil,
+        courierID: String? = nil, updatedAt: String? = nil
+    ) {
+        self.id = id
+        self.kind = kind
+        self.orderID = orderID
+        self.version = version
+        self.payload = payload
+        self.source = source
+        self.attempts = attempts
+        self.notBefore = notBefore
+        self.lastError = lastError
+        self.createdAt = createdAt
+        self.status = status
+        self.storeID = storeID
+        self.courierID = courierID
+        self.updatedAt = updatedAt
+    }
+
+    /// Decodes a row by column position.
+    public init(row: Row) {
+        id = row[0]
+        kind = JobKind(rawValue: row[1]) ?? .fullSync
+        orderID = row[2]
+        version = row[3]
+        payload = row[4]
+        source = row[5]
+        attempts = row[6]
+        notBefore = row[7]
+        lastError = row[8]
+        createdAt = row[9]
+        status = row[10]
+        storeID = row[11]
+        courierID = row[12]
+        updatedAt = row[13]
+    }
+
+    /// The columns in ``init(row:)``'s order.
+    public static var databaseSelection: [any SQLSelectable] {
+        [Column("id"), Column("kind"), Column("order_id"), Column("version"), Column("payload"), Column("source"),
+         Column("attempts"), Column("not_before"), Column("last_error"), Column("created_at"), Column("status"),
+         Column("store_id"), Column("courier_id"), Column("updated_at")]
+    }
+
+    /// Encodes the record's columns.
+    public func encode(to container: inout PersistenceContainer) {
+        container["id"] = id
+        container["kind"] = kind.rawValue
+        container["order_id"] = orderID
+        container["version"] = version
+        container["payload"] = payload
+        container["source"] = source
+        container["attempts"] = attempts
+        container["not_before"] = notBefore
+        container["last_error"] = lastError
+        container["created_at"] = createdAt
+        container["status"] = status
+        container["store_id"] = storeID
+        container["courier_id"] = courierID
+        container["updated_at"] = updatedAt
     }
 
     public mutating func didInsert(_ inserted: InsertionSuccess) {
         id = inserted.rowID
     }
 
-    /// The order an upsert job carries.
+    /// The order an upsert job carries: its body (`payload`) and indexed fields, as journaled.
     public var order: OrderRecord? {
-        guard let payload, let data = payload.data(using: .utf8) else { return nil }
-        return try? JSONDecoder().decode(OrderRecord.self, from: data)
+        guard kind == .upsert, let payload, let orderID, let status else { return nil }
+        return OrderRecord(
+            id: orderID, status: status, storeID: storeID, courierID: courierID, version: version,
+            updatedAt: updatedAt, body: payload, appliedAt: createdAt)
     }
 }
 

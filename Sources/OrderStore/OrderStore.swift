@@ -126,6 +126,15 @@ public final class OrderStore: Sendable {
                 );
                 """)
         }
+        migrator.registerMigration("v2-job-order-columns") { db in
+            // Upsert jobs carry the order's indexed fields, so applying them parses no JSON.
+            try db.execute(sql: """
+                ALTER TABLE job ADD COLUMN status TEXT;
+                ALTER TABLE job ADD COLUMN store_id TEXT;
+                ALTER TABLE job ADD COLUMN courier_id TEXT;
+                ALTER TABLE job ADD COLUMN updated_at TEXT;
+                """)
+        }
         return migrator
     }
 
@@ -150,15 +159,12 @@ public final class OrderStore: Sendable {
                 if job.kind == .fullSync {
                     try JobRecord.filter(Column("kind") == JobKind.fetch.rawValue && Column("attempts") == 0).deleteAll(db)
                 }
-                var payload: String?
-                if let order = job.order {
-                    let encoder = JSONEncoder()
-                    encoder.outputFormatting = [.sortedKeys]
-                    payload = String(data: try encoder.encode(order), encoding: .utf8)
-                }
+                let order = job.order
                 var record = JobRecord(
-                    id: nil, kind: job.kind, orderID: job.orderID ?? job.order?.id, version: job.version,
-                    payload: payload, source: job.source, attempts: 0, notBefore: 0, lastError: nil, createdAt: now)
+                    id: nil, kind: job.kind, orderID: job.orderID ?? order?.id, version: order?.version ?? job.version,
+                    payload: order?.body, source: job.source, attempts: 0, notBefore: 0, lastError: nil, createdAt: now,
+                    status: order?.status, storeID: order?.storeID, courierID: order?.courierID,
+                    updatedAt: order?.updatedAt)
                 try record.insert(db)
                 journaled += 1
             }
@@ -193,8 +199,9 @@ public final class OrderStore: Sendable {
     /// Applies an upsert and completes its job in one transaction (exactly once in effect).
     @discardableResult
     public func applyUpsert(_ order: OrderRecord, completing jobID: Int64? = nil) throws -> UpsertOutcome {
-        try pool.write { db in
-            let outcome = try Self.upsert(order, in: db)
+        let now = self.now()
+        return try pool.write { db in
+            let outcome = try Self.upsert(order, at: now, in: db)
             if let jobID { _ = try JobRecord.deleteOne(db, key: jobID) }
             return outcome
         }
@@ -211,10 +218,41 @@ public final class OrderStore: Sendable {
         }
     }
 
+    /// Up to `limit` jobs from the head of the journal, in order.
+    public func headJobs(limit: Int) throws -> [JobRecord] {
+        try pool.read { db in try JobRecord.order(Column("id")).limit(limit).fetchAll(db) }
+    }
+
+    /// Applies consecutive upsert and delete jobs in one transaction, completing each: the same
+    /// effect, in the same order, as applying them one by one. Returns how many were applied.
+    @discardableResult
+    public func applyInOneTransaction(_ jobs: [JobRecord]) throws -> Int {
+        let now = self.now()
+        return try pool.write { db in
+            var applied = 0
+            for job in jobs {
+                switch job.kind {
+                case .upsert:
+                    guard let order = job.order else { continue }
+                    _ = try Self.upsert(order, at: now, in: db)
+                case .delete:
+                    guard let id = job.orderID else { continue }
+                    _ = try Self.delete(orderID: id, version: job.version, at: now, in: db)
+                case .fetch, .fullSync:
+                    continue
+                }
+                if let id = job.id { _ = try JobRecord.deleteOne(db, key: id) }
+                applied += 1
+            }
+            return applied
+        }
+    }
+
     /// Upserts one page of a full sync in one transaction (each order by the usual freshness rule).
     public func applyPage(_ orders: [OrderRecord]) throws {
+        let now = self.now()
         try pool.write { db in
-            for order in orders { _ = try Self.upsert(order, in: db) }
+            for order in orders { _ = try Self.upsert(order, at: now, in: db) }
         }
     }
 
@@ -324,7 +362,9 @@ public final class OrderStore: Sendable {
     // MARK: Rules, inside a transaction
 
     /// DESIGN §8: apply only if newer; a tombstone stops an older upsert from resurrecting an order.
-    static func upsert(_ order: OrderRecord, in db: Database) throws -> UpsertOutcome {
+    static func upsert(_ incoming: OrderRecord, at now: Double, in db: Database) throws -> UpsertOutcome {
+        var order = incoming
+        order.appliedAt = now
         if let current = try OrderRecord.fetchOne(db, key: order.id), !order.freshness.isNewer(than: current.freshness) {
             return .stale
         }

@@ -68,7 +68,8 @@ public enum EventTranslator {
         if let order = object["order"] {
             guard let order = order as? [String: Any] else { return malformed("\(type): order is not an object") }
             do {
-                let record = try OrderRecord.parse(order, appliedAt: now)
+                // The exact text the backend sent is kept as the body (DESIGN §3: nothing is lost).
+                let record = try OrderRecord.parse(order, rawText: JSONSpan.member("order", in: event.data), appliedAt: now)
                 return EventTranslation(
                     jobs: [NewJob(kind: .upsert, orderID: record.id, order: record, source: "stream")],
                     deadLetter: nil, disposition: .jobs)

@@ -62,7 +62,8 @@ public struct OrdersClient: OrderSource {
             throw SyncError("GET order \(id): the body is not a JSON object")
         }
         do {
-            return try OrderRecord.parse(object, appliedAt: now())
+            let text = String(decoding: response.body, as: UTF8.self).trimming(" \t\r\n")
+            return try OrderRecord.parse(object, rawText: text[...], appliedAt: now())
         } catch {
             throw SyncError("GET order \(id): \(error.message)")
         }

@@ -73,8 +73,22 @@ public final class SyncExecutor: Sendable {
     @discardableResult
     public func runReadyJobs() async throws -> Progress {
         var progress = Progress()
-        while !Task.isCancelled, let job = try store.nextJob(), job.notBefore <= now() {
-            switch await execute(job) {
+        while !Task.isCancelled {
+            let head = try store.headJobs(limit: 512)
+            guard let first = head.first, first.notBefore <= now() else { break }
+            // Consecutive cheap jobs (upserts, deletes) that are ready go in one transaction: the same
+            // order and effect as one by one, at a fraction of the commits. The first job that needs
+            // the network (or waits for a retry) ends the run and goes alone.
+            let cheap = Array(head.prefix { ($0.kind == .upsert || $0.kind == .delete) && $0.notBefore <= now()
+                && $0.attempts == 0 && ($0.kind == .delete || $0.order != nil) })
+            if cheap.count > 1 {
+                let current = running.add(1, ordering: .acquiringAndReleasing).newValue
+                _ = mostAtOnce.max(current, ordering: .relaxed)
+                defer { running.subtract(1, ordering: .acquiringAndReleasing) }
+                progress.completed += try store.applyInOneTransaction(cheap)
+                continue
+            }
+            switch await execute(first) {
             case .completed: progress.completed += 1
             case .failed: progress.failed += 1
             case .deadLettered: progress.deadLettered += 1

@@ -111,10 +111,13 @@ func order(_ id: Any, status: String = "assigned", version: Int? = nil, updatedA
         let record = try order(1, version: 1)
         try store.journal([NewJob(kind: .upsert, order: record, source: "stream")], cursor: "1")
         let job = try #require(try store.nextJob())
-        #expect(job.order == record)
+        // The journaled job carries the order's body and fields; appliedAt is stamped when applied.
+        #expect(job.order?.body == record.body)
+        #expect(job.order?.version == record.version)
         try store.applyUpsert(try #require(job.order), completing: job.id)
         #expect(try store.nextJob() == nil)
-        #expect(try store.order(id: "1") == record)
+        #expect(try store.order(id: "1")?.body == record.body)
+        #expect(try store.order(id: "1")?.appliedAt == 1_000)
     }
 
     @Test func failuresStayJournaledThenBecomeDeadLetters() throws {
@@ -157,7 +160,25 @@ func order(_ id: Any, status: String = "assigned", version: Int? = nil, updatedA
     }
 }
 
+@Suite struct JSONSpanTests {
+    @Test func findsTheExactTextOfAMember() {
+        let text = #" { "a" : [1, {"order": 0}], "s":"}\"{", "order" : {"id": 1, "x": "a}b\"c", "n": [1,[2]]} , "z": null }"#
+        #expect(JSONSpan.member("order", in: text) == #"{"id": 1, "x": "a}b\"c", "n": [1,[2]]}"#)
+        #expect(JSONSpan.member("z", in: text) == "null")
+        #expect(JSONSpan.member("a", in: text) == #"[1, {"order": 0}]"#)
+        #expect(JSONSpan.member("missing", in: text) == nil)
+        #expect(JSONSpan.member("order", in: "[]") == nil)
+        #expect(JSONSpan.member("order", in: #"{"order": {"unterminated": "#) == nil)
+    }
+}
+
 @Suite struct EventTranslatorTests {
+    @Test func theStoredBodyIsByteForByteWhatTheBackendSent() {
+        let data = #"{"order":{"status":"assigned","id":12,"version":7,"price":12.50,"tags":["b","a"]}}"#
+        let translation = EventTranslator.translate(ServerSentEvent(type: "order.updated", data: data), now: 1)
+        #expect(translation.jobs.first?.order?.body == #"{"status":"assigned","id":12,"version":7,"price":12.50,"tags":["b","a"]}"#)
+    }
+
     private func translate(_ type: String, _ data: String, id: String = "7") -> EventTranslation {
         EventTranslator.translate(ServerSentEvent(type: type, data: data, lastEventID: id), now: 1)
     }

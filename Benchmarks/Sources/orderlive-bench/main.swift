@@ -6,6 +6,8 @@ import EventStream
 import Foundation
 import Logging
 import OpenAPIRuntime
+import OrderStore
+import OrderSync
 import Sandbox
 import ServerSentEvents
 import Synchronization
@@ -293,16 +295,77 @@ func reconnectMemory() async throws {
     }
 }
 
+/// Full-order events from the Sandbox's order book into SQLite (journal per event, then applied),
+/// next to a count-only consumer of the same stream.
+func storeBenchmark() async throws {
+    let events = 50_000
+    try await Sandbox.withRunning(SandboxConfiguration(port: 0, feed: .orderBook, orderRetention: events + 10)) { sandbox in
+        for _ in 0..<events { sandbox.orders.create() }
+        let url = await sandbox.baseURL + "/v1/events"
+        let target = "\(sandbox.orders.latestSequence)"
+        try await CurlLoop.withLoop(logger: quiet) { loop in
+            let reference = try await measure(3) {
+                var count = 0
+                let source = EventSource(configuration: EventSourceConfiguration(url: url, idleTimeout: nil),
+                                         loop: loop, clock: ContinuousClock(), logger: quiet)
+                _ = try await source.run { update in
+                    if case .event(let event) = update {
+                        count += 1
+                        if event.lastEventID == target { source.stop() }
+                    }
+                }
+                return count
+            }
+            report("stream → SQLite, \(events) full-order events", "count-only consumer (reference)",
+                   bytes: 0, seconds: reference.seconds, events: reference.count)
+            let stored = try await measure(3) {
+                let directory = NSTemporaryDirectory() + "orderlive-bench-\(UUID().uuidString)"
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                defer { try? FileManager.default.removeItem(atPath: directory) }
+                let store = try OrderStore(path: directory + "/orderlive.sqlite")
+                let ingest = StreamIngest(store: store, logger: quiet)
+                let executor = SyncExecutor(store: store, source: NoSource(), logger: quiet)
+                var count = 0
+                let source = EventSource(configuration: EventSourceConfiguration(url: url, idleTimeout: nil),
+                                         loop: loop, clock: ContinuousClock(), logger: quiet)
+                _ = try await source.run { update in
+                    if case .event(let event) = update {
+                        try ingest.handle(event)
+                        count += 1
+                        if count % 1_000 == 0 || event.lastEventID == target { try await executor.runReadyJobs() }
+                        if event.lastEventID == target { source.stop() }
+                    }
+                }
+                let storedOrders = try store.counts().orders
+                precondition(storedOrders == events, "stored \(storedOrders) of \(events)")
+                return count
+            }
+            report("stream → SQLite, \(events) full-order events", "journaled + applied (one transaction each)",
+                   bytes: 0, seconds: stored.seconds, events: stored.count,
+                   note: "\(format(reference.seconds / stored.seconds, 2))× of the reference")
+        }
+    }
+}
+
+/// The store benchmark's events all carry full orders: nothing is fetched.
+struct NoSource: OrderSource {
+    func fetchOrder(id: String) async throws(SyncError) -> OrderRecord? { throw SyncError("no fetches here") }
+    func fetchPage(cursor: String?, limit: Int) async throws(SyncError) -> (orders: [OrderRecord], next: String?) {
+        throw SyncError("no full sync here")
+    }
+}
+
 // MARK: Main
 
 print("orderlive benchmarks — release build, median of \(rounds) rounds, \(ProcessInfo.processInfo.activeProcessorCount) cores")
 // BENCH_ONLY=parser or BENCH_ONLY=transport runs one half (for profiling).
 let only = ProcessInfo.processInfo.environment["BENCH_ONLY"] ?? ""
-if only != "transport" { try await parserBenchmarks() }
-if only != "parser" {
+if only == "" || only == "parser" { try await parserBenchmarks() }
+if only == "" || only == "transport" {
     try await transportBenchmarks()
     try await reconnectMemory()
 }
+if only == "" || only == "store" { try await storeBenchmark() }
 print("")
 print("| case | reader | MB/s | events/s | note |")
 print("| --- | --- | ---: | ---: | --- |")
