@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import OrderStore
 import OrderSync
+import ServerSentEvents
 import UnixSignals
 
 /// `orderlive run`, as far as it is built: the order stream (authenticated by the session, resumed
@@ -111,13 +112,24 @@ public struct StreamAgent: Sendable {
                 logger: logger)
             stopping.onStop { source.stop() }
             do {
-                let end = try await source.run { update in
+                // Events are committed in the batches the parser hands over (group commit): one
+                // transaction journals a batch's jobs with its last cursor.
+                var pending: [ServerSentEvent] = []
+                func flush() throws {
+                    guard !pending.isEmpty else { return }
+                    try ingest.handle(batch: pending)
+                    for event in pending {
+                        logger.debug("event journaled", metadata: ["stream.event.id": "\(event.lastEventID)"])
+                    }
+                    pending.removeAll(keepingCapacity: true)
+                    wake.signal()
+                }
+                let end = try await source.run({ update in
                     switch update {
                     case .event(let event):
-                        try ingest.handle(event)
-                        wake.signal()
-                        logger.debug("event journaled", metadata: ["stream.event.id": "\(event.lastEventID)"])
+                        pending.append(event)
                     case .oversizedEventDiscarded(let id):
+                        try flush()
                         try ingest.handleOversizedEvent(lastEventID: id)
                         wake.signal()
                     case .open:
@@ -129,7 +141,7 @@ public struct StreamAgent: Sendable {
                     case .comment:
                         break
                     }
-                }
+                }, batchEnded: { try flush() })
                 if end == .serverRequestedStop {
                     logger.warning("the backend answered 204: the stream stays stopped until restart")
                     return

@@ -120,8 +120,17 @@ public final class EventSource<C: Clock>: Sendable where C.Duration == Duration 
     /// the server, or (with reconnects off) the first loss. Errors thrown by `handler` end the
     /// stream and are rethrown. Cancelling the task stops the stream.
     public func run(_ handler: (EventSourceUpdate) async throws -> Void) async throws -> EventSourceEnd {
+        try await run(handler, batchEnded: {})
+    }
+
+    /// Like ``run(_:)``, and calls `batchEnded` after each batch of updates the parser handed over
+    /// (and before a connection's end is reported), so a consumer can commit many events at once —
+    /// group commit — without ever holding one back past the batch it arrived in.
+    public func run(
+        _ handler: (EventSourceUpdate) async throws -> Void, batchEnded: () async throws -> Void
+    ) async throws -> EventSourceEnd {
         try await withTaskCancellationHandler {
-            try await runAttempts(handler)
+            try await runAttempts(handler, batchEnded: batchEnded)
         } onCancel: {
             controls.stop()
         }
@@ -134,7 +143,9 @@ public final class EventSource<C: Clock>: Sendable where C.Duration == Duration 
         case lost(EventSourceError, retryAfter: Duration?, uptime: Duration?)
     }
 
-    private func runAttempts(_ handler: (EventSourceUpdate) async throws -> Void) async throws -> EventSourceEnd {
+    private func runAttempts(
+        _ handler: (EventSourceUpdate) async throws -> Void, batchEnded: () async throws -> Void
+    ) async throws -> EventSourceEnd {
         var backoff = Backoff(
             initial: configuration.initialDelay, maximum: configuration.maximumDelay,
             resetAfter: configuration.resetAfter)
@@ -152,7 +163,8 @@ public final class EventSource<C: Clock>: Sendable where C.Duration == Duration 
             do {
                 sentHeaders = try await headerProvider.headers()
                 outcome = try await connect(
-                    providerHeaders: sentHeaders, lastEventID: &lastEventID, backoff: &backoff, handler: handler)
+                    providerHeaders: sentHeaders, lastEventID: &lastEventID, backoff: &backoff, handler: handler,
+                    batchEnded: batchEnded)
             } catch let error as HeaderProviderFailure {
                 outcome = .lost(EventSourceError(kind: .headers, message: error.message), retryAfter: nil, uptime: nil)
             } catch is CancellationError where controls.isStopped {
@@ -207,7 +219,8 @@ public final class EventSource<C: Clock>: Sendable where C.Duration == Duration 
         providerHeaders: HTTPHeaders,
         lastEventID: inout String,
         backoff: inout Backoff,
-        handler: (EventSourceUpdate) async throws -> Void
+        handler: (EventSourceUpdate) async throws -> Void,
+        batchEnded: () async throws -> Void
     ) async throws -> Outcome {
         let request = makeRequest(providerHeaders: providerHeaders, lastEventID: lastEventID)
         let delegate = ParsingDelegate(configuration: configuration, lastEventID: lastEventID, clock: clock)
@@ -236,9 +249,11 @@ public final class EventSource<C: Clock>: Sendable where C.Duration == Duration 
                 defer { group.cancelAll() }
                 return try await consume(
                     delegate: delegate, transfer: transfer, lastEventID: &lastEventID, backoff: &backoff,
-                    handler: handler)
+                    handler: handler, batchEnded: batchEnded)
             }
             _ = controls.detach()
+            // Whatever ended the connection, the events handled so far are committed before anything else.
+            try await batchEnded()
             return outcome
         } catch {
             transfer.cancel()
@@ -252,7 +267,8 @@ public final class EventSource<C: Clock>: Sendable where C.Duration == Duration 
         transfer: StreamingTransfer,
         lastEventID: inout String,
         backoff: inout Backoff,
-        handler: (EventSourceUpdate) async throws -> Void
+        handler: (EventSourceUpdate) async throws -> Void,
+        batchEnded: () async throws -> Void
     ) async throws -> Outcome {
         var openedAt: C.Instant?
         func uptime() -> Duration? { openedAt.map { $0.duration(to: clock.now) } }
@@ -328,6 +344,7 @@ public final class EventSource<C: Clock>: Sendable where C.Duration == Duration 
                     }
                 }
             }
+            try await batchEnded()
         }
     }
 

@@ -42,6 +42,27 @@ public struct StreamIngest: Sendable {
         return translation.disposition
     }
 
+    /// Journals a batch of events in one transaction (group commit): all their jobs and dead letters,
+    /// and the cursor of the last one that had an id. Same effect as one by one, far fewer commits.
+    public func handle(batch events: [ServerSentEvent]) throws {
+        guard !events.isEmpty else { return }
+        var jobs: [NewJob] = []
+        var letters: [DeadLetterRecord] = []
+        var cursor: String?
+        for event in events {
+            let translation = EventTranslator.translate(event, now: now())
+            if translation.disposition == .malformed {
+                logger.warning("event data not understood; kept as a dead letter", metadata: [
+                    "stream.event.type": "\(event.type)", "stream.event.id": "\(event.lastEventID)",
+                ])
+            }
+            jobs += translation.jobs
+            if let letter = translation.deadLetter { letters.append(letter) }
+            if !event.lastEventID.isEmpty { cursor = event.lastEventID }
+        }
+        try store.journal(jobs, cursor: cursor, deadLetters: letters)
+    }
+
     /// An event over the parser's size limit: what it said is unknown, so everything is fetched again.
     public func handleOversizedEvent(lastEventID: String) throws {
         let letter = DeadLetterRecord(
