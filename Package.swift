@@ -153,7 +153,7 @@ let package = Package(
             name: "OrderStoreTests",
             dependencies: [
                 "OrderStore", "OrderSync", "ServerSentEvents", "Sandbox", "AuthSession", "CurlHTTP", "EventStream",
-                "TestSupport",
+                "Agent", "TestSupport",
             ],
             swiftSettings: strict
         ),

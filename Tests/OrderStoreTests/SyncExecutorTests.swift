@@ -1,3 +1,4 @@
+import Agent
 import AuthSession
 import CurlHTTP
 import EventStream
@@ -46,7 +47,7 @@ struct SyncHarness {
                     now: { wall.now }, logger: quietLogger)
                 try await body(SyncHarness(
                     sandbox: sandbox, store: temporary.store, executor: executor, wall: wall, loop: loop,
-                    headers: BearerFromSession(session: session)))
+                    headers: SessionHeaderProvider(session: session)))
                 _ = temporary
             }
         }
@@ -140,26 +141,6 @@ struct SyncHarness {
             #expect(try await harness.executor.runReadyJobs().completed == 7)
             #expect(try harness.store.order(id: "7")?.status == "v5")
             #expect(harness.executor.maximumConcurrentJobs == 1)
-        }
-    }
-}
-
-/// The session as the stream's header provider (the Agent has the same adapter; OrderStoreTests does
-/// not depend on Agent).
-struct BearerFromSession: EventStreamHeaderProvider {
-    let session: Session
-
-    func headers() async throws -> HTTPHeaders {
-        do {
-            return ["Authorization": "Bearer \(try await session.accessToken())"]
-        } catch {
-            throw HeaderProviderFailure(message: error.message)
-        }
-    }
-
-    func unauthorized(_ headers: HTTPHeaders) async {
-        if let value = headers["Authorization"], value.hasPrefix("Bearer ") {
-            await session.tokenRejected(String(value.dropFirst(7)))
         }
     }
 }
