@@ -326,7 +326,7 @@ func storeBenchmark() async throws {
                 let ingest = StreamIngest(store: store, logger: quiet)
                 let executor = SyncExecutor(store: store, source: NoSource(), logger: quiet)
                 var count = 0
-                var pending: [ServerSentEvent] = []
+                var pending: [ServerSentEvents.ServerSentEvent] = []
                 let source = EventSource(configuration: EventSourceConfiguration(url: url, idleTimeout: nil),
                                          loop: loop, clock: ContinuousClock(), logger: quiet)
                 _ = try await source.run({ update in
