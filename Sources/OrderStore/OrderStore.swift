@@ -160,12 +160,14 @@ public final class OrderStore: Sendable {
                     try JobRecord.filter(Column("kind") == JobKind.fetch.rawValue && Column("attempts") == 0).deleteAll(db)
                 }
                 let order = job.order
-                var record = JobRecord(
-                    id: nil, kind: job.kind, orderID: job.orderID ?? order?.id, version: order?.version ?? job.version,
-                    payload: order?.body, source: job.source, attempts: 0, notBefore: 0, lastError: nil, createdAt: now,
-                    status: order?.status, storeID: order?.storeID, courierID: order?.courierID,
-                    updatedAt: order?.updatedAt)
-                try record.insert(db)
+                try db.cachedStatement(sql: """
+                    INSERT INTO job (kind, order_id, version, payload, source, attempts, not_before, last_error,
+                                     created_at, status, store_id, courier_id, updated_at)
+                    VALUES (?, ?, ?, ?, ?, 0, 0, NULL, ?, ?, ?, ?, ?)
+                    """).execute(arguments: [
+                        job.kind.rawValue, job.orderID ?? order?.id, order?.version ?? job.version, order?.body,
+                        job.source, now, order?.status, order?.storeID, order?.courierID, order?.updatedAt,
+                    ])
                 journaled += 1
             }
             for var letter in deadLetters { try letter.insert(db) }
@@ -241,7 +243,7 @@ public final class OrderStore: Sendable {
                 case .fetch, .fullSync:
                     continue
                 }
-                if let id = job.id { _ = try JobRecord.deleteOne(db, key: id) }
+                if let id = job.id { try Self.deleteJob(id, in: db) }
                 applied += 1
             }
             return applied
@@ -365,15 +367,34 @@ public final class OrderStore: Sendable {
     static func upsert(_ incoming: OrderRecord, at now: Double, in db: Database) throws -> UpsertOutcome {
         var order = incoming
         order.appliedAt = now
-        if let current = try OrderRecord.fetchOne(db, key: order.id), !order.freshness.isNewer(than: current.freshness) {
-            return .stale
+        // Hot path: cached raw statements, not query-interface requests built for every row.
+        let currentRow = try Row.fetchOne(
+            db.cachedStatement(sql: #"SELECT version, updated_at FROM "order" WHERE id = ?"#), arguments: [order.id])
+        if let currentRow {
+            let current = OrderFreshness(version: currentRow[0], updatedAt: currentRow[1])
+            if !order.freshness.isNewer(than: current) { return .stale }
+        } else if let tombstone = try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT version, updated_at FROM tombstone WHERE id = ?"), arguments: [order.id]) {
+            guard order.freshness.isNewer(than: OrderFreshness(version: tombstone[0], updatedAt: tombstone[1])) else {
+                return .stale
+            }
+            try db.cachedStatement(sql: "DELETE FROM tombstone WHERE id = ?").execute(arguments: [order.id])
         }
-        if let tombstone = try TombstoneRecord.fetchOne(db, key: order.id) {
-            guard order.freshness.isNewer(than: tombstone.freshness) else { return .stale }
-            _ = try TombstoneRecord.deleteOne(db, key: order.id)
-        }
-        try order.save(db)
+        try db.cachedStatement(sql: """
+            INSERT INTO "order" (id, status, store_id, courier_id, version, updated_at, body, applied_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(id) DO UPDATE SET status = excluded.status, store_id = excluded.store_id,
+                courier_id = excluded.courier_id, version = excluded.version, updated_at = excluded.updated_at,
+                body = excluded.body, applied_at = excluded.applied_at
+            """).execute(arguments: [
+                order.id, order.status, order.storeID, order.courierID, order.version, order.updatedAt, order.body,
+                order.appliedAt,
+            ])
         return .applied
+    }
+
+    static func deleteJob(_ id: Int64, in db: Database) throws {
+        try db.cachedStatement(sql: "DELETE FROM job WHERE id = ?").execute(arguments: [id])
     }
 
     static func delete(orderID: String, version: Int64?, at now: Double, in db: Database) throws -> DeleteOutcome {
