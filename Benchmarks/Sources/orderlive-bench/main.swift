@@ -325,6 +325,10 @@ func storeBenchmark() async throws {
                 let store = try OrderStore(path: directory + "/orderlive.sqlite")
                 let ingest = StreamIngest(store: store, logger: quiet)
                 let executor = SyncExecutor(store: store, source: NoSource(), logger: quiet)
+                // As `orderlive run` does it: the executor runs beside the stream, woken after each
+                // group commit; at the end it is stopped (between jobs) and whatever is left applied.
+                let wake = WakeSignal()
+                let executorTask = Task { await executor.run(wake: wake) }
                 var count = 0
                 var pending: [ServerSentEvents.ServerSentEvent] = []
                 let source = EventSource(configuration: EventSourceConfiguration(url: url, idleTimeout: nil),
@@ -336,20 +340,88 @@ func storeBenchmark() async throws {
                         if event.lastEventID == target { source.stop() }
                     }
                 }, batchEnded: {
-                    // Group commit: the batch's jobs and last cursor in one transaction, then apply.
+                    // Group commit: the batch's jobs and last cursor in one transaction.
                     try ingest.handle(batch: pending)
                     pending.removeAll(keepingCapacity: true)
-                    try await executor.runReadyJobs()
+                    wake.signal()
                 })
+                executorTask.cancel()
+                await executorTask.value
+                try await executor.runReadyJobs()
                 let storedOrders = try store.counts().orders
                 precondition(storedOrders == events, "stored \(storedOrders) of \(events)")
                 return count
             }
-            report("stream → SQLite, \(events) full-order events", "journaled per parser batch + applied",
+            report("stream → SQLite, \(events) full-order events", "journaled per parser batch, applied beside the stream",
                    bytes: 0, seconds: stored.seconds, events: stored.count,
                    note: "\(format(reference.seconds / stored.seconds, 2))× of the reference")
         }
     }
+}
+
+/// Event creation at the Sandbox → committed in the journal, at 1,000 events/s for 5 s: p50 and p99.
+/// The clock starts when the Sandbox creates the change, so the figure includes the server and the
+/// network as well as the parse and the commit.
+func commitLatency() async throws {
+    try await Sandbox.withRunning(SandboxConfiguration(port: 0, feed: .orderBook)) { sandbox in
+        let url = await sandbox.baseURL + "/v1/events"
+        let created = Timestamps()
+        let total = 5_000
+        try await CurlLoop.withLoop(logger: quiet) { loop in
+            let directory = NSTemporaryDirectory() + "orderlive-latency-\(UUID().uuidString)"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let store = try OrderStore(path: directory + "/orderlive.sqlite")
+            let ingest = StreamIngest(store: store, logger: quiet)
+            let executor = SyncExecutor(store: store, source: NoSource(), logger: quiet)
+            let wake = WakeSignal()
+            let executorTask = Task { await executor.run(wake: wake) }
+            let producer = Task {
+                let start = ContinuousClock.now
+                for index in 0..<total {
+                    try await Task.sleep(until: start.advanced(by: .microseconds(1_000 * index)), clock: .continuous)
+                    sandbox.orders.create()
+                    let sequence = "\(sandbox.orders.latestSequence)"
+                    created.map.withLock { $0[sequence] = .now }
+                }
+            }
+            var latencies: [Double] = []
+            var pending: [ServerSentEvents.ServerSentEvent] = []
+            let source = EventSource(configuration: EventSourceConfiguration(url: url, idleTimeout: nil),
+                                     loop: loop, clock: ContinuousClock(), logger: quiet)
+            _ = try await source.run({ update in
+                if case .event(let event) = update { pending.append(event) }
+            }, batchEnded: {
+                guard !pending.isEmpty else { return }
+                try ingest.handle(batch: pending)
+                let committed = ContinuousClock.now
+                wake.signal()
+                for event in pending {
+                    if let at = created.map.withLock({ $0[event.lastEventID] }) {
+                        let elapsed = at.duration(to: committed)
+                        latencies.append(Double(elapsed.components.seconds) * 1000
+                                         + Double(elapsed.components.attoseconds) / 1e15)
+                    }
+                }
+                if pending.last?.lastEventID == "\(total)" { source.stop() }
+                pending.removeAll(keepingCapacity: true)
+            })
+            try await producer.value
+            executorTask.cancel()
+            await executorTask.value
+            latencies.sort()
+            let p50 = latencies[latencies.count / 2]
+            let p99 = latencies[min(latencies.count - 1, latencies.count * 99 / 100)]
+            report("creation → committed at 1,000 events/s (5 s)", "journaled per parser batch",
+                   bytes: 0, seconds: 5, events: latencies.count,
+                   note: "p50 \(format(p50, 2)) ms, p99 \(format(p99, 2)) ms, max \(format(latencies.last ?? 0, 2)) ms")
+        }
+    }
+}
+
+/// Creation times by event id, shared between the producer task and the consumer.
+final class Timestamps: Sendable {
+    let map = Mutex<[String: ContinuousClock.Instant]>([:])
 }
 
 /// The store benchmark's events all carry full orders: nothing is fetched.
@@ -370,7 +442,10 @@ if only == "" || only == "transport" {
     try await transportBenchmarks()
     try await reconnectMemory()
 }
-if only == "" || only == "store" { try await storeBenchmark() }
+if only == "" || only == "store" {
+    try await storeBenchmark()
+    try await commitLatency()
+}
 print("")
 print("| case | reader | MB/s | events/s | note |")
 print("| --- | --- | ---: | ---: | --- |")
