@@ -106,6 +106,7 @@ let package = Package(
                 "Sandbox",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -119,6 +120,7 @@ let package = Package(
                 "Sandbox",
                 "OrderStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

@@ -6,6 +6,7 @@ import Logging
 import OrderStore
 import OrderSync
 import ServerSentEvents
+import ServiceLifecycle
 import UnixSignals
 
 /// `orderlive run`, as far as it is built: the order stream (authenticated by the session, resumed
@@ -29,7 +30,11 @@ public struct StreamAgent: Sendable {
 
     /// Runs until SIGINT or SIGTERM (or the task is cancelled). The job in hand finishes; the
     /// journal holds the rest for the next start.
-    public func run(handlesSignals: Bool = true) async throws {
+    public func run(handlesSignals: Bool) async throws {
+        try await run(handlesSignals: handlesSignals, stopping: StopFlag())
+    }
+
+    func run(handlesSignals: Bool, stopping: StopFlag) async throws {
         let signals = handlesSignals ? await UnixSignalsSequence(trapping: .sigint, .sigterm) : nil
         try await CurlLoop.withLoop(logger: logger) { loop in
             let session: Session
@@ -68,7 +73,6 @@ public struct StreamAgent: Sendable {
                 configuration: .init(maximumAttempts: configuration.sync.maximumAttempts, pageSize: configuration.sync.pageSize),
                 logger: logger)
             let ingest = StreamIngest(store: store, logger: logger)
-            let stopping = StopFlag()
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await executor.run(wake: wake) }
                 if let signals {
@@ -153,6 +157,20 @@ public struct StreamAgent: Sendable {
                              metadata: ["store.reason": "\(error)"])
                 try await Task.sleep(for: .seconds(1))
             }
+        }
+    }
+}
+
+extension StreamAgent: Service {
+    /// As a service in a `ServiceGroup`: graceful shutdown stops the stream and lets the job in hand
+    /// finish; the method returns only then (a 204 from the backend keeps it waiting for shutdown).
+    public func run() async throws {
+        let stopping = StopFlag()
+        try await withGracefulShutdownHandler {
+            try await run(handlesSignals: false, stopping: stopping)
+            if !stopping.isStopped { try? await gracefulShutdown() }
+        } onGracefulShutdown: {
+            stopping.stop()
         }
     }
 }

@@ -1,6 +1,7 @@
 import Agent
 import ArgumentParser
 import Logging
+import ServiceLifecycle
 
 /// `orderlive run`
 struct Run: AsyncParsableCommand {
@@ -26,10 +27,17 @@ struct Run: AsyncParsableCommand {
         }
         var logger = Logger(label: "orderlive")
         logger.logLevel = level
+        // The service group owns the long-running work and turns SIGTERM/SIGINT into graceful shutdown.
+        let group = ServiceGroup(configuration: .init(
+            services: [StreamAgent(configuration: configuration, logger: logger)],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger))
         do {
-            try await StreamAgent(configuration: configuration, logger: logger).run()
+            try await group.run()
         } catch let error as StreamAgent.StartError {
             throw RuntimeFailure(description: error.description)
+        } catch {
+            throw RuntimeFailure(description: "\(error)")
         }
     }
 }
