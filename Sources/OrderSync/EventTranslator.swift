@@ -31,6 +31,11 @@ public struct EventTranslation: Sendable, Hashable {
 public enum EventTranslator {
     /// Translates one event received at `now` (Unix seconds).
     public static func translate(_ event: ServerSentEvent, now: Double) -> EventTranslation {
+        translate(event, now: now, decoder: JSONDecoder())
+    }
+
+    /// Translates one event with a decoder the caller reuses across a batch.
+    public static func translate(_ event: ServerSentEvent, now: Double, decoder: JSONDecoder) -> EventTranslation {
         let type = event.type
         switch type {
         case "ping", "heartbeat":
@@ -45,7 +50,7 @@ public enum EventTranslator {
         }
         // JSONDecoder (swift-foundation's parser) validates the whole text but materialises only the
         // fields the translator needs; the order's body is kept as the exact text received.
-        let data = try? JSONDecoder().decode(EventData.self, from: Data(event.data.utf8))
+        let data = try? decoder.decode(EventData.self, from: Data(event.data.utf8))
         let orderID = data?.orderID?.text ?? data?.order?.object?.id?.text
         func malformed(_ reason: String) -> EventTranslation {
             // Never dropped: the raw text is kept, and the order (or everything) is fetched again.

@@ -49,8 +49,10 @@ public struct StreamIngest: Sendable {
         var jobs: [NewJob] = []
         var letters: [DeadLetterRecord] = []
         var cursor: String?
+        let decoder = JSONDecoder()
+        let receivedAt = now()
         for event in events {
-            let translation = EventTranslator.translate(event, now: now())
+            let translation = EventTranslator.translate(event, now: receivedAt, decoder: decoder)
             if translation.disposition == .malformed {
                 logger.warning("event data not understood; kept as a dead letter", metadata: [
                     "stream.event.type": "\(event.type)", "stream.event.id": "\(event.lastEventID)",
