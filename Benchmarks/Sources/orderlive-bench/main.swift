@@ -319,15 +319,11 @@ func storeBenchmark() async throws {
             report("stream → SQLite, \(events) full-order events", "count-only consumer (reference)",
                    bytes: 0, seconds: reference.seconds, events: reference.count)
             let stored = try await measure(3) {
-                let directory = NSTemporaryDirectory() + "orderlive-bench-\(UUID().uuidString)"
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-                defer { try? FileManager.default.removeItem(atPath: directory) }
-                let store = try OrderStore(path: directory + "/orderlive.sqlite")
-                let ingest = StreamIngest(store: store, logger: quiet)
-                let executor = SyncExecutor(store: store, source: NoSource(), logger: quiet)
+                let pipeline = try Pipeline()
+                defer { pipeline.remove() }
+                let (store, ingest, executor, wake) = (pipeline.store, pipeline.ingest, pipeline.executor, pipeline.wake)
                 // As `orderlive run` does it: the executor runs beside the stream, woken after each
                 // group commit; at the end it is stopped (between jobs) and whatever is left applied.
-                let wake = WakeSignal()
                 let executorTask = Task { await executor.run(wake: wake) }
                 var count = 0
                 var pending: [ServerSentEvents.ServerSentEvent] = []
@@ -368,13 +364,9 @@ func commitLatency() async throws {
         let created = Timestamps()
         let total = 5_000
         try await CurlLoop.withLoop(logger: quiet) { loop in
-            let directory = NSTemporaryDirectory() + "orderlive-latency-\(UUID().uuidString)"
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(atPath: directory) }
-            let store = try OrderStore(path: directory + "/orderlive.sqlite")
-            let ingest = StreamIngest(store: store, logger: quiet)
-            let executor = SyncExecutor(store: store, source: NoSource(), logger: quiet)
-            let wake = WakeSignal()
+            let pipeline = try Pipeline()
+            defer { pipeline.remove() }
+            let (ingest, executor, wake) = (pipeline.ingest, pipeline.executor, pipeline.wake)
             let executorTask = Task { await executor.run(wake: wake) }
             let producer = Task {
                 let start = ContinuousClock.now
@@ -416,6 +408,27 @@ func commitLatency() async throws {
                    bytes: 0, seconds: 5, events: latencies.count,
                    note: "p50 \(format(p50, 2)) ms, p99 \(format(p99, 2)) ms, max \(format(latencies.last ?? 0, 2)) ms")
         }
+    }
+}
+
+/// A fresh store in a temporary directory with the ingest, executor and wake signal `orderlive run`
+/// builds around it.
+struct Pipeline {
+    let directory = NSTemporaryDirectory() + "orderlive-bench-\(UUID().uuidString)"
+    let store: OrderStore
+    let ingest: StreamIngest
+    let executor: SyncExecutor
+    let wake = WakeSignal()
+
+    init() throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        store = try OrderStore(path: directory + "/orderlive.sqlite")
+        ingest = StreamIngest(store: store, logger: quiet)
+        executor = SyncExecutor(store: store, source: NoSource(), logger: quiet)
+    }
+
+    func remove() {
+        try? FileManager.default.removeItem(atPath: directory)
     }
 }
 
