@@ -26,6 +26,9 @@ public struct SandboxConfiguration: Sendable {
     public var feed: Feed
     /// How many events the order book's log keeps (older cursors get `orders.resync`).
     public var orderRetention: Int
+    /// With the order-book feed: change the book by itself every `eventInterval` (create, move an
+    /// order through its lifecycle, sometimes delete), so `GET /v1/orders` and the stream agree.
+    public var changesOrders: Bool
 
     /// The unscripted event stream.
     public enum Feed: Sendable, Hashable {
@@ -44,7 +47,8 @@ public struct SandboxConfiguration: Sendable {
         orderCount: Int = 12,
         auth: SandboxAuthConfiguration = .init(),
         feed: Feed = .synthetic,
-        orderRetention: Int = 10_000
+        orderRetention: Int = 10_000,
+        changesOrders: Bool = false
     ) {
         self.host = host
         self.port = port
@@ -54,6 +58,7 @@ public struct SandboxConfiguration: Sendable {
         self.auth = auth
         self.feed = feed
         self.orderRetention = orderRetention
+        self.changesOrders = changesOrders
     }
 }
 
@@ -190,7 +195,16 @@ public final class Sandbox: Sendable {
             },
             logger: logger
         )
-        try await app.run()
+        guard configuration.feed == .orderBook, configuration.changesOrders else {
+            try await app.run()
+            return
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await app.run() }
+            group.addTask { [self] in try await changeOrders() }
+            try await group.next()
+            group.cancelAll()
+        }
     }
 
     /// Runs a Sandbox for the duration of `body`, then stops it.
@@ -210,6 +224,28 @@ public final class Sandbox: Sendable {
             } catch {
                 group.cancelAll()
                 throw error
+            }
+        }
+    }
+
+    /// Walks orders through their lifecycle, one change every `eventInterval`, until cancelled.
+    private func changeOrders() async throws {
+        var step = 0
+        var active: [Int: Int] = [:]  // id → index into OrderFeed.statuses
+        while true {
+            try await Task.sleep(for: configuration.eventInterval)
+            step += 1
+            if active.count < 4 || step % 3 == 0 {
+                active[orders.create(announce: step % 4 == 0 ? .idOnly : .fullBody)] = 0
+                continue
+            }
+            guard let id = active.keys.sorted()[safe: step % active.count], let index = active[id] else { continue }
+            if index + 1 < OrderFeed.statuses.count {
+                active[id] = index + 1
+                orders.update(id, status: OrderFeed.statuses[index + 1], announce: step % 5 == 0 ? .idOnly : .fullBody)
+            } else {
+                active[id] = nil
+                orders.delete(id)
             }
         }
     }
@@ -404,3 +440,9 @@ extension Sandbox {
 
 /// Thrown by a script's `.drop` step to break the connection mid-body.
 struct SandboxDrop: Error {}
+
+extension Array {
+    subscript(safe index: Int) -> Element? {
+        indices.contains(index) ? self[index] : nil
+    }
+}

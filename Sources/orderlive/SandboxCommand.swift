@@ -20,8 +20,11 @@ struct SandboxCommand: AsyncParsableCommand {
     @Option(name: .customLong("event-interval"), help: "Milliseconds between live order events.")
     var eventInterval: Int = 1000
 
-    @Flag(name: .customLong("require-auth"), help: "Require a valid bearer token on /v1/events.")
+    @Flag(name: .customLong("require-auth"), help: "Require a valid bearer token on /v1/events and /v1/orders.")
     var requireAuth = false
+
+    @Flag(help: "Serve a changing order book: the stream, GET /v1/orders and GET /v1/orders/{id} agree.")
+    var orders = false
 
     @Option(name: .customLong("access-token-lifetime"), help: "Seconds an access token lives.")
     var accessTokenLifetime: Double = 900
@@ -42,7 +45,8 @@ struct SandboxCommand: AsyncParsableCommand {
                 host: host, port: port, eventInterval: .milliseconds(eventInterval),
                 auth: SandboxAuthConfiguration(
                     accessTokenLifetime: .milliseconds(Int64(accessTokenLifetime * 1000)),
-                    requiresAuthentication: requireAuth)),
+                    requiresAuthentication: requireAuth),
+                feed: orders ? .orderBook : .synthetic, changesOrders: orders),
             logger: logger)
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
