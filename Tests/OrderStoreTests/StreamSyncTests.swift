@@ -99,3 +99,33 @@ struct SplitMix: RandomNumberGenerator {
         }
     }
 }
+
+@Suite struct SandboxOrderBookTests {
+    @Test func selfChangingBookAnnouncesWhatItsRESTAPIServes() async throws {
+        let configuration = SandboxConfiguration(
+            port: 0, eventInterval: .milliseconds(1), feed: .orderBook, changesOrders: true)
+        try await Sandbox.withRunning(configuration) { sandbox in
+            let base = await sandbox.baseURL
+            try await CurlLoop.withLoop(logger: quietLogger) { loop in
+                var types = Set<String>()
+                var count = 0
+                let source = EventSource(
+                    configuration: EventSourceConfiguration(url: base + "/v1/events", idleTimeout: nil),
+                    loop: loop, clock: ManualClock(), random: { 1 }, logger: quietLogger)
+                _ = try await source.run { update in
+                    if case .event(let event) = update {
+                        types.insert(event.type)
+                        count += 1
+                        if count == 60 { source.stop() }
+                    }
+                }
+                #expect(types.isSubset(of: ["order.created", "order.status_changed", "order.deleted"]))
+                #expect(types.contains("order.created") && types.contains("order.status_changed"))
+                let page = try await loop.perform(HTTPRequest(url: base + "/v1/orders?limit=1000"))
+                #expect(page.status == 200)
+                let object = try JSONSerialization.jsonObject(with: Data(page.body)) as? [String: Any]
+                #expect((object?["orders"] as? [Any])?.isEmpty == false)
+            }
+        }
+    }
+}
