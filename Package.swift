@@ -155,7 +155,7 @@ let package = Package(
             name: "OrderStoreTests",
             dependencies: [
                 "OrderStore", "OrderSync", "ServerSentEvents", "Sandbox", "AuthSession", "CurlHTTP", "EventStream",
-                "Agent", "TestSupport",
+                "Agent", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strict
         ),

@@ -47,14 +47,16 @@ public final class OrderStore: Sendable {
     private let now: @Sendable () -> Double
 
     /// Opens (creating and migrating) the database at `path`.
+    /// `busyTimeout` is how long a write waits for another process's lock before failing (then the
+    /// job stays journaled and is tried again).
     public init(
-        path: String, durability: StoreDurability = .normal,
+        path: String, durability: StoreDurability = .normal, busyTimeout: Double = 5,
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
     ) throws {
         self.path = path
         self.now = now
         var configuration = Configuration()
-        configuration.busyMode = .timeout(5)
+        configuration.busyMode = .timeout(busyTimeout)
         pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
         if durability == .full {

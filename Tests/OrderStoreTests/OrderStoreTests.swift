@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import OrderStore
 import OrderSync
 import ServerSentEvents
@@ -151,6 +152,24 @@ func order(_ id: Any, status: String = "assigned", version: Int? = nil, updatedA
         #expect(try store.owner() == "6")
     }
 
+    @Test func aJobThatCannotBeAppliedWhileTheDatabaseIsLockedWaitsAndIsNotLost() async throws {
+        let temporary = try TemporaryStore()
+        let store = try OrderStore(path: temporary.store.path, busyTimeout: 0.05)
+        try store.journal([NewJob(kind: .upsert, order: try order(1, version: 1), source: "test"),
+                           NewJob(kind: .upsert, order: try order(2, version: 1), source: "test")])
+        let executor = SyncExecutor(store: store, source: NoOrders(), logger: quietLogger)
+        // Another process holds the write lock (as a backup tool or a stuck writer would).
+        var lockHolder = Configuration()
+        lockHolder.allowsUnsafeTransactions = true  // it must keep its transaction open between calls
+        let other = try DatabaseQueue(path: temporary.store.path, configuration: lockHolder)
+        try await other.writeWithoutTransaction { db in try db.execute(sql: "BEGIN EXCLUSIVE") }
+        await #expect(throws: (any Error).self) { try await executor.runReadyJobs() }
+        #expect(try store.counts().journalDepth == 2, "nothing applied, nothing lost")
+        try await other.writeWithoutTransaction { db in try db.execute(sql: "COMMIT") }
+        #expect(try await executor.runReadyJobs().completed == 2)
+        #expect(try store.orders().map(\.id) == ["1", "2"])
+    }
+
     @Test func otherConnectionsCanReadWhileTheStoreIsOpen() throws {
         let temporary = try TemporaryStore()
         try temporary.store.applyUpsert(order(1, version: 1))
@@ -220,5 +239,13 @@ func order(_ id: Any, status: String = "assigned", version: Int? = nil, updatedA
         #expect(unreadable.deadLetter?.raw.contains("not json") == true)
         #expect(translate("order.deleted", #"{"version":3}"#).jobs.map(\.kind) == [.fullSync])
         #expect(translate("order.updated", #"{"order":"12"}"#).disposition == .malformed)
+    }
+}
+
+/// An order source for tests whose jobs never need the network.
+struct NoOrders: OrderSource {
+    func fetchOrder(id: String) async throws(SyncError) -> OrderRecord? { throw SyncError("unexpected fetch") }
+    func fetchPage(cursor: String?, limit: Int) async throws(SyncError) -> (orders: [OrderRecord], next: String?) {
+        throw SyncError("unexpected full sync")
     }
 }
