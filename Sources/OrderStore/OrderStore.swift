@@ -233,7 +233,7 @@ public final class OrderStore: Sendable {
     public func applyInOneTransaction(_ jobs: [JobRecord]) throws -> Int {
         let now = self.now()
         return try pool.write { db in
-            var applied = 0
+            var applied: [Int64] = []
             for job in jobs {
                 switch job.kind {
                 case .upsert:
@@ -245,10 +245,17 @@ public final class OrderStore: Sendable {
                 case .fetch, .fullSync:
                     continue
                 }
-                if let id = job.id { try Self.deleteJob(id, in: db) }
-                applied += 1
+                if let id = job.id { applied.append(id) }
             }
-            return applied
+            // The applied jobs are usually one contiguous run of ids: one range delete instead of one
+            // statement per job. Otherwise they are deleted one by one.
+            if let first = applied.first, let last = applied.last, Int(last - first) + 1 == applied.count,
+               applied == Array(first...last) {
+                try db.cachedStatement(sql: "DELETE FROM job WHERE id BETWEEN ? AND ?").execute(arguments: [first, last])
+            } else {
+                for id in applied { try Self.deleteJob(id, in: db) }
+            }
+            return applied.count
         }
     }
 
