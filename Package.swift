@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "AuthSession", targets: ["AuthSession"]),
         .library(name: "OrderStore", targets: ["OrderStore"]),
         .library(name: "OrderSync", targets: ["OrderSync"]),
+        .library(name: "PushIngest", targets: ["PushIngest"]),
         .library(name: "Agent", targets: ["Agent"]),
     ],
     dependencies: [
@@ -83,6 +84,11 @@ let package = Package(
                 "OrderStore", "ServerSentEvents", "AuthSession", "CurlHTTP", "EventStream",
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "PushIngest",
+            dependencies: ["COpenSSL", "OrderSync"],
             swiftSettings: strict
         ),
         .target(
@@ -157,6 +163,12 @@ let package = Package(
                 "OrderStore", "OrderSync", "ServerSentEvents", "Sandbox", "AuthSession", "CurlHTTP", "EventStream",
                 "Agent", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"),
             ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "PushIngestTests",
+            dependencies: ["PushIngest"],
+            exclude: ["Fixtures"],
             swiftSettings: strict
         ),
         .testTarget(

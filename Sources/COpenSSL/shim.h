@@ -5,6 +5,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <openssl/crypto.h>
+#include <openssl/hmac.h>
 
 static inline int orderlive_gcm_get_tag(EVP_CIPHER_CTX *ctx, unsigned char *tag, int length) {
     return EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, length, tag);
