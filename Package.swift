@@ -88,7 +88,7 @@ let package = Package(
         ),
         .target(
             name: "PushIngest",
-            dependencies: ["COpenSSL", "OrderSync"],
+            dependencies: ["COpenSSL", "OrderSync", "OrderStore"],
             swiftSettings: strict
         ),
         .target(
@@ -167,7 +167,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PushIngestTests",
-            dependencies: ["PushIngest"],
+            dependencies: ["PushIngest", "OrderStore"],
             exclude: ["Fixtures"],
             swiftSettings: strict
         ),

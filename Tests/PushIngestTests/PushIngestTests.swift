@@ -1,4 +1,5 @@
 import Foundation
+import OrderStore
 import PushIngest
 import Testing
 
@@ -122,5 +123,37 @@ let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appen
                                            body: sw1.body, now: sw1.timestamp) {
             Issue.record("distractor signatures must not verify")
         }
+    }
+}
+
+@Suite struct PushTranslatorTests {
+    private func jobs(_ data: String) throws -> [NewJob] {
+        let body = #"{"notifications":[{"tokens":["t"],"platform":2,"content_available":true,"data":\#(data)}]}"#
+        let request = try GorushRequest.parse(Array(body.utf8), maximumNotifications: 10).get()
+        return PushTranslator.jobs(for: request.notifications[0], now: 1)
+    }
+
+    @Test func gorushFixturesMakeNoJobs() throws {
+        let directory = fixtures.appendingPathComponent("gorush")
+        for file in try FileManager.default.contentsOfDirectory(atPath: directory.path) where file.contains("-request-") {
+            let body = try [UInt8](Data(contentsOf: directory.appendingPathComponent(file)))
+            let request = try GorushRequest.parse(body, maximumNotifications: 100).get()
+            #expect(request.notifications.flatMap { PushTranslator.jobs(for: $0, now: 1) }.isEmpty, "\(file)")
+        }
+    }
+
+    @Test func orderPushesBecomeFetchesUpsertsOrAFullSync() throws {
+        #expect(try jobs(#"{"type":"order.updated","order_id":12,"version":8}"#)
+            == [NewJob(kind: .fetch, orderID: "12", version: 8, source: "push")])
+        // FCM delivers every data value as a string.
+        #expect(try jobs(#"{"order_id":"12","version":"9"}"#) == [NewJob(kind: .fetch, orderID: "12", version: 9, source: "push")])
+        let upsert = try jobs(#"{"type":"order.created","order":"{\"id\":7,\"status\":\"created\",\"version\":1}"}"#)
+        #expect(upsert.map(\.kind) == [.upsert])
+        #expect(upsert.first?.order?.body == #"{"id":7,"status":"created","version":1}"#)
+        let object = try jobs(#"{"type":"order.created","order":{"id":"8","status":"created","x":[1]}}"#)
+        #expect(object.first?.order?.id == "8")
+        #expect(try jobs(#"{"type":"orders.resync"}"#).map(\.kind) == [.fullSync])
+        #expect(try jobs(#"{"type":"order.updated"}"#).map(\.kind) == [.fullSync], "an order push without an id")
+        #expect(try jobs(#"{"type":"chat.message","text":"hi"}"#).isEmpty)
     }
 }
