@@ -42,7 +42,7 @@ public struct OrderFreshness: Sendable, Hashable {
 }
 
 /// An order as the backend sent it, plus the indexed fields read out of it.
-public struct OrderRecord: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
+public struct OrderRecord: Sendable, Hashable, FetchableRecord, PersistableRecord {
     public static let databaseTableName = "order"
 
     /// The id as a string (integer ids compare as their decimal text).
@@ -61,14 +61,6 @@ public struct OrderRecord: Codable, Sendable, Hashable, FetchableRecord, Persist
     public var body: String
     /// When it was applied locally, Unix seconds (set by the store when it applies the record).
     public var appliedAt: Double
-
-    enum CodingKeys: String, CodingKey {
-        case id, status, body, version
-        case storeID = "store_id"
-        case courierID = "courier_id"
-        case updatedAt = "updated_at"
-        case appliedAt = "applied_at"
-    }
 
     /// The freshness of this record.
     public var freshness: OrderFreshness { OrderFreshness(version: version, updatedAt: updatedAt) }
@@ -194,7 +186,7 @@ public struct TombstoneRecord: Codable, Sendable, Hashable, FetchableRecord, Per
 }
 
 /// What a sync job does (DESIGN §3/§8).
-public enum JobKind: String, Codable, Sendable, Hashable, CaseIterable {
+public enum JobKind: String, Sendable, Hashable, CaseIterable {
     /// Upsert the order carried in the job.
     case upsert
     /// Fetch one order (`GET orders/{id}`), then upsert it (404 → delete).
@@ -229,7 +221,7 @@ public struct NewJob: Sendable, Hashable {
 }
 
 /// A journaled job.
-public struct JobRecord: Codable, Sendable, Hashable, FetchableRecord, MutablePersistableRecord {
+public struct JobRecord: Sendable, Hashable, FetchableRecord, PersistableRecord {
     public static let databaseTableName = "job"
 
     /// The journal position (applied in this order).
@@ -252,17 +244,6 @@ public struct JobRecord: Codable, Sendable, Hashable, FetchableRecord, MutablePe
     public var lastError: String?
     /// When it was journaled, Unix seconds.
     public var createdAt: Double
-
-    enum CodingKeys: String, CodingKey {
-        case id, kind, version, payload, source, attempts, status
-        case orderID = "order_id"
-        case notBefore = "not_before"
-        case lastError = "last_error"
-        case createdAt = "created_at"
-        case storeID = "store_id"
-        case courierID = "courier_id"
-        case updatedAt = "updated_at"
-    }
 
     /// For an upsert: the order's indexed fields, so applying needs no JSON parsing (migration v2).
     public var status: String?
@@ -338,8 +319,9 @@ public struct JobRecord: Codable, Sendable, Hashable, FetchableRecord, MutablePe
         container["updated_at"] = updatedAt
     }
 
-    public mutating func didInsert(_ inserted: InsertionSuccess) {
-        id = inserted.rowID
+    /// Whether this job can be applied without the network: a delete, or an upsert whose order reads.
+    public var isLocal: Bool {
+        kind == .delete || (kind == .upsert && payload != nil && orderID != nil && status != nil)
     }
 
     /// The order an upsert job carries: its body (`payload`) and indexed fields, as journaled.

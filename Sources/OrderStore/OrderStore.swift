@@ -195,11 +195,6 @@ public final class OrderStore: Sendable {
         try pool.read { db in try JobRecord.order(Column("id")).fetchOne(db) }
     }
 
-    /// Removes a finished job (a job already gone — coalesced away — is fine).
-    public func complete(jobID: Int64) throws {
-        _ = try pool.write { db in try JobRecord.deleteOne(db, key: jobID) }
-    }
-
     /// Applies an upsert and completes its job in one transaction (exactly once in effect).
     @discardableResult
     public func applyUpsert(_ order: OrderRecord, completing jobID: Int64? = nil) throws -> UpsertOutcome {

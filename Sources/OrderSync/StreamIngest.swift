@@ -25,44 +25,40 @@ public struct StreamIngest: Sendable {
     /// Journals what one event means; returns how it was read.
     @discardableResult
     public func handle(_ event: ServerSentEvent) throws -> EventTranslation.Disposition {
-        let translation = EventTranslator.translate(event, now: now())
-        switch translation.disposition {
-        case .unknownType:
-            logger.debug("unknown event type; cursor advances", metadata: ["stream.event.type": "\(event.type)"])
-        case .malformed:
-            logger.warning("event data not understood; kept as a dead letter", metadata: [
-                "stream.event.type": "\(event.type)", "stream.event.id": "\(event.lastEventID)",
-            ])
-        case .jobs, .heartbeat:
-            break
-        }
-        try store.journal(
-            translation.jobs, cursor: event.lastEventID.isEmpty ? nil : event.lastEventID,
-            deadLetters: translation.deadLetter.map { [$0] } ?? [])
-        return translation.disposition
+        try handle(batch: [event])[0]
     }
 
     /// Journals a batch of events in one transaction (group commit): all their jobs and dead letters,
     /// and the cursor of the last one that had an id. Same effect as one by one, far fewer commits.
-    public func handle(batch events: [ServerSentEvent]) throws {
-        guard !events.isEmpty else { return }
+    /// Returns how each event was read.
+    @discardableResult
+    public func handle(batch events: [ServerSentEvent]) throws -> [EventTranslation.Disposition] {
+        guard !events.isEmpty else { return [] }
         var jobs: [NewJob] = []
         var letters: [DeadLetterRecord] = []
+        var dispositions: [EventTranslation.Disposition] = []
         var cursor: String?
         let decoder = JSONDecoder()
         let receivedAt = now()
         for event in events {
             let translation = EventTranslator.translate(event, now: receivedAt, decoder: decoder)
-            if translation.disposition == .malformed {
+            switch translation.disposition {
+            case .unknownType:
+                logger.debug("unknown event type; cursor advances", metadata: ["stream.event.type": "\(event.type)"])
+            case .malformed:
                 logger.warning("event data not understood; kept as a dead letter", metadata: [
                     "stream.event.type": "\(event.type)", "stream.event.id": "\(event.lastEventID)",
                 ])
+            case .jobs, .heartbeat:
+                break
             }
             jobs += translation.jobs
             if let letter = translation.deadLetter { letters.append(letter) }
             if !event.lastEventID.isEmpty { cursor = event.lastEventID }
+            dispositions.append(translation.disposition)
         }
         try store.journal(jobs, cursor: cursor, deadLetters: letters)
+        return dispositions
     }
 
     /// An event over the parser's size limit: what it said is unknown, so everything is fetched again.

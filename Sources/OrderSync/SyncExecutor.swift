@@ -79,8 +79,7 @@ public final class SyncExecutor: Sendable {
             // Consecutive cheap jobs (upserts, deletes) that are ready go in one transaction: the same
             // order and effect as one by one, at a fraction of the commits. The first job that needs
             // the network (or waits for a retry) ends the run and goes alone.
-            let cheap = Array(head.prefix { ($0.kind == .upsert || $0.kind == .delete) && $0.notBefore <= now()
-                && $0.attempts == 0 && ($0.kind == .delete || $0.order != nil) })
+            let cheap = Array(head.prefix { $0.isLocal && $0.notBefore <= now() && $0.attempts == 0 })
             if cheap.count > 1 {
                 let current = running.add(1, ordering: .acquiringAndReleasing).newValue
                 _ = mostAtOnce.max(current, ordering: .relaxed)
