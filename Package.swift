@@ -31,6 +31,11 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.0.0"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.4.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.0.0"),
+        // NIO is Hummingbird's own foundation: PushIngest adds one channel handler (request bounds).
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.34.1"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.9.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.1.0"),
     ],
     targets: [
         .systemLibrary(
@@ -88,7 +93,16 @@ let package = Package(
         ),
         .target(
             name: "PushIngest",
-            dependencies: ["COpenSSL", "OrderSync", "OrderStore"],
+            dependencies: [
+                "COpenSSL", "OrderSync", "OrderStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: strict
         ),
         .target(
@@ -109,8 +123,11 @@ let package = Package(
                 "AuthSession",
                 "OrderStore",
                 "OrderSync",
+                "PushIngest",
                 "Sandbox",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -167,7 +184,11 @@ let package = Package(
         ),
         .testTarget(
             name: "PushIngestTests",
-            dependencies: ["PushIngest", "OrderStore"],
+            dependencies: [
+                "PushIngest", "OrderStore", "OrderSync", "CurlHTTP", "TestSupport",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             exclude: ["Fixtures"],
             swiftSettings: strict
         ),

@@ -43,8 +43,8 @@ public enum StoreDurability: String, Sendable, Hashable {
 public final class OrderStore: Sendable {
     /// The database file.
     public let path: String
-    private let pool: DatabasePool
-    private let now: @Sendable () -> Double
+    let pool: DatabasePool
+    let now: @Sendable () -> Double
 
     /// Opens (creating and migrating) the database at `path`.
     /// `busyTimeout` is how long a write waits for another process's lock before failing (then the
@@ -143,34 +143,14 @@ public final class OrderStore: Sendable {
     // MARK: Journal
 
     /// Journals jobs and, in the same transaction, advances the stream cursor (DESIGN §3: the cursor
-    /// moves only with the job of its event). Pending fetches of one order collapse into one (its
-    /// version bound raised); a full sync makes the pending fetches before it redundant.
+    /// moves only with the job of its event). Jobs collapse as ``insert(_:at:in:)`` says.
     @discardableResult
     public func journal(_ jobs: [NewJob], cursor: String? = nil, deadLetters: [DeadLetterRecord] = []) throws -> Int {
         let now = self.now()
         return try pool.write { db in
             var journaled = 0
             for job in jobs {
-                if job.kind == .fetch, let orderID = job.orderID,
-                   var pending = try JobRecord.filter(Column("kind") == JobKind.fetch.rawValue
-                        && Column("order_id") == orderID && Column("attempts") == 0).fetchOne(db) {
-                    if let version = job.version { pending.version = max(pending.version ?? version, version) }
-                    try pending.update(db)
-                    continue
-                }
-                if job.kind == .fullSync {
-                    try JobRecord.filter(Column("kind") == JobKind.fetch.rawValue && Column("attempts") == 0).deleteAll(db)
-                }
-                let order = job.order
-                try db.cachedStatement(sql: """
-                    INSERT INTO job (kind, order_id, version, payload, source, attempts, not_before, last_error,
-                                     created_at, status, store_id, courier_id, updated_at)
-                    VALUES (?, ?, ?, ?, ?, 0, 0, NULL, ?, ?, ?, ?, ?)
-                    """).execute(arguments: [
-                        job.kind.rawValue, job.orderID ?? order?.id, order?.version ?? job.version, order?.body,
-                        job.source, now, order?.status, order?.storeID, order?.courierID, order?.updatedAt,
-                    ])
-                journaled += 1
+                if try Self.insert(job, at: now, in: db) { journaled += 1 }
             }
             for var letter in deadLetters { try letter.insert(db) }
             if let cursor {
@@ -395,6 +375,32 @@ public final class OrderStore: Sendable {
                 order.appliedAt,
             ])
         return .applied
+    }
+
+    /// Journals one job inside a transaction. Pending fetches of one order collapse into one (its
+    /// version bound raised); a full sync makes the pending fetches before it redundant. Returns
+    /// false when the job collapsed into a pending one.
+    static func insert(_ job: NewJob, at now: Double, in db: Database) throws -> Bool {
+        if job.kind == .fetch, let orderID = job.orderID,
+           var pending = try JobRecord.filter(Column("kind") == JobKind.fetch.rawValue
+                && Column("order_id") == orderID && Column("attempts") == 0).fetchOne(db) {
+            if let version = job.version { pending.version = max(pending.version ?? version, version) }
+            try pending.update(db)
+            return false
+        }
+        if job.kind == .fullSync {
+            try JobRecord.filter(Column("kind") == JobKind.fetch.rawValue && Column("attempts") == 0).deleteAll(db)
+        }
+        let order = job.order
+        try db.cachedStatement(sql: """
+            INSERT INTO job (kind, order_id, version, payload, source, attempts, not_before, last_error,
+                             created_at, status, store_id, courier_id, updated_at)
+            VALUES (?, ?, ?, ?, ?, 0, 0, NULL, ?, ?, ?, ?, ?)
+            """).execute(arguments: [
+                job.kind.rawValue, job.orderID ?? order?.id, order?.version ?? job.version, order?.body,
+                job.source, now, order?.status, order?.storeID, order?.courierID, order?.updatedAt,
+            ])
+        return true
     }
 
     static func deleteJob(_ id: Int64, in db: Database) throws {

@@ -1,6 +1,6 @@
-// PushIngest: the Gorush-compatible push endpoint of DESIGN §4. (This first slice holds the request
-// envelope with Gorush's validation messages and counts, and the Standard Webhooks signature check;
-// the routes, the journal hand-off and the operations endpoints come next.)
+// PushIngest: the Gorush-compatible push endpoint of DESIGN §4 and the operations endpoints on the same
+// listener. Bounds, then authentication, then Gorush validation, then a durable journal commit before
+// any 200. It must never parse a refused body, never answer 500 for an expected condition, never hang.
 
 import Foundation
 

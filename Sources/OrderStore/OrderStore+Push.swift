@@ -1,0 +1,136 @@
+import Foundation
+import GRDB
+
+/// One push request to accept (DESIGN §4): the jobs of each notification with its `notif_id` key,
+/// the request's `webhook-id` key, and the answer to replay to a duplicate.
+public struct PushSubmission: Sendable, Hashable {
+    /// One notification's jobs and its idempotency key.
+    public struct Notification: Sendable, Hashable {
+        /// `notif_id`, when the sender gave one.
+        public var key: String?
+        /// The jobs it makes (none for a notification about something else).
+        public var jobs: [NewJob]
+
+        /// Creates a notification's share of a submission.
+        public init(key: String?, jobs: [NewJob]) {
+            self.key = key
+            self.jobs = jobs
+        }
+    }
+
+    /// `webhook-id`, when the sender gave one.
+    public var requestKey: String?
+    /// The notifications, in request order.
+    public var notifications: [Notification]
+    /// The body answered with the 200, stored with the request's key.
+    public var response: String
+
+    /// Creates a submission.
+    public init(requestKey: String?, notifications: [Notification], response: String) {
+        self.requestKey = requestKey
+        self.notifications = notifications
+        self.response = response
+    }
+}
+
+/// What became of one push submission.
+public enum PushAcceptance: Sendable, Hashable {
+    /// Journaled: `jobs` new jobs (after collapsing); `duplicateNotifications` were seen before.
+    case accepted(jobs: Int, duplicateNotifications: Int)
+    /// The request's key was accepted within the dedupe window: nothing new; answer as before.
+    case duplicate(response: String)
+    /// The journal is at or over its high-water mark: nothing of the request was accepted.
+    case overloaded(depth: Int)
+    /// The database refused the write: nothing of the request was accepted.
+    case failed(reason: String)
+}
+
+/// Limits that apply to one batch of submissions.
+public struct PushAcceptancePolicy: Sendable, Hashable {
+    /// Keys accepted at or after this Unix time count as duplicates.
+    public var dedupeSince: Double
+    /// Journal depth at which submissions are refused.
+    public var highWaterJobs: Int
+    /// When set, keys accepted before this Unix time are deleted in the same transaction.
+    public var purgeKeysBefore: Double?
+
+    /// Creates a policy.
+    public init(dedupeSince: Double, highWaterJobs: Int, purgeKeysBefore: Double? = nil) {
+        self.dedupeSince = dedupeSince
+        self.highWaterJobs = highWaterJobs
+        self.purgeKeysBefore = purgeKeysBefore
+    }
+}
+
+extension OrderStore {
+    /// Accepts a batch of push submissions in one transaction (group commit). Each submission is
+    /// all-or-nothing inside its own savepoint: its jobs and keys are journaled together or not at
+    /// all, and a failing submission does not fail the others. Returns one outcome per submission,
+    /// in order; nothing is acknowledged until the transaction has committed.
+    public func acceptPushes(_ submissions: [PushSubmission], policy: PushAcceptancePolicy) async -> [PushAcceptance] {
+        let now = self.now()
+        do {
+            return try await pool.write { db in
+                if let cutoff = policy.purgeKeysBefore {
+                    try db.execute(sql: "DELETE FROM dedupe_key WHERE accepted_at < ?", arguments: [cutoff])
+                }
+                var depth = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM job")) ?? 0
+                var outcomes: [PushAcceptance] = []
+                outcomes.reserveCapacity(submissions.count)
+                for submission in submissions {
+                    if let key = submission.requestKey,
+                       let response = try Self.acceptedResponse(for: "request:" + key, since: policy.dedupeSince, in: db) {
+                        outcomes.append(.duplicate(response: response))
+                        continue
+                    }
+                    guard depth < policy.highWaterJobs else {
+                        outcomes.append(.overloaded(depth: depth))
+                        continue
+                    }
+                    do {
+                        var journaled = 0
+                        var duplicates = 0
+                        try db.inSavepoint {
+                            for notification in submission.notifications {
+                                if let key = notification.key.map({ "notification:" + $0 }) {
+                                    if try Self.acceptedResponse(for: key, since: policy.dedupeSince, in: db) != nil {
+                                        duplicates += 1
+                                        continue
+                                    }
+                                    try Self.remember(key, response: "", at: now, in: db)
+                                }
+                                for job in notification.jobs {
+                                    if try Self.insert(job, at: now, in: db) { journaled += 1 }
+                                }
+                            }
+                            if let key = submission.requestKey {
+                                try Self.remember("request:" + key, response: submission.response, at: now, in: db)
+                            }
+                            return .commit
+                        }
+                        depth += journaled
+                        outcomes.append(.accepted(jobs: journaled, duplicateNotifications: duplicates))
+                    } catch {
+                        outcomes.append(.failed(reason: "\(error)"))
+                    }
+                }
+                return outcomes
+            }
+        } catch {
+            return submissions.map { _ in .failed(reason: "\(error)") }
+        }
+    }
+
+    private static func acceptedResponse(for key: String, since: Double, in db: Database) throws -> String? {
+        try String.fetchOne(
+            db.cachedStatement(sql: "SELECT response FROM dedupe_key WHERE id = ? AND accepted_at >= ?"),
+            arguments: [key, since])
+    }
+
+    private static func remember(_ key: String, response: String, at now: Double, in db: Database) throws {
+        try db.cachedStatement(sql: """
+            INSERT INTO dedupe_key (id, response, accepted_at) VALUES (?, ?, ?)
+            ON CONFLICT(id) DO UPDATE SET response = excluded.response, accepted_at = excluded.accepted_at
+            """).execute(arguments: [key, response, now])
+    }
+}

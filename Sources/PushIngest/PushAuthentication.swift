@@ -1,0 +1,57 @@
+import COpenSSL
+import HTTPTypes
+
+/// How the push endpoint authenticates a sender (`ingest.auth`, DESIGN §4). A failure is a 401
+/// with a short reason, and the body of a refused request is never parsed.
+public enum PushAuthentication: Sendable {
+    /// Anyone who can reach the listener (allowed only on loopback; see ``PushServer``).
+    case none
+    /// `Authorization: Bearer <secret>`, compared in constant time.
+    case bearer(secret: String)
+    /// Standard Webhooks signatures over the raw body.
+    case standardWebhooks(StandardWebhooks)
+
+    /// The check that needs only the headers (bearer); nil when it passes or needs the body.
+    func failureBeforeBody(_ headers: HTTPFields) -> String? {
+        guard case .bearer(let secret) = self else { return nil }
+        guard let value = headers[.authorization] else { return "missing Authorization: Bearer header" }
+        let prefix = "bearer "
+        guard value.count > prefix.count, value.prefix(prefix.count).lowercased() == prefix else {
+            return "the Authorization header is not a bearer token"
+        }
+        return Self.constantTimeEqual(value.dropFirst(prefix.count).utf8, secret.utf8) ? nil : "wrong bearer token"
+    }
+
+    /// The check over the raw body (Standard Webhooks); nil when it passes or is not needed.
+    func failureWithBody(_ headers: HTTPFields, body: [UInt8], now: Int64) -> String? {
+        guard case .standardWebhooks(let verifier) = self else { return nil }
+        let result = verifier.verify(
+            id: headers.value(named: "webhook-id"), timestamp: headers.value(named: "webhook-timestamp"),
+            signatures: headers.value(named: "webhook-signature"), body: body, now: now)
+        if case .failure(let failure) = result { return failure.rawValue }
+        return nil
+    }
+
+    /// Compares two byte strings in time independent of where they differ and of their lengths:
+    /// both are hashed with SHA-256 first, and the digests compared with `CRYPTO_memcmp`.
+    static func constantTimeEqual<A: Sequence, B: Sequence>(_ a: A, _ b: B) -> Bool
+    where A.Element == UInt8, B.Element == UInt8 {
+        let left = sha256(Array(a))
+        let right = sha256(Array(b))
+        return left.count == 32 && right.count == 32 && CRYPTO_memcmp(left, right, 32) == 0
+    }
+
+    private static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        guard EVP_Digest(bytes, bytes.count, &digest, &length, EVP_sha256(), nil) == 1 else { return [] }
+        return Array(digest.prefix(Int(length)))
+    }
+}
+
+extension HTTPFields {
+    /// The first value of the field with this lower-case name, if any.
+    func value(named name: String) -> String? {
+        first { $0.name.canonicalName == name }?.value
+    }
+}

@@ -1,0 +1,185 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import OrderStore
+import Synchronization
+
+/// `POST /api/push` (DESIGN §4): bounds first, then authentication, then Gorush's validation, then
+/// the request's jobs and dedupe keys committed in one transaction before the 200. Every expected
+/// condition has its own answer; nothing here answers 500 or waits without a bound.
+public final class PushEndpoint: Sendable {
+    /// What the endpoint accepts.
+    public struct Configuration: Sendable {
+        /// How senders authenticate.
+        public var authentication: PushAuthentication
+        /// The largest body read (413 above it).
+        public var maximumBodyBytes: Int
+        /// The most notifications in one request (Gorush's 400 above it).
+        public var maximumNotifications: Int
+        /// The `Retry-After` seconds of a 429 or 503.
+        public var retryAfterSeconds: Int
+
+        /// Creates a configuration with DESIGN §6's defaults.
+        public init(
+            authentication: PushAuthentication = .none, maximumBodyBytes: Int = 262_144,
+            maximumNotifications: Int = 100, retryAfterSeconds: Int = 5
+        ) {
+            self.authentication = authentication
+            self.maximumBodyBytes = maximumBodyBytes
+            self.maximumNotifications = maximumNotifications
+            self.retryAfterSeconds = retryAfterSeconds
+        }
+    }
+
+    private let configuration: Configuration
+    private let journal: PushJournal
+    private let metrics: PushMetrics
+    private let now: @Sendable () -> Double
+    private let logger: Logger
+    private let draining = Atomic<Bool>(false)
+
+    /// Creates the endpoint; `now` is Unix seconds (the Standard Webhooks timestamp check).
+    public init(
+        configuration: Configuration, journal: PushJournal, metrics: PushMetrics,
+        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }, logger: Logger
+    ) {
+        self.configuration = configuration
+        self.journal = journal
+        self.metrics = metrics
+        self.now = now
+        self.logger = logger
+    }
+
+    /// From now on every push is answered 503 with `Retry-After` (shutdown has begun).
+    public func beginDraining() {
+        draining.store(true, ordering: .releasing)
+    }
+
+    /// True once shutdown has begun.
+    public var isDraining: Bool { draining.load(ordering: .acquiring) }
+
+    /// Answers one request.
+    public func respond(to request: Request) async -> Response {
+        let started = ContinuousClock.now
+        let (outcome, response) = await answer(request)
+        metrics.record(outcome)
+        metrics.latency.recordNanoseconds(Self.nanoseconds(ContinuousClock.now - started))
+        if outcome != .accepted && outcome != .duplicate {
+            logger.info("push refused", metadata: [
+                "push.outcome": "\(outcome.rawValue)", "http.status": "\(response.status.code)",
+            ])
+        }
+        return response
+    }
+
+    private func answer(_ request: Request) async -> (PushMetrics.Outcome, Response) {
+        if isDraining {
+            return (.shuttingDown, Self.json(.serviceUnavailable, "orderlive is shutting down; send again later",
+                                            retryAfter: configuration.retryAfterSeconds))
+        }
+        // Bounds first: a declared length over the limit is refused before any body byte is read,
+        // and the connection is closed so the rest is never read either.
+        if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > configuration.maximumBodyBytes {
+            return (.tooLarge, tooLarge())
+        }
+        if let failure = configuration.authentication.failureBeforeBody(request.headers) {
+            return unauthorized(failure)
+        }
+        var body: [UInt8] = []
+        do {
+            for try await buffer in request.body {
+                guard body.count + buffer.readableBytes <= configuration.maximumBodyBytes else {
+                    return (.tooLarge, tooLarge())
+                }
+                body.append(contentsOf: buffer.readableBytesView)
+            }
+        } catch {
+            // The bounds handler ends a body that does not arrive within the read timeout.
+            return (.timeout, Self.json(.requestTimeout, "the request body did not arrive in time", close: true))
+        }
+        if let failure = configuration.authentication.failureWithBody(request.headers, body: body, now: Int64(now())) {
+            return unauthorized(failure)
+        }
+        let parsed: GorushRequest
+        switch GorushRequest.parse(body, maximumNotifications: configuration.maximumNotifications) {
+        case .success(let request): parsed = request
+        case .failure(let error): return (.badRequest, Self.body(.badRequest, error.body))
+        }
+        let receivedAt = now()
+        let submission = PushSubmission(
+            requestKey: request.headers.value(named: "webhook-id").flatMap { $0.isEmpty ? nil : $0 },
+            notifications: parsed.notifications.map { notification in
+                PushSubmission.Notification(
+                    key: notification.notifID.flatMap { $0.isEmpty ? nil : $0 },
+                    jobs: PushTranslator.jobs(for: notification, now: receivedAt))
+            },
+            response: parsed.successBody)
+        switch await journal.submit(submission) {
+        case .accepted(let jobs, let duplicates):
+            metrics.notifications.increment(by: Int64(parsed.notifications.count))
+            metrics.jobs.increment(by: Int64(jobs))
+            if duplicates > 0 { metrics.duplicates.increment(by: Int64(duplicates)) }
+            return (.accepted, Self.body(.ok, parsed.successBody))
+        case .duplicate(let response):
+            metrics.duplicates.increment()
+            return (.duplicate, Self.body(.ok, response))
+        case .overloaded(let depth):
+            return (.overloaded, Self.json(
+                .tooManyRequests, "the journal holds \(depth) jobs (ingest.high_water_jobs); send again later",
+                retryAfter: configuration.retryAfterSeconds))
+        case .failed(let reason):
+            logger.error("a push could not be journaled", metadata: ["push.reason": "\(reason)"])
+            return (.unavailable, Self.json(.serviceUnavailable, "the journal could not be written; send again later",
+                                            retryAfter: 1))
+        }
+    }
+
+    private func tooLarge() -> Response {
+        Self.json(.contentTooLarge, "the body is over \(configuration.maximumBodyBytes) bytes (ingest.max_body_bytes)",
+                  close: true)
+    }
+
+    private func unauthorized(_ reason: String) -> (PushMetrics.Outcome, Response) {
+        metrics.authenticationFailures.increment()
+        logger.warning("push authentication failed", metadata: ["push.reason": "\(reason)"])
+        return (.unauthorized, Self.json(.unauthorized, "authentication failed: \(reason)"))
+    }
+
+    /// `{"code": N, "message": "..."}`, Gorush's error shape, for every refusal.
+    static func json(_ status: HTTPResponse.Status, _ message: String, retryAfter: Int? = nil, close: Bool = false) -> Response {
+        var response = body(status, #"{"code":\#(status.code),"message":\#(JSONString.quote(message))}"#)
+        if let retryAfter { response.headers[.retryAfter] = String(retryAfter) }
+        if close { response.headers[.connection] = "close" }
+        return response
+    }
+
+    static func body(_ status: HTTPResponse.Status, _ text: String) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json; charset=utf-8"
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
+    }
+}
+
+/// JSON string quoting for the few bodies written by hand.
+enum JSONString {
+    static func quote(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}

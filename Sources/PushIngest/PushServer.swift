@@ -1,0 +1,139 @@
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+
+/// Whether the agent can do its work, for `GET /readyz`.
+public struct Readiness: Sendable, Hashable {
+    /// True when the store is open and the executor runs.
+    public var isReady: Bool
+    /// The JSON body: the reason, and the auth and stream states.
+    public var json: String
+
+    /// Creates a readiness answer.
+    public init(isReady: Bool, json: String) {
+        self.isReady = isReady
+        self.json = json
+    }
+}
+
+/// What the operations endpoints report; the agent provides it.
+public protocol OperationsProvider: Sendable {
+    /// `GET /readyz`.
+    func readiness() async -> Readiness
+    /// `GET /api/status`: the JSON of `orderlive status --json`.
+    func statusJSON() async -> String
+    /// `GET /metrics`: Prometheus text exposition.
+    func metricsText() async -> String
+}
+
+/// The push listener (`ingest.listen`) as a `Service`: `POST /api/push`, `GET /healthz`,
+/// `GET /readyz`, `GET /metrics` and `GET /api/status` (DESIGN §4). On graceful shutdown pushes are
+/// answered 503 at once, and the server stops accepting connections.
+public final class PushServer: Service, Sendable {
+    /// Where it listens and how long a request may take to arrive.
+    public struct Configuration: Sendable {
+        /// The address to bind.
+        public var host: String
+        /// The port; 0 picks a free one (see ``port``).
+        public var port: Int
+        /// A request head, and then its body, must each arrive within this time.
+        public var readTimeout: Duration
+        /// The largest request body read (the bounds handler and the endpoint share it).
+        public var maximumBodyBytes: Int
+
+        /// Creates a configuration.
+        public init(host: String = "127.0.0.1", port: Int = 8080, readTimeout: Duration = .seconds(10),
+                    maximumBodyBytes: Int = 262_144) {
+            self.host = host
+            self.port = port
+            self.readTimeout = readTimeout
+            self.maximumBodyBytes = maximumBodyBytes
+        }
+    }
+
+    /// `ingest.auth: none` is refused unless the listener is on loopback (DESIGN §4).
+    public static func refusal(host: String, authentication: PushAuthentication) -> String? {
+        guard case .none = authentication else { return nil }
+        let loopback = host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+        return loopback ? nil : "ingest.auth is none but ingest.listen is not a loopback address (\(host)): "
+            + "set ingest.auth to bearer or standard-webhooks with ingest.secret_file, or listen on 127.0.0.1"
+    }
+
+    private let configuration: Configuration
+    private let endpoint: PushEndpoint
+    private let operations: any OperationsProvider
+    private let logger: Logger
+    private let bound = Mutex<(port: Int?, waiters: [CheckedContinuation<Int, Never>])>((nil, []))
+
+    /// Creates the server; it does not listen until ``run()``.
+    public init(configuration: Configuration, endpoint: PushEndpoint, operations: any OperationsProvider, logger: Logger) {
+        self.configuration = configuration
+        self.endpoint = endpoint
+        self.operations = operations
+        self.logger = logger
+    }
+
+    /// The bound port, once listening.
+    public var port: Int {
+        get async {
+            await withCheckedContinuation { continuation in
+                let known = bound.withLock { state -> Int? in
+                    if let port = state.port { return port }
+                    state.waiters.append(continuation)
+                    return nil
+                }
+                if let known { continuation.resume(returning: known) }
+            }
+        }
+    }
+
+    /// Serves until graceful shutdown or cancellation.
+    public func run() async throws {
+        let router = Router()
+        let endpoint = self.endpoint
+        let operations = self.operations
+        router.post("/api/push") { request, _ in await endpoint.respond(to: request) }
+        router.get("/healthz") { _, _ in PushEndpoint.body(.ok, #"{"status":"ok"}"#) }
+        router.get("/readyz") { _, _ in
+            let readiness = await operations.readiness()
+            return PushEndpoint.body(readiness.isReady ? .ok : .serviceUnavailable, readiness.json)
+        }
+        router.get("/api/status") { _, _ in PushEndpoint.body(.ok, await operations.statusJSON()) }
+        router.get("/metrics") { _, _ in
+            var headers = HTTPFields()
+            headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+            return Response(status: .ok, headers: headers,
+                            body: ResponseBody(byteBuffer: ByteBuffer(string: await operations.metricsText())))
+        }
+        let limits = (configuration.maximumBodyBytes, TimeAmount.nanoseconds(Self.nanoseconds(configuration.readTimeout)))
+        let app = Application(
+            router: router,
+            server: .http1(configuration: .init(
+                additionalChannelHandlers: [RequestBoundsHandler(maximumBodyBytes: limits.0, readTimeout: limits.1)])),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "orderlive"),
+            onServerRunning: { [self] channel in
+                let port = channel.localAddress?.port ?? configuration.port
+                let waiters = bound.withLock { state in
+                    state.port = port
+                    defer { state.waiters = [] }
+                    return state.waiters
+                }
+                for waiter in waiters { waiter.resume(returning: port) }
+                logger.info("push endpoint listening", metadata: [
+                    "push.listen": "\(configuration.host):\(port)",
+                ])
+            },
+            logger: logger)
+        try await withGracefulShutdownHandler {
+            try await app.run()
+        } onGracefulShutdown: {
+            endpoint.beginDraining()
+        }
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
+    }
+}

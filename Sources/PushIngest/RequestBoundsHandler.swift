@@ -1,0 +1,131 @@
+import HTTPTypes
+import NIOCore
+import NIOHTTPTypes
+
+/// The body of a request did not arrive within the read timeout.
+struct RequestBodyTimeout: Error {}
+
+/// Bounds the reading of every request on a connection (DESIGN §4: "never a hung request"):
+/// - a request head must arrive within `readTimeout` of the connection opening or of the previous
+///   answer, else the connection is closed (slow-loris headers, idle keep-alive connections);
+/// - a body must arrive within `readTimeout` of its head, else its reader gets an error and the
+///   endpoint answers 408;
+/// - a body over `maximumBodyBytes` (declared, or counted as it arrives) is not passed on past the
+///   first byte over the limit, and the connection is closed once the answer is written, so an
+///   oversize body is never read to its end.
+/// Any answer marked `Connection: close` also closes the connection once written.
+/// It runs on the channel's event loop only, like every NIO handler.
+final class RequestBoundsHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private let maximumBodyBytes: Int
+    private let readTimeout: TimeAmount
+    private var headTimer: Scheduled<Void>?
+    private var bodyTimer: Scheduled<Void>?
+    private var bodyBytes = 0
+    private var discarding = false
+    private var closeAfterAnswer = false
+    private var readingBody = false
+    private var unanswered = 0
+
+    init(maximumBodyBytes: Int, readTimeout: TimeAmount) {
+        self.maximumBodyBytes = maximumBodyBytes
+        self.readTimeout = readTimeout
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { armHeadTimer(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        armHeadTimer(context)
+        context.fireChannelActive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        cancelTimers()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        cancelTimers()
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            headTimer?.cancel()
+            headTimer = nil
+            unanswered += 1
+            bodyBytes = 0
+            readingBody = true
+            discarding = false
+            if let declared = head.headerFields[.contentLength].flatMap({ Int($0) }), declared > maximumBodyBytes {
+                discarding = true
+                closeAfterAnswer = true
+            }
+            let loop = context.eventLoop.assumeIsolated()
+            bodyTimer = loop.scheduleTask(in: readTimeout) { [self] in
+                guard readingBody else { return }
+                discarding = true
+                closeAfterAnswer = true
+                context.fireErrorCaught(RequestBodyTimeout())
+            }
+            context.fireChannelRead(data)
+        case .body(let buffer):
+            if discarding { return }
+            bodyBytes += buffer.readableBytes
+            if bodyBytes > maximumBodyBytes {
+                // Pass on the part that crosses the limit, so the reader sees it, and nothing after.
+                discarding = true
+                closeAfterAnswer = true
+            }
+            context.fireChannelRead(data)
+        case .end:
+            readingBody = false
+            bodyTimer?.cancel()
+            bodyTimer = nil
+            context.fireChannelRead(data)
+        }
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .head(let head):
+            if head.headerFields[.connection]?.lowercased() == "close" { closeAfterAnswer = true }
+            context.write(data, promise: promise)
+        case .body:
+            context.write(data, promise: promise)
+        case .end:
+            unanswered = max(0, unanswered - 1)
+            guard closeAfterAnswer else {
+                if unanswered == 0, !readingBody { armHeadTimer(context) }
+                context.write(data, promise: promise)
+                return
+            }
+            let written = context.eventLoop.makePromise(of: Void.self)
+            if let promise { written.futureResult.cascade(to: promise) }
+            let channel = context.channel
+            written.futureResult.whenComplete { _ in channel.close(promise: nil) }
+            context.writeAndFlush(data, promise: written)
+        }
+    }
+
+    private func armHeadTimer(_ context: ChannelHandlerContext) {
+        headTimer?.cancel()
+        let channel = context.channel
+        headTimer = context.eventLoop.assumeIsolated().scheduleTask(in: readTimeout) {
+            channel.close(promise: nil)
+        }
+    }
+
+    private func cancelTimers() {
+        headTimer?.cancel()
+        bodyTimer?.cancel()
+        headTimer = nil
+        bodyTimer = nil
+    }
+}

@@ -1,0 +1,156 @@
+import CurlHTTP
+import Foundation
+import Logging
+import OrderStore
+import OrderSync
+import Prometheus
+import PushIngest
+import TestSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Operations answers for the endpoint tests: ready, a fixed status, and the test's own registry.
+struct TestOperations: OperationsProvider {
+    let registry: PrometheusCollectorRegistry
+
+    func readiness() async -> Readiness { Readiness(isReady: true, json: #"{"ready":true}"#) }
+    func statusJSON() async -> String { #"{"test":true}"# }
+    func metricsText() async -> String { registry.emitToString() }
+}
+
+/// A real push server on 127.0.0.1:0 over a real store in a temporary directory, and a curl client.
+struct PushServerHarness: Sendable {
+    let store: OrderStore
+    let endpoint: PushEndpoint
+    let server: PushServer
+    let loop: CurlLoop
+    let registry: PrometheusCollectorRegistry
+    let logs: CapturedLogs
+    let port: Int
+    let directory: String
+
+    var url: String { "http://127.0.0.1:\(port)/api/push" }
+
+    static func with<Result: Sendable>(
+        authentication: PushAuthentication = .none,
+        maximumBodyBytes: Int = 262_144,
+        maximumNotifications: Int = 100,
+        highWaterJobs: Int = 100_000,
+        readTimeout: Duration = .seconds(10),
+        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+        prepare: (OrderStore) throws -> Void = { _ in },
+        _ body: (PushServerHarness) async throws -> Result
+    ) async throws -> Result {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("push-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try OrderStore(path: directory + "/orderlive.sqlite")
+        try prepare(store)
+        let logs = CapturedLogs()
+        let logger = logs.logger(level: .debug)
+        let registry = PrometheusCollectorRegistry()
+        let journal = PushJournal(store: store, dedupeWindow: 345_600, highWaterJobs: highWaterJobs, now: now)
+        let endpoint = PushEndpoint(
+            configuration: .init(authentication: authentication, maximumBodyBytes: maximumBodyBytes,
+                                 maximumNotifications: maximumNotifications),
+            journal: journal, metrics: PushMetrics(factory: PrometheusMetricsFactory(registry: registry)), now: now,
+            logger: logger)
+        let server = PushServer(
+            configuration: .init(host: "127.0.0.1", port: 0, readTimeout: readTimeout, maximumBodyBytes: maximumBodyBytes),
+            endpoint: endpoint, operations: TestOperations(registry: registry), logger: logger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await server.run() }
+            let port = await server.port
+            defer { group.cancelAll() }
+            return try await CurlLoop.withLoop(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })) { loop in
+                try await body(PushServerHarness(
+                    store: store, endpoint: endpoint, server: server, loop: loop, registry: registry, logs: logs,
+                    port: port, directory: directory))
+            }
+        }
+    }
+
+    /// POSTs `body` to `/api/push` with extra headers.
+    func push(_ body: [UInt8], headers: [String: String] = [:]) async throws -> HTTPResponse {
+        var fields = HTTPHeaders()
+        fields.add(name: "Content-Type", value: "application/json")
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { fields.add(name: name, value: value) }
+        return try await loop.perform(HTTPRequest(url: url, method: "POST", headers: fields, body: body))
+    }
+
+    func push(_ text: String, headers: [String: String] = [:]) async throws -> HTTPResponse {
+        try await push(Array(text.utf8), headers: headers)
+    }
+
+    func get(_ path: String) async throws -> HTTPResponse {
+        try await loop.perform(HTTPRequest(url: "http://127.0.0.1:\(port)\(path)"))
+    }
+
+    /// The journal's jobs, in order.
+    func jobs() throws -> [JobRecord] { try store.headJobs(limit: 1_000_000) }
+}
+
+extension HTTPResponse {
+    var text: String { String(decoding: body, as: UTF8.self) }
+}
+
+/// A plain TCP client for what curl will not send: bodies that stall, heads that never end, chunked
+/// bodies without end. Every read has a timeout, so a test never hangs.
+final class RawConnection: Sendable {
+    private let descriptor: Int32
+
+    init(port: Int, readTimeoutSeconds: Int = 5) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var timeout = timeval(tv_sec: readTimeoutSeconds, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+    }
+
+    deinit { close(descriptor) }
+
+    /// Sends bytes; false when the peer has closed (EPIPE / ECONNRESET).
+    @discardableResult
+    func send(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        return bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
+    }
+
+    @discardableResult
+    func send(bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
+    }
+
+    /// Everything the server sends until it closes the connection (or the read timeout passes:
+    /// then `closed` is false). The blocking reads run on a thread of their own, never on the
+    /// cooperative pool the server under test needs.
+    func readUntilClosed() async -> (text: String, closed: Bool) {
+        let descriptor = self.descriptor
+        return await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: Self.read(descriptor)) }
+        }
+    }
+
+    private static func read(_ descriptor: Int32) -> (text: String, closed: Bool) {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count > 0 {
+                received += buffer.prefix(count)
+            } else {
+                return (String(decoding: received, as: UTF8.self), count == 0 || errno == ECONNRESET)
+            }
+        }
+    }
+}
