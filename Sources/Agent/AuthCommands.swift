@@ -68,10 +68,11 @@ public enum AuthCommands {
     }
 
     /// `status --json` (never a token): the auth section, then — when the order database exists —
-    /// the stream as last known (the agent is not running in this version: `stopped`), the journal,
-    /// dead letters, orders, and the user the data belongs to.
+    /// the stream (live from the running agent's `stream`, else `stopped` with the stored cursor),
+    /// the journal, dead letters, orders, and the user the data belongs to.
     public static func statusJSON(
-        _ snapshot: Session.Snapshot, store: OrderCommands.StoreStatus? = nil, now: Double = Date().timeIntervalSince1970
+        _ snapshot: Session.Snapshot, store: OrderCommands.StoreStatus? = nil, stream: AgentState.Snapshot? = nil,
+        now: Double = Date().timeIntervalSince1970
     ) -> String {
         var fields = [#""state":\#(JSONText.string(snapshot.state.rawValue))"#]
         fields.append(#""user_id":\#(jsonIdentifier(snapshot.userID))"#)
@@ -82,7 +83,15 @@ public enum AuthCommands {
         var sections = [#""auth":{\#(fields.joined(separator: ","))}"#]
         if let store {
             let oldest = store.counts.oldestJobCreatedAt.map { max(0, Int(now - $0)) } ?? 0
-            sections.append(#""stream":{"state":"stopped","cursor":\#(JSONText.string(store.cursor))}"#)
+            var streamFields = [
+                #""state":\#(JSONText.string(stream?.stream.rawValue ?? "stopped"))"#,
+                #""cursor":\#(JSONText.string(store.cursor))"#,
+            ]
+            if let stream {
+                streamFields.append(#""reconnects":\#(stream.reconnects)"#)
+                streamFields.append(#""last_event_at":\#(stream.lastEventAt.map { JSONText.string(rfc3339($0)) } ?? "null")"#)
+            }
+            sections.append(#""stream":{\#(streamFields.joined(separator: ","))}"#)
             sections.append(#""journal":{"depth":\#(store.counts.journalDepth),"oldest_age_s":\#(oldest)}"#)
             sections.append(#""dead_letters":\#(store.counts.deadLetters)"#)
             sections.append(#""orders":\#(store.counts.orders)"#)

@@ -131,6 +131,7 @@ public actor Session {
     /// window (or is unknown-expiry and was rejected). Concurrent callers share one refresh.
     public func accessToken() async throws(AuthError) -> String {
         hydrate()
+        if state == .locked || state == .unauthenticated { reloadStoredCredentials() }
         switch state {
         case .locked:
             throw AuthError(.locked, "the stored session cannot be read now: \(lockedReason)")
@@ -145,6 +146,16 @@ public actor Session {
             }
             return try await runOperation { session throws(AuthError) in try await session.performLogin(password: nil) }
         }
+    }
+
+    /// Without usable credentials, reads the store again: a `login` made by another process while
+    /// this one runs is picked up, and a store that was locked recovers once it can be read.
+    private func reloadStoredCredentials() {
+        guard case .loaded(let stored) = dependencies.store.load() else { return }
+        credentials = stored
+        lockedReason = ""
+        logger.info("stored credentials loaded", metadata: ["auth.event": "auth.credentials.loaded"])
+        setState(.authenticated)
     }
 
     /// The backend answered 401 to `token`. Acted on only while it is still the current token, so a

@@ -50,14 +50,18 @@ public final class SyncExecutor: Sendable {
     private let configuration: Configuration
     private let now: @Sendable () -> Double
     private let logger: Logger
+    private let observe: @Sendable (JobKind, Outcome) -> Void
     private let running = Atomic<Int>(0)
     private let mostAtOnce = Atomic<Int>(0)
 
-    /// Creates an executor over a store and an order source; `now` is the wall clock in Unix seconds.
+    /// Creates an executor over a store and an order source; `now` is the wall clock in Unix seconds;
+    /// `observe` hears every job's outcome (for metrics).
     public init(
         store: OrderStore, source: any OrderSource, configuration: Configuration = .init(),
-        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }, logger: Logger
+        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+        observe: @escaping @Sendable (JobKind, Outcome) -> Void = { _, _ in }, logger: Logger
     ) {
+        self.observe = observe
         self.store = store
         self.source = source
         self.configuration = configuration
@@ -68,12 +72,13 @@ public final class SyncExecutor: Sendable {
     /// The most jobs ever in flight at once (the serial guarantee says 1).
     public var maximumConcurrentJobs: Int { mostAtOnce.load(ordering: .relaxed) }
 
-    /// Applies jobs in journal order until the journal is empty or its head must wait for a retry
-    /// time. One at a time: each job, fetch included, finishes before the next starts.
+    /// Applies jobs in journal order until the journal is empty, its head must wait for a retry
+    /// time, or `stopping` says so (checked between jobs, so the job in hand always finishes). One
+    /// at a time: each job, fetch included, finishes before the next starts.
     @discardableResult
-    public func runReadyJobs() async throws -> Progress {
+    public func runReadyJobs(until stopping: @Sendable () -> Bool = { false }) async throws -> Progress {
         var progress = Progress()
-        while !Task.isCancelled {
+        while !Task.isCancelled && !stopping() {
             let head = try store.headJobs(limit: 512)
             guard let first = head.first, first.notBefore <= now() else { break }
             // Consecutive cheap jobs (upserts, deletes) that are ready go in one transaction: the same
@@ -84,10 +89,14 @@ public final class SyncExecutor: Sendable {
                 let current = running.add(1, ordering: .acquiringAndReleasing).newValue
                 _ = mostAtOnce.max(current, ordering: .relaxed)
                 defer { running.subtract(1, ordering: .acquiringAndReleasing) }
-                progress.completed += try store.applyInOneTransaction(cheap)
+                let applied = try store.applyInOneTransaction(cheap)
+                progress.completed += applied
+                for job in cheap.prefix(applied) { observe(job.kind, .completed) }
                 continue
             }
-            switch await execute(first) {
+            let outcome = await execute(first)
+            observe(first.kind, outcome)
+            switch outcome {
             case .completed: progress.completed += 1
             case .failed: progress.failed += 1
             case .deadLettered: progress.deadLettered += 1
@@ -96,13 +105,15 @@ public final class SyncExecutor: Sendable {
         return progress
     }
 
-    /// Runs until the task is cancelled: applies ready jobs, then waits for `wake` or the head job's
-    /// retry time. Cancellation stops between jobs; a job interrupted by it stays journaled as it was.
-    public func run(wake: WakeSignal) async {
+    /// Runs until the task is cancelled or `stopping` says so: applies ready jobs, then waits for
+    /// `wake` or the head job's retry time. `stopping` is checked between jobs, so the job in hand
+    /// finishes (signal `wake` after setting it); cancellation interrupts the job in hand, which then
+    /// stays journaled as it was.
+    public func run(wake: WakeSignal, until stopping: @escaping @Sendable () -> Bool = { false }) async {
         let clock = ContinuousClock()
-        while !Task.isCancelled {
+        while !Task.isCancelled && !stopping() {
             do {
-                try await runReadyJobs()
+                try await runReadyJobs(until: stopping)
             } catch {
                 logger.error("the order store cannot be read; retrying", metadata: ["sync.reason": "\(error)"])
                 await wake.wait(until: clock.now.advanced(by: .seconds(1)), clock: clock)
@@ -115,17 +126,22 @@ public final class SyncExecutor: Sendable {
                 let seconds = max(0, head.notBefore - now())
                 deadline = clock.now.advanced(by: .milliseconds(Int64(min(seconds, 3600) * 1000)))
             }
+            if stopping() { return }
             await wake.wait(until: deadline, clock: clock)
         }
     }
 
-    private enum Result {
+    /// How one attempt at a job ended (reported to the outcome observer, for metrics).
+    public enum Outcome: String, Sendable, Hashable {
+        /// Applied and removed from the journal.
         case completed
+        /// Failed; it stays in place and is retried.
         case failed
-        case deadLettered
+        /// Moved to the dead letters.
+        case deadLettered = "dead_lettered"
     }
 
-    private func execute(_ job: JobRecord) async -> Result {
+    private func execute(_ job: JobRecord) async -> Outcome {
         let current = running.add(1, ordering: .acquiringAndReleasing).newValue
         defer { running.subtract(1, ordering: .acquiringAndReleasing) }
         _ = mostAtOnce.max(current, ordering: .relaxed)

@@ -1,16 +1,20 @@
 import Agent
 import ArgumentParser
 import Logging
-import ServiceLifecycle
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `orderlive run`
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run the agent: the order stream into the local store, until SIGINT/SIGTERM.",
+        abstract: "Run the agent: the order stream and the push endpoint into the local store, until SIGINT/SIGTERM.",
         discussion: """
-            Needs a session (orderlive login, or a configured password). Resumes from the stored cursor, \
-            applies changes one at a time, and on SIGINT/SIGTERM finishes the job in hand; the journal \
-            keeps the rest for the next start. (The push endpoint, /readyz and /metrics come later.)
+            Resumes the stream from the stored cursor, serves POST /api/push, /healthz, /readyz, /metrics and \
+            /api/status on ingest.listen, and applies changes one at a time. SIGINT/SIGTERM: pushes get 503, the \
+            job in hand finishes, the journal keeps the rest (exit 0 within 10 s); a second signal exits at once. \
+            Without a session it still serves the endpoint and the store, and /readyz says why it is not syncing.
             """
     )
 
@@ -18,24 +22,17 @@ struct Run: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try await config.load()
-        // The one logging bootstrap of the process (STYLE 7); levels come from log.level.
-        let level = configuration.log.level
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
-        var logger = Logger(label: "orderlive")
-        logger.logLevel = level
-        // The service group owns the long-running work and turns SIGTERM/SIGINT into graceful shutdown.
-        let group = ServiceGroup(configuration: .init(
-            services: [StreamAgent(configuration: configuration, logger: logger)],
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger))
+        // The one logging bootstrap of the process (STYLE 7): log.level and log.format.
+        LoggingSystem.bootstrap(LogOutput.factory(configuration.log, standardErrorIsTerminal: isatty(2) == 1))
+        let logger = Logger(label: "orderlive")
+        let program: AgentProgram
         do {
-            try await group.run()
-        } catch let error as StreamAgent.StartError {
+            program = try AgentBuilder.build(configuration: configuration, logger: logger)
+        } catch {
             throw RuntimeFailure(description: error.description)
+        }
+        do {
+            try await program.run(handlingSignals: true)
         } catch {
             throw RuntimeFailure(description: "\(error)")
         }

@@ -202,7 +202,7 @@ struct OrderliveProcess {
             let environment = [
                 "ORDERLIVE_UPSTREAM_BASE_URL": await sandbox.baseURL, "ORDERLIVE_STORE_STATE_DIR": state,
                 "ORDERLIVE_AUTH_IDENTIFIER": SandboxUser.demo.identifier, "ORDERLIVE_AUTH_PASSWORD": SandboxUser.demo.password,
-                "ORDERLIVE_LOG_LEVEL": "debug",
+                "ORDERLIVE_LOG_LEVEL": "debug", "ORDERLIVE_LOG_FORMAT": "text", "ORDERLIVE_INGEST_LISTEN": "",
             ]
             var random = SystemRandomNumberGenerator()
             var live: [Int] = []

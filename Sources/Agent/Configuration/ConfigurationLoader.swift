@@ -32,7 +32,7 @@ public enum ConfigurationLoader {
         "auth.identifier", "auth.password_file", "auth.refresh_ahead_s", "auth.credentials_key_file",
         "stream.initial_delay_ms", "stream.max_delay_ms", "stream.reset_after_s", "stream.idle_timeout_ms",
         "ingest.listen", "ingest.auth", "ingest.secret_file", "ingest.max_body_bytes", "ingest.max_notifications",
-        "ingest.dedupe_window_s", "ingest.high_water_jobs",
+        "ingest.dedupe_window_s", "ingest.high_water_jobs", "ingest.read_timeout_ms",
         "sync.max_attempts", "sync.page_size",
         "store.state_dir", "store.durability",
         "log.level", "log.format",
@@ -265,6 +265,7 @@ public enum ConfigurationLoader {
         try values.integer("ingest.max_notifications", minimum: 1, &ingest.maximumNotifications)
         try values.seconds("ingest.dedupe_window_s", minimum: 0, &ingest.dedupeWindow)
         try values.integer("ingest.high_water_jobs", minimum: 1, &ingest.highWaterJobs)
+        try values.milliseconds("ingest.read_timeout_ms", minimum: 1, &ingest.readTimeout)
         configuration.ingest = ingest
 
         try values.integer("sync.max_attempts", minimum: 1, &configuration.sync.maximumAttempts)

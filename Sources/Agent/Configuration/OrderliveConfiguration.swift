@@ -78,6 +78,8 @@ public struct IngestConfiguration: Sendable, Hashable {
     public var dedupeWindow = Duration.seconds(345_600)
     /// Journal depth at which pushes are refused with 429.
     public var highWaterJobs = 100_000
+    /// A request head, and then its body, must each arrive within this time (else close / 408).
+    public var readTimeout = Duration.milliseconds(10_000)
 }
 
 /// `sync.*`: the executor.

@@ -1,0 +1,259 @@
+import AuthSession
+import CurlHTTP
+import Foundation
+import Logging
+import OrderStore
+import OrderSync
+import PushIngest
+import ServiceLifecycle
+import UnixSignals
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why `orderlive run` could not start: what is wrong and what to do. Reported before any port is
+/// bound or any service starts.
+public struct AgentStartError: Error, Sendable, CustomStringConvertible {
+    /// The one-line message.
+    public var description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}
+
+/// The whole program of `orderlive run`, built by ``AgentBuilder/build(configuration:logger:)`` and
+/// run by ``run(handlingSignals:)``.
+public struct AgentProgram: Sendable {
+    /// The services in dependency order: curl loop → stream → executor → push endpoint → shutdown
+    /// marker. The group stops them in reverse: pushes are refused first, the curl loop stops last.
+    public let services: [any Service]
+    /// The push listener, when `ingest.listen` is set.
+    public let pushServer: PushServer?
+    /// Live state for readiness and status.
+    public let state: AgentState
+    /// The metrics registry.
+    public let metrics: AgentMetrics
+    /// The order store.
+    public let store: OrderStore
+    /// The session.
+    public let session: Session
+    let logger: Logger
+
+    /// Runs every service until graceful shutdown. With `handlingSignals`, SIGTERM/SIGINT start it;
+    /// a second signal exits the process at once (the journal is durable at every commit), and a
+    /// shutdown that takes longer than 9 s is escalated to cancellation, so the process is gone
+    /// within 10 s.
+    public func run(handlingSignals: Bool) async throws {
+        var configuration = ServiceGroupConfiguration(
+            services: services.map { .init(service: $0) },
+            gracefulShutdownSignals: handlingSignals ? [.sigterm, .sigint] : [],
+            logger: logger)
+        configuration.maximumGracefulShutdownDuration = .seconds(9)
+        configuration.maximumCancellationDuration = .milliseconds(500)
+        let group = ServiceGroup(configuration: configuration)
+        guard handlingSignals else {
+            try await group.run()
+            return
+        }
+        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+        let logger = self.logger
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask {
+                var seen = 0
+                for await _ in signals {
+                    seen += 1
+                    if seen == 1 { logger.info("stopping: pushes now get 503; finishing the job in hand") }
+                    if seen >= 2 {
+                        logger.warning("second signal: exiting at once; the journal keeps what is not applied")
+                        exit(130)
+                    }
+                }
+            }
+            try await group.run()
+            tasks.cancelAll()
+        }
+        let pending = (try? store.counts().journalDepth).map { "\($0)" } ?? "unknown"
+        logger.info("stopped", metadata: ["sync.journal_depth": "\(pending)"])
+    }
+}
+
+/// The composition root (STYLE 2): builds the whole agent from the typed configuration.
+public enum AgentBuilder {
+    /// Validates what start-up needs beyond the configuration's own checks (secrets, the listener),
+    /// opens the store and builds every component. Binds no port and starts nothing.
+    public static func build(
+        configuration: OrderliveConfiguration, logger: Logger,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(AgentStartError) -> AgentProgram {
+        let push = try pushSettings(configuration.ingest)
+        let credentials: CredentialStore
+        do {
+            credentials = try AuthCommands.makeStore(configuration: configuration)
+            try credentials.ensureDirectory()
+        } catch {
+            throw AgentStartError(error.message)
+        }
+        let store: OrderStore
+        do {
+            store = try OrderStore(
+                path: OrderCommands.databasePath(stateDirectory: configuration.store.stateDirectory),
+                durability: configuration.store.durability == .full ? .full : .normal)
+        } catch {
+            throw AgentStartError("cannot open the order database in \(configuration.store.stateDirectory): \(error)")
+        }
+        let loop: CurlLoop
+        let session: Session
+        do {
+            loop = try CurlLoop(logger: logger)
+            session = try AuthCommands.makeSession(
+                configuration: configuration, loop: loop,
+                password: AuthCommands.passwordSource(configuration, environment: environment), logger: logger)
+        } catch let error as CurlError {
+            throw AgentStartError("cannot start the HTTP client: \(error.description)")
+        } catch let error as AuthError {
+            throw AgentStartError(error.message)
+        } catch {
+            throw AgentStartError("\(error)")
+        }
+        let state = AgentState()
+        let metrics = AgentMetrics()
+        let wake = WakeSignal()
+        let upstream = configuration.upstream
+        let executor = SyncExecutor(
+            store: store,
+            source: OrdersClient(
+                loop: loop, session: session, baseURL: upstream.baseURL, ordersPath: upstream.ordersPath,
+                connectTimeout: upstream.connectTimeout, requestTimeout: upstream.requestTimeout, tls: upstream.tls),
+            configuration: .init(maximumAttempts: configuration.sync.maximumAttempts, pageSize: configuration.sync.pageSize),
+            observe: { kind, outcome in metrics.record(kind, outcome) },
+            logger: logger)
+        var services: [any Service] = [
+            CurlLoopService(loop: loop),
+            StreamService(configuration: configuration, loop: loop, session: session, store: store, wake: wake,
+                          state: state, metrics: metrics, logger: logger),
+            ExecutorService(executor: executor, wake: wake, state: state),
+        ]
+        var server: PushServer?
+        if let push {
+            let ingest = configuration.ingest
+            let journal = PushJournal(
+                store: store, dedupeWindow: Double(ingest.dedupeWindow.components.seconds),
+                highWaterJobs: ingest.highWaterJobs, journaled: { wake.signal() })
+            let endpoint = PushEndpoint(
+                configuration: .init(authentication: push.authentication, maximumBodyBytes: ingest.maximumBodyBytes,
+                                     maximumNotifications: ingest.maximumNotifications),
+                journal: journal, metrics: PushMetrics(factory: metrics.factory), logger: logger)
+            let pushServer = PushServer(
+                configuration: .init(host: push.host, port: push.port, readTimeout: ingest.readTimeout,
+                                     maximumBodyBytes: ingest.maximumBodyBytes),
+                endpoint: endpoint,
+                operations: AgentOperations(session: session, store: store, state: state, metrics: metrics),
+                logger: logger)
+            services.append(pushServer)
+            server = pushServer
+        }
+        services.append(ShutdownMarker(state: state))
+        return AgentProgram(
+            services: services, pushServer: server, state: state, metrics: metrics, store: store, session: session,
+            logger: logger)
+    }
+
+    /// The listener and the authentication of `ingest.*`, or nil when `ingest.listen` is "".
+    static func pushSettings(
+        _ ingest: IngestConfiguration
+    ) throws(AgentStartError) -> (host: String, port: Int, authentication: PushAuthentication)? {
+        guard !ingest.listen.isEmpty, let colon = ingest.listen.lastIndex(of: ":"),
+              let port = Int(ingest.listen[ingest.listen.index(after: colon)...])
+        else { return nil }
+        var host = String(ingest.listen[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        let authentication: PushAuthentication
+        switch ingest.auth {
+        case .none:
+            authentication = .none
+        case .bearer, .standardWebhooks:
+            guard !ingest.secretFile.isEmpty else {
+                throw AgentStartError("'ingest.auth' is \(ingest.auth.rawValue) but 'ingest.secret_file' is not set: "
+                    + "point it at a file holding the secret")
+            }
+            guard var secret = try? String(contentsOfFile: ingest.secretFile, encoding: .utf8) else {
+                throw AgentStartError("'ingest.secret_file': cannot read \(ingest.secretFile); check the path and its permissions")
+            }
+            secret = secret.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !secret.isEmpty else {
+                throw AgentStartError("'ingest.secret_file': \(ingest.secretFile) is empty")
+            }
+            if ingest.auth == .bearer {
+                authentication = .bearer(secret: secret)
+            } else {
+                do {
+                    authentication = .standardWebhooks(try StandardWebhooks(secret: secret))
+                } catch {
+                    throw AgentStartError("'ingest.secret_file': \(error.description)")
+                }
+            }
+        }
+        if let refusal = PushServer.refusal(host: host, authentication: authentication) {
+            throw AgentStartError(refusal)
+        }
+        return (host, port, authentication)
+    }
+}
+
+/// `/readyz`, `/api/status` and `/metrics` of the running agent.
+struct AgentOperations: OperationsProvider {
+    let session: Session
+    let store: OrderStore
+    let state: AgentState
+    let metrics: AgentMetrics
+
+    func readiness() async -> Readiness {
+        let snapshot = state.snapshot
+        let auth = await session.snapshot
+        var reason: String?
+        var storeReadable = true
+        do {
+            _ = try store.counts()
+        } catch {
+            storeReadable = false
+        }
+        if snapshot.shuttingDown {
+            reason = "shutting down"
+        } else if !storeReadable {
+            reason = "the order store cannot be read"
+        } else if !snapshot.executorRunning {
+            reason = "the executor is not running"
+        }
+        var notes: [String] = []
+        switch auth.state {
+        case .unauthenticated: notes.append("no session: run orderlive login, or configure auth.password_file")
+        case .locked: notes.append("the stored credentials cannot be read now")
+        default: break
+        }
+        if snapshot.stream != .open, let error = snapshot.lastStreamError { notes.append("stream: \(error)") }
+        let json = "{" + [
+            #""ready":\#(reason == nil)"#,
+            #""reason":\#(reason.map(JSONText.string) ?? "null")"#,
+            #""auth":{"state":\#(JSONText.string(auth.state.rawValue))}"#,
+            #""stream":{"state":\#(JSONText.string(snapshot.stream.rawValue)),"reconnects":\#(snapshot.reconnects)}"#,
+            #""notes":[\#(notes.map(JSONText.string).joined(separator: ","))]"#,
+        ].joined(separator: ",") + "}"
+        return Readiness(isReady: reason == nil, json: json)
+    }
+
+    func statusJSON() async -> String {
+        let auth = await session.snapshot
+        let storeStatus = try? OrderCommands.StoreStatus(
+            cursor: store.streamCursor(), counts: store.counts(), owner: store.owner())
+        return AuthCommands.statusJSON(auth, store: storeStatus, stream: state.snapshot)
+    }
+
+    func metricsText() async -> String {
+        let auth = await session.snapshot
+        return metrics.text(
+            counts: try? store.counts(), now: Date().timeIntervalSince1970,
+            authenticated: auth.state == .authenticated || auth.state == .refreshing)
+    }
+}

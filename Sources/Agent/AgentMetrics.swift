@@ -1,0 +1,77 @@
+
+import OrderStore
+import OrderSync
+import Prometheus
+
+/// The agent's metrics in one Prometheus registry (DESIGN §4 `/metrics`; issue 6): stream state and
+/// reconnects, event-to-commit lag, journal depth and oldest job age, jobs by kind and outcome, auth
+/// state, and the push endpoint's own (``PushIngest/PushMetrics``, made in the same registry).
+/// Gauges that mirror the store are set when `/metrics` is read.
+public final class AgentMetrics: Sendable {
+    /// The registry `/metrics` prints.
+    public let registry: PrometheusCollectorRegistry
+    /// A swift-metrics factory over the registry, for components that take one.
+    public let factory: PrometheusMetricsFactory
+
+    let streamOpen: Prometheus.Gauge
+    let streamReconnects: Prometheus.Counter
+    let streamEvents: Prometheus.Counter
+    let commitLag: DurationHistogram
+    let journalDepth: Prometheus.Gauge
+    let oldestJobAge: Prometheus.Gauge
+    let deadLetters: Prometheus.Gauge
+    let orders: Prometheus.Gauge
+    let authenticated: Prometheus.Gauge
+    private let jobs: [String: Prometheus.Counter]
+
+    /// Creates the metrics in a fresh registry.
+    public init() {
+        let registry = PrometheusCollectorRegistry()
+        self.registry = registry
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.defaultDurationHistogramBuckets = Self.latencyBuckets
+        self.factory = factory
+        streamOpen = registry.makeGauge(descriptor: Self.name("orderlive_stream_open", "1 while the event stream is open"))
+        streamReconnects = registry.makeCounter(descriptor: Self.name("orderlive_stream_reconnects_total", "Event stream connections lost"))
+        streamEvents = registry.makeCounter(descriptor: Self.name("orderlive_stream_events_total", "Events journaled"))
+        commitLag = registry.makeDurationHistogram(descriptor: Self.name("orderlive_stream_commit_lag_seconds", "From an event's arrival to the commit of its job"), buckets: Self.latencyBuckets)
+        journalDepth = registry.makeGauge(descriptor: Self.name("orderlive_journal_depth", "Jobs waiting in the journal"))
+        oldestJobAge = registry.makeGauge(descriptor: Self.name("orderlive_journal_oldest_job_age_seconds", "Age of the oldest journaled job"))
+        deadLetters = registry.makeGauge(descriptor: Self.name("orderlive_dead_letters", "Dead letters kept"))
+        orders = registry.makeGauge(descriptor: Self.name("orderlive_orders", "Orders in the local store"))
+        authenticated = registry.makeGauge(descriptor: Self.name("orderlive_auth_authenticated", "1 while the session has usable credentials"))
+        var jobs: [String: Prometheus.Counter] = [:]
+        for kind in JobKind.allCases {
+            for outcome in [SyncExecutor.Outcome.completed, .failed, .deadLettered] {
+                jobs["\(kind.rawValue)/\(outcome.rawValue)"] = registry.makeCounter(descriptor: Self.name("orderlive_sync_jobs_total", "Sync job attempts by kind and outcome"), labels: [("kind", kind.rawValue), ("outcome", outcome.rawValue)])
+            }
+        }
+        self.jobs = jobs
+    }
+
+    private static func name(_ name: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
+    }
+
+    static let latencyBuckets: [Duration] = [
+        .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
+        .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1), .seconds(5),
+    ]
+
+    /// Counts one job outcome.
+    func record(_ kind: JobKind, _ outcome: SyncExecutor.Outcome) {
+        jobs["\(kind.rawValue)/\(outcome.rawValue)"]?.increment()
+    }
+
+    /// The exposition text, with the store's gauges brought up to date first.
+    func text(counts: StoreCounts?, now: Double, authenticated isAuthenticated: Bool) -> String {
+        if let counts {
+            journalDepth.set(Int64(counts.journalDepth))
+            oldestJobAge.set(counts.oldestJobCreatedAt.map { max(0, now - $0) } ?? 0)
+            deadLetters.set(Int64(counts.deadLetters))
+            orders.set(Int64(counts.orders))
+        }
+        authenticated.set(Int64(isAuthenticated ? 1 : 0))
+        return registry.emitToString()
+    }
+}

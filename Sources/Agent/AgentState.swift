@@ -1,0 +1,47 @@
+import Foundation
+import Synchronization
+
+/// What the running agent knows about itself that is not on disk: the stream's state and counters,
+/// and whether the executor runs. Written by the services, read by `/readyz`, `/api/status` and
+/// `/metrics`.
+public final class AgentState: Sendable {
+    /// DESIGN §5 `stream.state`.
+    public enum StreamState: String, Sendable, Hashable {
+        /// Opening a connection.
+        case connecting
+        /// Connected and reading.
+        case open
+        /// Waiting before the next attempt.
+        case backoff
+        /// Not streaming (not started, stopped, or told to stop by a 204).
+        case stopped
+    }
+
+    /// A consistent copy of the state.
+    public struct Snapshot: Sendable, Hashable {
+        /// The stream's state.
+        public var stream = StreamState.stopped
+        /// Connections lost so far.
+        public var reconnects = 0
+        /// When the last event arrived, Unix seconds.
+        public var lastEventAt: Double?
+        /// The last reason the stream was lost, if any.
+        public var lastStreamError: String?
+        /// True while the executor's loop runs.
+        public var executorRunning = false
+        /// True once shutdown began.
+        public var shuttingDown = false
+    }
+
+    private let state = Mutex(Snapshot())
+
+    /// Creates an empty state.
+    public init() {}
+
+    /// The current state.
+    public var snapshot: Snapshot { state.withLock { $0 } }
+
+    func update(_ change: (inout Snapshot) -> Void) {
+        state.withLock { change(&$0) }
+    }
+}

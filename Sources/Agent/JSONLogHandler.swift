@@ -1,0 +1,68 @@
+import Foundation
+import Logging
+
+/// `log.format: json`: one JSON object per line on stderr with `time`, `level`, `label`, `message`
+/// and the merged metadata (keys as given, values as strings). Messages and metadata never carry
+/// secrets in this code base; this handler does not add any.
+public struct JSONLogHandler: LogHandler {
+    private let label: String
+    private let write: @Sendable (String) -> Void
+    /// Metadata attached to every line.
+    public var metadata: Logger.Metadata = [:]
+    /// The lowest level written.
+    public var logLevel: Logger.Level = .info
+
+    /// Creates a handler writing lines with `write` (standard error by default).
+    public init(label: String, write: @escaping @Sendable (String) -> Void = { _ = LineWriter.standardError.write(line: $0) }) {
+        self.label = label
+        self.write = write
+    }
+
+    /// A metadata value.
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    /// Writes one line.
+    public func log(event: LogEvent) {
+        var fields = [
+            #""time":\#(JSONText.string(Self.timestamp()))"#,
+            #""level":\#(JSONText.string(event.level.rawValue))"#,
+            #""label":\#(JSONText.string(label))"#,
+            #""message":\#(JSONText.string(event.message.description))"#,
+        ]
+        let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+        for key in merged.keys.sorted() where !["time", "level", "label", "message"].contains(key) {
+            fields.append("\(JSONText.string(key)):\(JSONText.string(merged[key].map { "\($0)" } ?? ""))")
+        }
+        write("{" + fields.joined(separator: ",") + "}")
+    }
+
+    private static func timestamp() -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: Date())
+    }
+}
+
+/// The one place the executable's log output is chosen (STYLE 7: only the executable bootstraps).
+public enum LogOutput {
+    /// A handler factory for `log.format` and `log.level`: `auto` is text on a terminal, else JSON.
+    public static func factory(
+        _ configuration: LogConfiguration, standardErrorIsTerminal: Bool
+    ) -> @Sendable (String) -> any LogHandler {
+        let json = configuration.format == .json || (configuration.format == .auto && !standardErrorIsTerminal)
+        let level = configuration.level
+        return { label in
+            if json {
+                var handler = JSONLogHandler(label: label)
+                handler.logLevel = level
+                return handler
+            }
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+}
