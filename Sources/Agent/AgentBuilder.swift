@@ -169,10 +169,18 @@ public enum AgentBuilder {
         else { return nil }
         var host = String(ingest.listen[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        let authentication: PushAuthentication
+        let authentication = try ingestAuthentication(ingest)
+        if let refusal = PushServer.refusal(host: host, authentication: authentication) {
+            throw AgentStartError(refusal)
+        }
+        return (host, port, authentication)
+    }
+
+    /// The push authentication of `ingest.auth`, its secret read from `ingest.secret_file`.
+    static func ingestAuthentication(_ ingest: IngestConfiguration) throws(AgentStartError) -> PushAuthentication {
         switch ingest.auth {
         case .none:
-            authentication = .none
+            return .none
         case .bearer, .standardWebhooks:
             guard !ingest.secretFile.isEmpty else {
                 throw AgentStartError("'ingest.auth' is \(ingest.auth.rawValue) but 'ingest.secret_file' is not set: "
@@ -185,20 +193,13 @@ public enum AgentBuilder {
             guard !secret.isEmpty else {
                 throw AgentStartError("'ingest.secret_file': \(ingest.secretFile) is empty")
             }
-            if ingest.auth == .bearer {
-                authentication = .bearer(secret: secret)
-            } else {
-                do {
-                    authentication = .standardWebhooks(try StandardWebhooks(secret: secret))
-                } catch {
-                    throw AgentStartError("'ingest.secret_file': \(error.description)")
-                }
+            if ingest.auth == .bearer { return .bearer(secret: secret) }
+            do {
+                return .standardWebhooks(try StandardWebhooks(secret: secret))
+            } catch {
+                throw AgentStartError("'ingest.secret_file': \(error.description)")
             }
         }
-        if let refusal = PushServer.refusal(host: host, authentication: authentication) {
-            throw AgentStartError(refusal)
-        }
-        return (host, port, authentication)
     }
 }
 

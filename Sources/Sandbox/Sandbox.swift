@@ -139,6 +139,12 @@ public final class Sandbox: Sendable {
         authority.revokeAllRefreshTokens()
     }
 
+    /// Invalidates every access token issued so far, as if they had all expired: the next stream or
+    /// orders request with one answers 401 and the client must refresh.
+    public func expireAccessTokens() {
+        authority.expireAccessTokens()
+    }
+
     /// Requests per auth endpoint so far.
     public var authCounters: SandboxAuthCounters {
         authority.counters
@@ -178,6 +184,7 @@ public final class Sandbox: Sendable {
         addDiagnosticRoutes(to: router)
         addAuthRoutes(to: router)
         addOrderRoutes(to: router)
+        addControlRoutes(to: router)
         let app = Application(
             router: router,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port),

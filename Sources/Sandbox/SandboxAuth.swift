@@ -107,6 +107,11 @@ final class SandboxAuthority: Sendable {
     func failRefreshes(_ statuses: [Int]) { state.withLock { $0.failingRefreshes += statuses } }
     func failLogins(_ statuses: [Int]) { state.withLock { $0.failingLogins += statuses } }
 
+    /// Forgets every access token issued so far: the next request with one answers 401.
+    func expireAccessTokens() {
+        state.withLock { $0.access.removeAll() }
+    }
+
     func revokeAllRefreshTokens() {
         state.withLock { state in
             for token in state.refresh.values { state.revokedFamilies.insert(token.family) }
@@ -208,20 +213,6 @@ extension Sandbox {
                 return Self.json(400, #"{"error":"refresh_token is required"}"#)
             }
             return Self.answer(authority.refresh(token: token))
-        }
-        // Fault knobs for people trying the Sandbox by hand (tests use the Swift API):
-        // POST /sandbox/faults/refresh?status=503&times=2, /sandbox/faults/login?..., /sandbox/faults/revoke-refresh-tokens
-        router.post("/sandbox/faults/:kind") { request, context in
-            let kind = context.parameters.get("kind") ?? ""
-            let status = request.uri.queryParameters.get("status", as: Int.self) ?? 503
-            let times = max(0, min(request.uri.queryParameters.get("times", as: Int.self) ?? 1, 1_000))
-            switch kind {
-            case "refresh": authority.failRefreshes(Array(repeating: status, count: times))
-            case "login": authority.failLogins(Array(repeating: status, count: times))
-            case "revoke-refresh-tokens": authority.revokeAllRefreshTokens()
-            default: return Self.json(404, #"{"error":"unknown fault; use refresh, login or revoke-refresh-tokens"}"#)
-            }
-            return Self.json(200, #"{"ok":true}"#)
         }
         router.post("/v1/auth/logout") { request, _ in
             if let body = try? await Self.jsonObject(request), let token = body["refresh_token"] as? String {

@@ -1,0 +1,92 @@
+import CurlHTTP
+import Foundation
+import Logging
+import PushIngest
+
+/// `orderlive push send`: posts a Gorush payload to a push endpoint the way a backend would, with the
+/// configured `ingest.auth` — a bearer header, or Standard Webhooks headers signed over the exact
+/// bytes sent.
+public struct PushSend: Sendable {
+    /// What the endpoint answered.
+    public struct Answer: Sendable {
+        /// The HTTP status.
+        public var status: Int
+        /// The response body as text.
+        public var body: String
+        /// `Retry-After`, when the endpoint sent one.
+        public var retryAfter: String?
+    }
+
+    /// The endpoint's URL.
+    public let url: String
+    private let authentication: PushAuthentication
+    private let logger: Logger
+
+    /// Reads `ingest.auth` and its secret; the URL defaults to `http://<ingest.listen>/api/push`, with a
+    /// wildcard listen address replaced by loopback.
+    public init(configuration: OrderliveConfiguration, url: String?, logger: Logger) throws(AgentStartError) {
+        self.authentication = try AgentBuilder.ingestAuthentication(configuration.ingest)
+        self.logger = logger
+        if let url {
+            self.url = url
+            return
+        }
+        let listen = configuration.ingest.listen
+        guard !listen.isEmpty, let colon = listen.lastIndex(of: ":") else {
+            throw AgentStartError("'ingest.listen' is empty, so there is no default push URL: pass --url")
+        }
+        var host = String(listen[..<colon])
+        if host == "0.0.0.0" || host.isEmpty { host = "127.0.0.1" }
+        if host == "[::]" || host == "::" { host = "[::1]" }
+        self.url = "http://\(host):\(listen[listen.index(after: colon)...])/api/push"
+    }
+
+    /// The headers that authenticate `body` under `ingest.auth`; `id` is the Standard Webhooks
+    /// message id (a retry must reuse it so the endpoint can drop the duplicate).
+    public func headers(for body: [UInt8], id: String, now: Int64) -> HTTPHeaders {
+        var headers: HTTPHeaders = ["Content-Type": "application/json"]
+        switch authentication {
+        case .none:
+            break
+        case .bearer(let secret):
+            headers.add(name: "Authorization", value: "Bearer \(secret)")
+        case .standardWebhooks(let webhooks):
+            headers.add(name: "webhook-id", value: id)
+            headers.add(name: "webhook-timestamp", value: String(now))
+            headers.add(name: "webhook-signature", value: webhooks.sign(id: id, timestamp: now, body: body))
+        }
+        return headers
+    }
+
+    /// Posts `body` once. Throws a message naming the URL when the endpoint cannot be reached.
+    public func send(_ body: [UInt8], id: String = "msg_" + UUID().uuidString.lowercased()) async throws(AgentStartError) -> Answer {
+        let loop: CurlLoop
+        do {
+            loop = try CurlLoop(logger: logger)
+        } catch {
+            throw AgentStartError("cannot start the HTTP client: \(error.description)")
+        }
+        let request = HTTPRequest(
+            url: url, method: "POST",
+            headers: headers(for: body, id: id, now: Int64(Date().timeIntervalSince1970)),
+            body: body, connectTimeout: .seconds(5), timeout: .seconds(30), maximumRedirects: 0,
+            maximumResponseBytes: 1 << 20)
+        let outcome: Result<HTTPResponse, any Error>
+        do {
+            outcome = .success(try await loop.perform(request))
+        } catch {
+            outcome = .failure(error)
+        }
+        await loop.shutdown()
+        switch outcome {
+        case .success(let response):
+            return Answer(
+                status: response.status, body: String(decoding: response.body, as: UTF8.self),
+                retryAfter: response.head.headers["Retry-After"])
+        case .failure(let error as CurlError):
+            throw AgentStartError("cannot post to \(url): \(error.description); is 'orderlive run' listening there?")
+        case .failure(let error):
+            throw AgentStartError("cannot post to \(url): \(error)")
+        }
+    }
+}
