@@ -194,7 +194,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AgentTests",
-            dependencies: ["Agent", "Sandbox", "AuthSession", "OrderStore", "TestSupport"],
+            dependencies: ["Agent", "Sandbox", "AuthSession", "OrderStore", "CurlHTTP", "TestSupport"],
             swiftSettings: strict
         ),
     ]

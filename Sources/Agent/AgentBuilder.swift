@@ -103,13 +103,15 @@ public enum AgentBuilder {
         } catch {
             throw AgentStartError("cannot open the order database in \(configuration.store.stateDirectory): \(error)")
         }
+        let metrics = AgentMetrics()
         let loop: CurlLoop
         let session: Session
         do {
             loop = try CurlLoop(logger: logger)
             session = try AuthCommands.makeSession(
                 configuration: configuration, loop: loop,
-                password: AuthCommands.passwordSource(configuration, environment: environment), logger: logger)
+                password: AuthCommands.passwordSource(configuration, environment: environment),
+                observe: { metrics.record($0) }, logger: logger)
         } catch let error as CurlError {
             throw AgentStartError("cannot start the HTTP client: \(error.description)")
         } catch let error as AuthError {
@@ -118,7 +120,6 @@ public enum AgentBuilder {
             throw AgentStartError("\(error)")
         }
         let state = AgentState()
-        let metrics = AgentMetrics()
         let wake = WakeSignal()
         let upstream = configuration.upstream
         let executor = SyncExecutor(

@@ -1,4 +1,4 @@
-
+import AuthSession
 import OrderStore
 import OrderSync
 import Prometheus
@@ -23,6 +23,7 @@ public final class AgentMetrics: Sendable {
     let orders: Prometheus.Gauge
     let authenticated: Prometheus.Gauge
     private let jobs: [String: Prometheus.Counter]
+    private let authEvents: [AuthEvent: Prometheus.Counter]
 
     /// Creates the metrics in a fresh registry.
     public init() {
@@ -47,6 +48,18 @@ public final class AgentMetrics: Sendable {
             }
         }
         self.jobs = jobs
+        var authEvents: [AuthEvent: Prometheus.Counter] = [:]
+        for event in AuthEvent.allCases {
+            authEvents[event] = registry.makeCounter(
+                descriptor: Self.name("orderlive_auth_events_total", "Logins and refreshes by outcome"),
+                labels: [("event", event.rawValue)])
+        }
+        self.authEvents = authEvents
+    }
+
+    /// Counts one login or refresh outcome.
+    func record(_ event: AuthEvent) {
+        authEvents[event]?.increment()
     }
 
     private static func name(_ name: String, _ help: String) -> MetricNameDescriptor {

@@ -35,7 +35,8 @@ public enum AuthCommands {
     /// A session over the configured backend and state directory.
     public static func makeSession(
         configuration: OrderliveConfiguration, loop: CurlLoop, identifier: String? = nil,
-        password: (@Sendable () -> String?)? = nil, logger: Logger
+        password: (@Sendable () -> String?)? = nil, observe: @escaping @Sendable (AuthEvent) -> Void = { _ in },
+        logger: Logger
     ) throws(AuthError) -> Session {
         let upstream = configuration.upstream
         let client = AuthClient(
@@ -49,7 +50,7 @@ public enum AuthCommands {
                 client: client, store: try makeStore(configuration: configuration),
                 identifier: identifier ?? configuredIdentifier,
                 password: password ?? passwordSource(configuration),
-                refreshAhead: Double(configuration.auth.refreshAhead.components.seconds)),
+                refreshAhead: Double(configuration.auth.refreshAhead.components.seconds), observe: observe),
             logger: logger)
     }
 

@@ -55,6 +55,8 @@ public actor Session {
         public var sleep: @Sendable (Duration) async throws -> Void
         /// A random number in [0, 1] for jitter.
         public var random: @Sendable () -> Double
+        /// Told of every login and refresh outcome (for metrics).
+        public var observe: @Sendable (AuthEvent) -> Void
 
         /// Creates dependencies with real time and randomness.
         public init(
@@ -62,7 +64,8 @@ public actor Session {
             password: @escaping @Sendable () -> String? = { nil }, refreshAhead: Double = 60,
             now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
             sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
-            random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }
+            random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) },
+            observe: @escaping @Sendable (AuthEvent) -> Void = { _ in }
         ) {
             self.client = client
             self.store = store
@@ -72,6 +75,7 @@ public actor Session {
             self.now = now
             self.sleep = sleep
             self.random = random
+            self.observe = observe
         }
     }
 
@@ -250,9 +254,11 @@ public actor Session {
                 let pair = try await dependencies.client.refresh(refreshToken: current.refreshToken)
                 // Persist the rotated refresh token before anyone gets the new access token.
                 install(StoredCredentials(identifier: current.identifier, pair: pair, savedAt: dependencies.now()))
+                dependencies.observe(.refreshSucceeded)
                 logger.info("token refreshed", metadata: ["auth.event": "auth.refresh.success", "auth.attempt": "\(attempt)"])
                 return pair.accessToken
             } catch where error.kind == .rejected {
+                dependencies.observe(.refreshRejected)
                 logger.warning("refresh rejected; the session is over", metadata: [
                     "auth.event": "auth.session.expired", "auth.reason": "\(error.message)",
                 ])
@@ -264,6 +270,7 @@ public actor Session {
                 setState(.unauthenticated)
                 throw error
             } catch {
+                dependencies.observe(.refreshFailed)
                 logger.warning("refresh failed", metadata: [
                     "auth.event": "auth.refresh.failure", "auth.attempt": "\(attempt)", "auth.reason": "\(error.message)",
                 ])
@@ -290,16 +297,19 @@ public actor Session {
             do {
                 let pair = try await dependencies.client.login(identifier: identifier, password: password)
                 install(StoredCredentials(identifier: identifier, pair: pair, savedAt: dependencies.now()))
+                dependencies.observe(.loginSucceeded)
                 logger.info("logged in", metadata: [
                     "auth.event": "auth.login.success", "auth.user_id": "\(pair.userID ?? "")",
                     "auth.latency_ms": "\(Int((dependencies.now() - started) * 1000))",
                 ])
                 return pair.accessToken
             } catch where error.kind == .rejected {
+                dependencies.observe(.loginRejected)
                 logger.error("login rejected", metadata: ["auth.event": "auth.login.failure", "auth.reason": "\(error.message)"])
                 setState(.unauthenticated)
                 throw AuthError(.rejected, "the backend rejected the identifier or password")
             } catch {
+                dependencies.observe(.loginFailed)
                 logger.warning("login failed", metadata: [
                     "auth.event": "auth.login.failure", "auth.attempt": "\(attempt)", "auth.reason": "\(error.message)",
                 ])
@@ -338,4 +348,20 @@ public actor Session {
         state = new
         changesContinuation.yield(new)
     }
+}
+
+/// A login or refresh outcome, as the session's observer sees it.
+public enum AuthEvent: String, Sendable, Hashable, CaseIterable {
+    /// A refresh rotated the tokens.
+    case refreshSucceeded = "refresh_succeeded"
+    /// A refresh failed transiently (network, 5xx); it is retried.
+    case refreshFailed = "refresh_failed"
+    /// The backend rejected the refresh token: the session is over.
+    case refreshRejected = "refresh_rejected"
+    /// A login succeeded.
+    case loginSucceeded = "login_succeeded"
+    /// A login failed transiently.
+    case loginFailed = "login_failed"
+    /// The backend rejected the identifier or password.
+    case loginRejected = "login_rejected"
 }

@@ -147,6 +147,9 @@ public final class SyncExecutor: Sendable {
         _ = mostAtOnce.max(current, ordering: .relaxed)
         do {
             try await apply(job)
+            logger.debug("sync job applied", metadata: [
+                "sync.job.kind": "\(job.kind.rawValue)", "sync.job.order_id": "\(job.orderID ?? "")",
+            ])
             return .completed
         } catch {
             if Task.isCancelled {

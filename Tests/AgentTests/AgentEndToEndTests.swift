@@ -1,0 +1,338 @@
+import CurlHTTP
+import Foundation
+import Logging
+import Sandbox
+import Synchronization
+import Testing
+
+/// The JSON log lines of a running child, as they arrive; tests wait for a line matching a predicate.
+final class LogWatch: Sendable {
+    typealias Line = [String: String]
+    typealias Match = (index: Int, line: Line)
+
+    private struct State {
+        var lines: [Line] = []
+        var unparsable: [String] = []
+        var finished = false
+        var waiters: [(from: Int, predicate: @Sendable (Line) -> Bool, continuation: CheckedContinuation<Match?, Never>)] = []
+    }
+
+    private let state = Mutex(State())
+
+    /// Reads `lines` until it ends (the child exited).
+    func follow(_ lines: AsyncStream<String>) async {
+        for await text in lines {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+                state.withLock { $0.unparsable.append(text) }
+                continue
+            }
+            let line = object.mapValues { "\($0)" }
+            let ready = state.withLock { state in
+                state.lines.append(line)
+                let index = state.lines.count - 1
+                var ready: [(CheckedContinuation<Match?, Never>, Match)] = []
+                state.waiters.removeAll { waiter in
+                    guard index >= waiter.from, waiter.predicate(line) else { return false }
+                    ready.append((waiter.continuation, (index, line)))
+                    return true
+                }
+                return ready
+            }
+            for (continuation, match) in ready { continuation.resume(returning: match) }
+        }
+        let waiters = state.withLock { state in
+            state.finished = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.continuation.resume(returning: nil) }
+    }
+
+    /// The first line at or after index `from` matching `predicate`, or nil if the child exits first.
+    func wait(from: Int = 0, for predicate: @escaping @Sendable (Line) -> Bool) async -> Match? {
+        await withCheckedContinuation { continuation in
+            let found: Match?? = state.withLock { state in
+                if let index = state.lines.indices.first(where: { $0 >= from && predicate(state.lines[$0]) }) {
+                    return .some((index, state.lines[index]))
+                }
+                if state.finished { return .some(nil) }
+                state.waiters.append((from, predicate, continuation))
+                return nil
+            }
+            if let found { continuation.resume(returning: found) }
+        }
+    }
+
+    /// Waits for a line whose `message` is `message` (and whose fields match `fields`).
+    func wait(from: Int = 0, message: String, _ fields: [String: String] = [:]) async -> Match? {
+        await wait(from: from) { line in
+            line["message"] == message && fields.allSatisfy { line[$0.key] == $0.value }
+        }
+    }
+
+    var lines: [Line] { state.withLock { $0.lines } }
+    var unparsable: [String] { state.withLock { $0.unparsable } }
+    var count: Int { state.withLock { $0.lines.count } }
+}
+
+/// A small HTTP client for the agent's own endpoints.
+struct AgentHTTP {
+    let loop: CurlLoop
+
+    func get(_ url: String) async throws -> (status: Int, body: String) {
+        let response = try await loop.perform(HTTPRequest(url: url))
+        return (response.status, String(decoding: response.body, as: UTF8.self))
+    }
+}
+
+/// Prometheus text: every line a comment or `name{labels} value`; returns the samples.
+func prometheusSamples(_ text: String) -> [String: Double]? {
+    var samples: [String: Double] = [:]
+    for line in text.split(separator: "\n", omittingEmptySubsequences: true) {
+        if line.hasPrefix("# HELP ") || line.hasPrefix("# TYPE ") { continue }
+        guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { return nil }
+        let name = line[..<space]
+        guard let first = name.first, first.isLetter || first == "_" else { return nil }
+        if let brace = name.firstIndex(of: "{"), !name.hasSuffix("}") || name[brace...].contains(" ") { return nil }
+        samples[String(name)] = value
+    }
+    return samples
+}
+
+@Suite struct AgentEndToEndTests {
+    /// A state directory, a password file, an ingest secret and a configuration file in a fresh
+    /// temporary directory.
+    struct Workspace {
+        let directory: String
+        let passwordFile: String
+        let secretFile: String
+        let configFile: String
+        let secret = "whsec_" + Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+
+        init() throws {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-e2e-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            passwordFile = directory + "/password"
+            secretFile = directory + "/ingest-secret"
+            configFile = directory + "/orderlive.yaml"
+            try Data((SandboxUser.demo.password + "\n").utf8).write(to: URL(fileURLWithPath: passwordFile))
+            try Data((secret + "\n").utf8).write(to: URL(fileURLWithPath: secretFile))
+            // The file's base_url is wrong on purpose: the environment override must win.
+            try Data("""
+                upstream:
+                  base_url: "http://127.0.0.1:1"
+                auth:
+                  identifier: "\(SandboxUser.demo.identifier)"
+                  password_file: "\(passwordFile)"
+                stream:
+                  initial_delay_ms: 0
+                  max_delay_ms: 200
+                ingest:
+                  listen: "127.0.0.1:0"
+                  auth: "standard-webhooks"
+                  secret_file: "\(secretFile)"
+                store:
+                  state_dir: "\(directory)/state"
+                log:
+                  level: "debug"
+                  format: "json"
+
+                """.utf8).write(to: URL(fileURLWithPath: configFile))
+        }
+
+        func environment(baseURL: String) -> [String: String] {
+            ["ORDERLIVE_UPSTREAM_BASE_URL": baseURL, "ORDERLIVE_AUTH_REFRESH_AHEAD_S": "1"]
+        }
+
+        /// Runs a short-lived `orderlive` command to completion; returns status and stdout.
+        func command(_ arguments: [String], environment: [String: String]) async throws -> (Int32, String) {
+            let child = try OrderliveProcess(arguments + ["--config", configFile], environment: environment)
+            var output: [String] = []
+            for await line in child.lines { output.append(line) }
+            let (status, errors) = await child.waitForExit()
+            return (status, output.joined(separator: "\n") + errors)
+        }
+
+        /// `orderlive orders list --json` as id → "status@version".
+        func localOrders(environment: [String: String]) async throws -> [String: String] {
+            let (status, output) = try await command(["orders", "list", "--json"], environment: environment)
+            #expect(status == 0, "orders list failed: \(output)")
+            let array = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [[String: Any]] ?? []
+            var result: [String: String] = [:]
+            for order in array {
+                result["\(order["id"] ?? "")"] = "\(order["status"] ?? "")@\(order["version"] ?? "")"
+            }
+            return result
+        }
+    }
+
+    /// Starts the real executable against the Sandbox with a configuration file and environment
+    /// overrides; drives changes over the stream (with drops and expired tokens) and through signed
+    /// pushes (including a change the stream never announces); checks convergence with `orders list
+    /// --json`, readiness, metrics, the JSON logs and their secrets; stops with SIGTERM; restarts and
+    /// resumes from the cursor without a full resync.
+    @Test func runConvergesThroughDropsExpiriesAndPushesThenResumesAfterSigterm() async throws {
+        let workspace = try Workspace()
+        defer { try? FileManager.default.removeItem(atPath: workspace.directory) }
+        let configuration = SandboxConfiguration(
+            port: 0, auth: SandboxAuthConfiguration(accessTokenLifetime: .seconds(2), requiresAuthentication: true),
+            feed: .orderBook)
+        let loop = try CurlLoop(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let http = AgentHTTP(loop: loop)
+        try await Sandbox.withRunning(configuration) { sandbox in
+            let environment = workspace.environment(baseURL: await sandbox.baseURL)
+            let book = sandbox.orders
+            let ids = (0..<5).map { _ in book.create() }
+            // The first two connections are cut in the middle of the replayed log.
+            book.dropNextStreams(afterBytes: [150, 420])
+
+            // First run.
+            let child = try OrderliveProcess(["run", "--config", workspace.configFile], environment: environment,
+                                             readStandardError: true)
+            let logs = LogWatch()
+            let reader = Task { await logs.follow(child.lines) }
+            // A failure must not hang the suite: a stuck child is killed, and every wait then fails.
+            let watchdog = Task { try await Task.sleep(for: .seconds(120)); child.signal(SIGKILL) }
+            defer { watchdog.cancel() }
+            let listening = try #require(await logs.wait(message: "push endpoint listening"))
+            let pushURL = "http://" + (listening.line["push.listen"] ?? "") + "/api/push"
+            let agentURL = String(pushURL.dropLast("/api/push".count))
+            // Two drops, then a third connection that stays.
+            var opened = 0
+            for _ in 0..<3 { opened = try #require(await logs.wait(from: opened, message: "stream open")).index + 1 }
+            let ready = try await http.get(agentURL + "/readyz")
+            #expect(ready.status == 200, "\(ready.body)")
+            #expect(ready.body.contains(#""ready":true"#))
+            let metricsBefore = try #require(prometheusSamples(try await http.get(agentURL + "/metrics").body))
+
+            // Changes over the stream: full bodies and id-only events (fetched), with every access
+            // token expiring in the middle, so fetches meet 401 and the session refreshes.
+            for (step, id) in ids.enumerated() { book.update(id, status: "assigned", announce: step % 2 == 0 ? .fullBody : .idOnly) }
+            sandbox.expireAccessTokens()
+            for id in ids.prefix(3) { book.update(id, status: "picked_up", announce: .idOnly) }
+            book.delete(ids[4])
+            let created = book.create(announce: .idOnly)
+
+            // Converged over the stream: every event journaled, then the journal drained.
+            let streamed = try #require(await logs.wait(message: "event journaled", ["stream.event.id": "\(book.latestSequence)"]))
+            _ = try #require(await logs.wait(from: streamed.index, message: "journal drained"))
+            #expect(try await workspace.localOrders(environment: environment)
+                == book.snapshot.mapValues { "\($0.status)@\($0.version)" })
+
+            // A change the stream never announces, then announced by a signed push (via push send):
+            // only the push can bring it, since no event about the order follows.
+            book.update(ids[0], status: "delivering", announce: .silent)
+            let version = try #require(book.snapshot["\(ids[0])"]?.version)
+            let beforePush = logs.count
+            let payload = workspace.directory + "/push.json"
+            try Data(#"{"notifications":[{"tokens":["device-1"],"platform":2,"content_available":true,"data":{"type":"order.status_changed","order_id":\#(ids[0]),"version":\#(version)}}]}"#.utf8)
+                .write(to: URL(fileURLWithPath: payload))
+            let (sent, answer) = try await workspace.command(["push", "send", payload, "--url", pushURL], environment: environment)
+            #expect(sent == 0, "\(answer)")
+            #expect(answer.contains(#""success":"ok""#))
+            let pushJob = try #require(await logs.wait(
+                from: beforePush, message: "sync job applied", ["sync.job.kind": "fetch", "sync.job.order_id": "\(ids[0])"]))
+            _ = try #require(await logs.wait(from: pushJob.index, message: "journal drained"))
+            let upstream = book.snapshot.mapValues { "\($0.status)@\($0.version)" }
+            #expect(try await workspace.localOrders(environment: environment) == upstream)
+            #expect(upstream["\(ids[0])"] == "delivering@\(version)")
+            #expect(upstream["\(created)"] != nil && upstream["\(ids[4])"] == nil)
+            // The same webhook-id twice: accepted both times, journaled once.
+            let (first, _) = try await workspace.command(["push", "send", payload, "--url", pushURL, "--id", "msg_e2e"], environment: environment)
+            let (twice, _) = try await workspace.command(["push", "send", payload, "--url", pushURL, "--id", "msg_e2e"], environment: environment)
+            #expect(first == 0 && twice == 0)
+
+            // Metrics moved.
+            let metricsText = try await http.get(agentURL + "/metrics").body
+            let metricsAfter = try #require(prometheusSamples(metricsText), "not Prometheus text:\n\(metricsText)")
+            func moved(_ name: String) -> Double { (metricsAfter[name] ?? 0) - (metricsBefore[name] ?? 0) }
+            #expect(moved("orderlive_stream_events_total") >= 10)
+            #expect((metricsAfter["orderlive_stream_reconnects_total"] ?? 0) >= 2)
+            #expect(moved(#"orderlive_push_requests_total{outcome="accepted"}"#) == 2)
+            #expect(moved(#"orderlive_push_requests_total{outcome="duplicate"}"#) == 1)
+            #expect(moved(#"orderlive_sync_jobs_total{kind="fetch",outcome="completed"}"#) >= 4)
+            #expect((metricsAfter[#"orderlive_auth_events_total{event="refresh_succeeded"}"#] ?? 0) >= 1)
+            #expect(metricsAfter["orderlive_journal_depth"] == 0)
+            #expect(metricsAfter["orderlive_orders"] == Double(upstream.count))
+
+            // SIGTERM: exit 0 well within 10 s.
+            let latest = "\(book.latestSequence)"
+            let clock = ContinuousClock()
+            let stopAsked = clock.now
+            child.signal(SIGTERM)
+            let (status, _) = await child.waitForExit()
+            let stopTook = clock.now - stopAsked
+            await reader.value
+            #expect(status == 0)
+            #expect(stopTook < .seconds(10))
+            #expect(logs.lines.last?["message"] == "stopped")
+
+            // Restart while the backend moved on: resumes from the cursor, no full resync.
+            book.update(ids[1], status: "delivered")
+            book.update(ids[2], status: "delivered", announce: .idOnly)
+            let second = try OrderliveProcess(["run", "--config", workspace.configFile], environment: environment,
+                                              readStandardError: true)
+            let secondLogs = LogWatch()
+            let secondReader = Task { await secondLogs.follow(second.lines) }
+            let secondWatchdog = Task { try await Task.sleep(for: .seconds(60)); second.signal(SIGKILL) }
+            defer { secondWatchdog.cancel() }
+            let resumed = try #require(await secondLogs.wait(message: "stream open"))
+            #expect(resumed.line["stream.cursor"] == latest)
+            let newest = "\(book.latestSequence)"
+            let caughtUp = try #require(await secondLogs.wait(message: "event journaled", ["stream.event.id": newest]))
+            _ = try #require(await secondLogs.wait(from: caughtUp.index, message: "journal drained"))
+            #expect(try await workspace.localOrders(environment: environment)
+                == book.snapshot.mapValues { "\($0.status)@\($0.version)" })
+            second.signal(SIGTERM)
+            let (secondStatus, _) = await second.waitForExit()
+            await secondReader.value
+            #expect(secondStatus == 0)
+            #expect(!secondLogs.lines.contains { $0["message"] == "full sync finished" })
+            #expect(!secondLogs.lines.contains { ($0["sync.job.kind"] ?? "") == "full_sync" })
+
+            // Every line of both runs is a JSON object with the four fields; no secret anywhere.
+            let all = logs.lines + secondLogs.lines
+            #expect(logs.unparsable.isEmpty && secondLogs.unparsable.isEmpty, "\(logs.unparsable + secondLogs.unparsable)")
+            for line in all {
+                #expect(["time", "level", "label", "message"].allSatisfy { line[$0] != nil }, "\(line)")
+            }
+            let credentials = try String(contentsOfFile: workspace.directory + "/state/credentials.json", encoding: .utf8)
+            let tokens = try #require(try JSONSerialization.jsonObject(with: Data(credentials.utf8)) as? [String: Any])
+            var secrets = [SandboxUser.demo.password, workspace.secret, String(workspace.secret.dropFirst(6))]
+            for key in ["access_token", "refresh_token"] { if let token = tokens[key] as? String { secrets.append(token) } }
+            #expect(secrets.count == 5, "credentials.json keys: \(tokens.keys.sorted())")
+            let text = all.map { $0.description }.joined(separator: "\n")
+            for secret in secrets { #expect(!text.contains(secret)) }
+            #expect(!text.lowercased().contains("bearer "))
+        }
+        await loop.shutdown()
+    }
+
+    /// A bad configuration stops `run` before it binds anything, naming the key.
+    @Test(arguments: [
+        ("ingest:\n  listn: \"127.0.0.1:0\"\n", "ingest.listn"),
+        ("ingest:\n  max_body_bytes: \"lots\"\n", "ingest.max_body_bytes"),
+        ("ingest:\n  auth: \"standard-webhooks\"\n  secret_file: \"/nonexistent/orderlive-secret\"\n", "ingest.secret_file"),
+        ("store:\n  durability: \"sometimes\"\n", "store.durability"),
+    ])
+    func badConfigurationExitsNonZeroNamingTheKey(yaml: String, key: String) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-badconf-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = directory + "/orderlive.yaml"
+        try Data((yaml + "store:\n  state_dir: \"\(directory)/state\"\n").utf8).write(to: URL(fileURLWithPath: file))
+        if yaml.hasPrefix("store:") {
+            try Data(("store:\n  state_dir: \"\(directory)/state\"\n  durability: \"sometimes\"\n").utf8)
+                .write(to: URL(fileURLWithPath: file))
+        }
+        let child = try OrderliveProcess(["run", "--config", file], environment: ["ORDERLIVE_LOG_FORMAT": "json"],
+                                         readStandardError: true)
+        var lines: [String] = []
+        for await line in child.lines { lines.append(line) }
+        let (status, _) = await child.waitForExit()
+        #expect(status != 0)
+        #expect(lines.contains { $0.contains(key) }, "\(lines)")
+        #expect(!lines.contains { $0.contains("listening") }, "\(lines)")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/state/orderlive.sqlite"))
+    }
+}
