@@ -10,6 +10,7 @@ let package = Package(
         .package(name: "orderlive", path: ".."),
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", exact: "1.13.4"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
     ],
     targets: [
         .executableTarget(
@@ -21,6 +22,8 @@ let package = Package(
                 .product(name: "Sandbox", package: "orderlive"),
                 .product(name: "OrderStore", package: "orderlive"),
                 .product(name: "OrderSync", package: "orderlive"),
+                .product(name: "Agent", package: "orderlive"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -6,6 +6,7 @@ import OrderStore
 import OrderSync
 import PushIngest
 import ServiceLifecycle
+import Synchronization
 import UnixSignals
 
 #if canImport(Glibc)
@@ -41,33 +42,42 @@ public struct AgentProgram: Sendable {
     public let session: Session
     let logger: Logger
 
-    /// Runs every service until graceful shutdown. With `handlingSignals`, SIGTERM/SIGINT start it;
-    /// a second signal exits the process at once (the journal is durable at every commit), and a
-    /// shutdown that takes longer than 9 s is escalated to cancellation, so the process is gone
-    /// within 10 s.
+    private let running = RunningGroup()
+
+    /// Runs every service until graceful shutdown: ``shutdown()``, or with `handlingSignals`
+    /// SIGTERM/SIGINT. A second signal exits the process at once (the journal is durable at every
+    /// commit). A graceful shutdown that takes longer than 9 s is escalated to cancellation, and if
+    /// that has not ended the process 0.8 s later, it exits with status 1, so the process is gone
+    /// within 10 s whatever a dependency does.
     public func run(handlingSignals: Bool) async throws {
         var configuration = ServiceGroupConfiguration(
             services: services.map { .init(service: $0) },
             gracefulShutdownSignals: handlingSignals ? [.sigterm, .sigint] : [],
             logger: logger)
         configuration.maximumGracefulShutdownDuration = .seconds(9)
-        configuration.maximumCancellationDuration = .milliseconds(500)
+        // ServiceLifecycle's own cancellation deadline ends in a fatal error (a crash report, exit
+        // 132); the deadline below exits cleanly instead.
+        configuration.maximumCancellationDuration = nil
         let group = ServiceGroup(configuration: configuration)
-        guard handlingSignals else {
-            try await group.run()
-            return
-        }
-        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+        running.set(group)
+        defer { running.set(nil) }
         let logger = self.logger
+        let store = self.store
         try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask {
-                var seen = 0
-                for await _ in signals {
-                    seen += 1
-                    if seen == 1 { logger.info("stopping: pushes now get 503; finishing the job in hand") }
-                    if seen >= 2 {
-                        logger.warning("second signal: exiting at once; the journal keeps what is not applied")
-                        exit(130)
+            if handlingSignals {
+                let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+                tasks.addTask {
+                    var seen = 0
+                    for await _ in signals {
+                        seen += 1
+                        if seen == 1 {
+                            logger.info("stopping: pushes now get 503; finishing the job in hand")
+                            Self.exitAfterDeadline(logger: logger)
+                        }
+                        if seen >= 2 {
+                            logger.warning("second signal: exiting at once; the journal keeps what is not applied")
+                            exit(130)
+                        }
                     }
                 }
             }
@@ -76,6 +86,34 @@ public struct AgentProgram: Sendable {
         }
         let pending = (try? store.counts().journalDepth).map { "\($0)" } ?? "unknown"
         logger.info("stopped", metadata: ["sync.journal_depth": "\(pending)"])
+    }
+
+    /// Starts graceful shutdown of a running ``run(handlingSignals:)``, as SIGTERM does.
+    public func shutdown() async {
+        guard let group = running.group else { return }
+        logger.info("stopping: pushes now get 503; finishing the job in hand")
+        await group.triggerGracefulShutdown()
+    }
+
+    /// The last resort behind the graceful budget: a plain thread, so a starved or stuck task pool
+    /// cannot delay it.
+    private static func exitAfterDeadline(logger: Logger) {
+        Thread.detachNewThread {
+            Thread.sleep(forTimeInterval: 9.8)
+            logger.error("shutdown took longer than 9.8 s: exiting now; the journal keeps what is not applied")
+            exit(1)
+        }
+    }
+}
+
+/// The service group of a running program, for ``AgentProgram/shutdown()``.
+final class RunningGroup: Sendable {
+    private let state = Mutex<ServiceGroup?>(nil)
+
+    var group: ServiceGroup? { state.withLock { $0 } }
+
+    func set(_ group: ServiceGroup?) {
+        state.withLock { $0 = group }
     }
 }
 

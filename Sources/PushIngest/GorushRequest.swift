@@ -5,35 +5,18 @@
 import Foundation
 
 /// Any JSON value, for Gorush's free-form fields such as `data`.
-public enum JSONValue: Decodable, Sendable, Hashable {
+public enum JSONValue: Sendable, Hashable {
     case null
     case bool(Bool)
     case number(Double)
     case string(String)
     case array([JSONValue])
     case object([String: JSONValue])
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .number(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
-            self = .array(value)
-        } else {
-            self = .object(try container.decode([String: JSONValue].self))
-        }
-    }
 }
 
 /// One Gorush notification: the fields orderlive reads, typed as Gorush types them (a value of the
 /// wrong type makes the whole request a 400, as it does in Gorush); every other key is ignored.
-public struct GorushNotification: Decodable, Sendable, Hashable {
+public struct GorushNotification: Sendable, Hashable {
     /// Device tokens.
     public var tokens: [String]?
     /// 1 iOS, 2 Android, 3 Huawei.
@@ -67,19 +50,60 @@ public struct GorushNotification: Decodable, Sendable, Hashable {
     /// APNs development flag.
     public var development: Bool?
 
-    enum CodingKeys: String, CodingKey {
-        case tokens, platform, message, title, priority, topic, data, badge, production, development
-        case contentAvailable = "content_available"
-        case mutableContent = "mutable_content"
-        case pushType = "push_type"
-        case notifID = "notif_id"
-        case apnsID = "apns_id"
-        case collapseID = "collapse_id"
+    /// The exact text of `data.order` when it is an object, kept so the stored order is what the
+    /// sender sent.
+    var orderText: String?
+
+    /// Reads one notification object; a known field of the wrong type fails, as in Gorush.
+    init(reading reader: inout JSONReader) throws(JSONReader.Failure) {
+        try reader.object { (reader, key) throws(JSONReader.Failure) in
+            switch key {
+            case "tokens":
+                if reader.consumeNull() { tokens = nil; return }
+                var list: [String] = []
+                try reader.array { (reader) throws(JSONReader.Failure) in
+                    guard reader.peek() == 0x22 else { throw JSONReader.Failure() }
+                    list.append(try reader.string())
+                }
+                tokens = list
+            case "platform": platform = try reader.optionalInteger()
+            case "badge": badge = try reader.optionalInteger()
+            case "message": message = try reader.optionalString()
+            case "title": title = try reader.optionalString()
+            case "priority": priority = try reader.optionalString()
+            case "topic": topic = try reader.optionalString()
+            case "push_type": pushType = try reader.optionalString()
+            case "notif_id": notifID = try reader.optionalString()
+            case "apns_id": apnsID = try reader.optionalString()
+            case "collapse_id": collapseID = try reader.optionalString()
+            case "content_available": contentAvailable = try reader.optionalBool()
+            case "mutable_content": mutableContent = try reader.optionalBool()
+            case "production": production = try reader.optionalBool()
+            case "development": development = try reader.optionalBool()
+            case "data":
+                if reader.consumeNull() { data = nil; orderText = nil; return }
+                var fields: [String: JSONValue] = [:]
+                var order: String?
+                try reader.object { (reader, key) throws(JSONReader.Failure) in
+                    reader.skipWhitespace()
+                    let start = reader.index
+                    let value = try reader.value(depth: 2)
+                    if key == "order" {
+                        order = if case .object = value { reader.text(start..<reader.index) } else { nil }
+                    }
+                    fields[key] = value
+                }
+                data = fields
+                orderText = order
+            default:
+                _ = try reader.value(depth: 1)
+            }
+        }
     }
 }
 
 /// Gorush's request envelope.
-public struct GorushRequest: Decodable, Sendable, Hashable {
+public struct GorushRequest: Sendable, Hashable {
     /// The notifications.
     public var notifications: [GorushNotification]
 
@@ -90,10 +114,33 @@ public struct GorushRequest: Decodable, Sendable, Hashable {
 
     /// Decodes and validates a body with Gorush's rules and messages (DESIGN §4).
     public static func parse(_ body: [UInt8], maximumNotifications: Int) -> Result<GorushRequest, GorushError> {
-        struct Envelope: Decodable { var notifications: [GorushNotification]? }
-        guard let envelope = try? JSONDecoder().decode(Envelope.self, from: Data(body)),
-              let notifications = envelope.notifications
-        else { return .failure(GorushError("Missing notifications field.")) }
+        let missing = GorushError("Missing notifications field.")
+        // A body that is not JSON, not an object, or has a known field of the wrong type anywhere is
+        // Gorush's "Missing notifications field." (its bind fails before it looks further).
+        let parsed: [GorushNotification]?? = body.withUnsafeBufferPointer { buffer in
+            var reader = JSONReader(buffer)
+            var notifications: [GorushNotification]?
+            do throws(JSONReader.Failure) {
+                try reader.object { (reader, key) throws(JSONReader.Failure) in
+                    guard key == "notifications" else {
+                        _ = try reader.value(depth: 1)
+                        return
+                    }
+                    if reader.consumeNull() { notifications = nil; return }
+                    var list: [GorushNotification] = []
+                    try reader.array { (reader) throws(JSONReader.Failure) in
+                        list.append(try GorushNotification(reading: &reader))
+                    }
+                    notifications = list
+                }
+                reader.skipWhitespace()
+                guard reader.atEnd else { return nil }
+            } catch {
+                return nil
+            }
+            return .some(notifications)
+        }
+        guard case .some(.some(let notifications)) = parsed else { return .failure(missing) }
         if notifications.isEmpty { return .failure(GorushError("Notifications field is empty.")) }
         if notifications.count > maximumNotifications {
             return .failure(GorushError("Number of notifications(\(notifications.count)) over limit(\(maximumNotifications))"))

@@ -12,7 +12,7 @@ public enum PushTranslator {
         if type == "orders.resync" { return [NewJob(kind: .fullSync, source: "push")] }
         let orderID = identifier(data["order_id"])
         guard type?.hasPrefix("order.") == true || orderID != nil else { return [] }
-        if let order = fullOrder(data["order"], now: now) {
+        if let order = fullOrder(data["order"], text: notification.orderText, now: now) {
             return [NewJob(kind: .upsert, orderID: order.id, order: order, source: "push")]
         }
         let id = orderID ?? orderIDInside(data["order"])
@@ -20,23 +20,31 @@ public enum PushTranslator {
         return [NewJob(kind: .fetch, orderID: id, version: version(data["version"]), source: "push")]
     }
 
-    /// `data.order` as an object, or as a JSON string (FCM delivers data values as strings).
-    static func fullOrder(_ value: JSONValue?, now: Double) -> OrderRecord? {
-        let object: [String: Any]?
-        let text: String?
+    /// `data.order` as an object (stored as the exact text received), or as a JSON string (FCM
+    /// delivers data values as strings). Nil unless it has a usable `id` and `status` (DESIGN §3).
+    static func fullOrder(_ value: JSONValue?, text: String?, now: Double) -> OrderRecord? {
+        let fields: [String: JSONValue]
+        let body: String
         switch value {
-        case .object?:
-            guard let encoded = encode(value) else { return nil }
-            text = encoded
-            object = (try? JSONSerialization.jsonObject(with: Data(encoded.utf8))) as? [String: Any]
+        case .object(let object)?:
+            guard let text else { return nil }
+            (fields, body) = (object, text)
         case .string(let string)?:
-            text = string
-            object = (try? JSONSerialization.jsonObject(with: Data(string.utf8))) as? [String: Any]
+            guard case .object(let object)? = JSONReader.parse(Array(string.utf8)) else { return nil }
+            (fields, body) = (object, string.trimmingCharacters(in: .whitespacesAndNewlines))
         default:
             return nil
         }
-        guard let object, let text else { return nil }
-        return try? OrderRecord.parse(object, rawText: text[...], appliedAt: now)
+        guard let id = identifier(fields["id"]), case .string(let status)? = fields["status"], !status.isEmpty
+        else { return nil }
+        var version: Int64?
+        if case .number(let number)? = fields["version"], number == number.rounded(), abs(number) < 9e15 {
+            version = Int64(number)
+        }
+        let updatedAt: String? = if case .string(let value)? = fields["updated_at"] { value } else { nil }
+        return OrderRecord(
+            id: id, status: status, storeID: identifier(fields["store_id"]), courierID: identifier(fields["courier_id"]),
+            version: version, updatedAt: updatedAt, body: body, appliedAt: now)
     }
 
     private static func orderIDInside(_ value: JSONValue?) -> String? {
@@ -59,22 +67,5 @@ public enum PushTranslator {
         case .string(let string)?: return Int64(string)
         default: return nil
         }
-    }
-
-    /// Re-encodes a decoded value (sorted keys) for storage when the order came as an object.
-    private static func encode(_ value: JSONValue?) -> String? {
-        func plain(_ value: JSONValue) -> Any {
-            switch value {
-            case .null: return NSNull()
-            case .bool(let bool): return bool
-            case .number(let number): return number == number.rounded() && abs(number) < 9e15 ? Int64(number) as Any : number
-            case .string(let string): return string
-            case .array(let array): return array.map(plain)
-            case .object(let object): return object.mapValues(plain)
-            }
-        }
-        guard let value, let data = try? JSONSerialization.data(withJSONObject: plain(value), options: [.sortedKeys])
-        else { return nil }
-        return String(data: data, encoding: .utf8)
     }
 }

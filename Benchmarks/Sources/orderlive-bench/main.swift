@@ -450,7 +450,7 @@ struct NoSource: OrderSource {
 // MARK: Main
 
 print("orderlive benchmarks — release build, median of \(rounds) rounds, \(ProcessInfo.processInfo.activeProcessorCount) cores")
-// BENCH_ONLY=parser or BENCH_ONLY=transport runs one half (for profiling).
+// BENCH_ONLY=parser, transport, store or ingest runs one part (for profiling).
 let only = ProcessInfo.processInfo.environment["BENCH_ONLY"] ?? ""
 if only == "" || only == "parser" { try await parserBenchmarks() }
 if only == "" || only == "transport" {
@@ -461,6 +461,7 @@ if only == "" || only == "store" {
     try await storeBenchmark()
     try await commitLatency()
 }
+if only == "" || only == "ingest" { try await ingestBenchmark() }
 print("")
 print("| case | reader | MB/s | events/s | note |")
 print("| --- | --- | ---: | ---: | --- |")

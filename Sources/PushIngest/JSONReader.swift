@@ -1,0 +1,259 @@
+/// A strict RFC 8259 JSON reader over raw bytes, for the push endpoint's hot path. Foundation's
+/// `JSONDecoder` with `Codable` and a `JSONSerialization` round trip for the order cost about 250 µs
+/// per one-notification request (docs/PERFORMANCE.md, push ingest); this reads the body once, keeps
+/// the exact text of `data.order`, and never re-serialises. Nesting is capped at
+/// ``maximumDepth`` so a hostile body cannot exhaust the stack.
+struct JSONReader {
+    struct Failure: Error {}
+
+    /// Deeper documents are refused.
+    static let maximumDepth = 64
+
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private(set) var index = 0
+
+    init(_ bytes: UnsafeBufferPointer<UInt8>) {
+        self.bytes = bytes
+    }
+
+    /// Parses one whole document: a value and nothing but whitespace after it.
+    static func parse(_ bytes: [UInt8]) -> JSONValue? {
+        bytes.withUnsafeBufferPointer { buffer in
+            var reader = JSONReader(buffer)
+            guard let value = try? reader.value(depth: 0) else { return nil }
+            reader.skipWhitespace()
+            return reader.atEnd ? value : nil
+        }
+    }
+
+    var atEnd: Bool { index >= bytes.count }
+
+    /// The text of `range` (valid UTF-8, as the reader has already read it).
+    func text(_ range: Range<Int>) -> String {
+        String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
+    }
+
+    mutating func skipWhitespace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x0A, 0x0D, 0x09: index += 1
+            default: return
+            }
+        }
+    }
+
+    /// Consumes `byte` after whitespace, or fails.
+    mutating func expect(_ byte: UInt8) throws(Failure) {
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == byte else { throw Failure() }
+        index += 1
+    }
+
+    /// Consumes `byte` after whitespace if it is next.
+    mutating func consume(_ byte: UInt8) -> Bool {
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == byte else { return false }
+        index += 1
+        return true
+    }
+
+    /// The next non-whitespace byte, not consumed.
+    mutating func peek() -> UInt8? {
+        skipWhitespace()
+        return index < bytes.count ? bytes[index] : nil
+    }
+
+    /// Walks the members of an object, calling `member` with each key; `member` must read the value.
+    mutating func object(_ member: (inout JSONReader, String) throws(Failure) -> Void) throws(Failure) {
+        try expect(0x7B)
+        if consume(0x7D) { return }
+        repeat {
+            skipWhitespace()
+            let key = try string()
+            try expect(0x3A)
+            try member(&self, key)
+        } while consume(0x2C)
+        try expect(0x7D)
+    }
+
+    /// Walks the elements of an array, calling `element` for each; `element` must read the value.
+    mutating func array(_ element: (inout JSONReader) throws(Failure) -> Void) throws(Failure) {
+        try expect(0x5B)
+        if consume(0x5D) { return }
+        repeat { try element(&self) } while consume(0x2C)
+        try expect(0x5D)
+    }
+
+    /// Consumes `null` if it is next.
+    mutating func consumeNull() -> Bool {
+        guard peek() == 0x6E, (try? literal("null")) != nil else { return false }
+        return true
+    }
+
+    /// A string or null.
+    mutating func optionalString() throws(Failure) -> String? {
+        if consumeNull() { return nil }
+        guard peek() == 0x22 else { throw Failure() }
+        return try string()
+    }
+
+    /// A boolean or null.
+    mutating func optionalBool() throws(Failure) -> Bool? {
+        if consumeNull() { return nil }
+        switch try value(depth: Self.maximumDepth - 1) {
+        case .bool(let value): return value
+        default: throw Failure()
+        }
+    }
+
+    /// An integer (a number without a fraction, in range) or null.
+    mutating func optionalInteger() throws(Failure) -> Int? {
+        if consumeNull() { return nil }
+        guard let next = peek(), next == 0x2D || (0x30...0x39).contains(next) else { throw Failure() }
+        let number = try number()
+        guard number == number.rounded(), abs(number) < 9.0e18 else { throw Failure() }
+        return Int(number)
+    }
+
+    /// Any value.
+    mutating func value(depth: Int) throws(Failure) -> JSONValue {
+        guard depth < Self.maximumDepth, let next = peek() else { throw Failure() }
+        switch next {
+        case 0x7B:
+            var fields: [String: JSONValue] = [:]
+            try object { (reader, key) throws(Failure) in fields[key] = try reader.value(depth: depth + 1) }
+            return .object(fields)
+        case 0x5B:
+            var elements: [JSONValue] = []
+            try array { (reader) throws(Failure) in elements.append(try reader.value(depth: depth + 1)) }
+            return .array(elements)
+        case 0x22:
+            return .string(try string())
+        case 0x74:
+            try literal("true")
+            return .bool(true)
+        case 0x66:
+            try literal("false")
+            return .bool(false)
+        case 0x6E:
+            try literal("null")
+            return .null
+        default:
+            return .number(try number())
+        }
+    }
+
+    private mutating func literal(_ word: StaticString) throws(Failure) {
+        let count = word.utf8CodeUnitCount
+        guard index + count <= bytes.count else { throw Failure() }
+        for offset in 0..<count where bytes[index + offset] != word.utf8Start[offset] { throw Failure() }
+        index += count
+    }
+
+    /// A number by JSON's grammar: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+    mutating func number() throws(Failure) -> Double {
+        let start = index
+        func digits() -> Int {
+            let from = index
+            while index < bytes.count, bytes[index] >= 0x30, bytes[index] <= 0x39 { index += 1 }
+            return index - from
+        }
+        if index < bytes.count, bytes[index] == 0x2D { index += 1 }
+        guard index < bytes.count else { throw Failure() }
+        if bytes[index] == 0x30 {
+            index += 1
+        } else if digits() == 0 {
+            throw Failure()
+        }
+        if index < bytes.count, bytes[index] == 0x2E {
+            index += 1
+            guard digits() > 0 else { throw Failure() }
+        }
+        if index < bytes.count, bytes[index] == 0x65 || bytes[index] == 0x45 {
+            index += 1
+            if index < bytes.count, bytes[index] == 0x2B || bytes[index] == 0x2D { index += 1 }
+            guard digits() > 0 else { throw Failure() }
+        }
+        guard let value = Double(text(start..<index)), value.isFinite else { throw Failure() }
+        return value
+    }
+
+    /// A string, unescaped; control characters, bad escapes, lone surrogates and invalid UTF-8 fail.
+    mutating func string() throws(Failure) -> String {
+        guard index < bytes.count, bytes[index] == 0x22 else { throw Failure() }
+        index += 1
+        let start = index
+        // The common case: no escapes, so the bytes are the string.
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == 0x22 {
+                let raw = UnsafeBufferPointer(rebasing: bytes[start..<index])
+                index += 1
+                guard let text = String(validating: raw, as: UTF8.self) else { throw Failure() }
+                return text
+            }
+            if byte == 0x5C { break }
+            guard byte >= 0x20 else { throw Failure() }
+            index += 1
+        }
+        var scalars = [UInt8](UnsafeBufferPointer(rebasing: bytes[start..<index]))
+        while index < bytes.count {
+            let byte = bytes[index]
+            index += 1
+            switch byte {
+            case 0x22:
+                guard let text = String(validating: scalars, as: UTF8.self) else { throw Failure() }
+                return text
+            case 0x5C:
+                guard index < bytes.count else { throw Failure() }
+                let escape = bytes[index]
+                index += 1
+                switch escape {
+                case 0x22, 0x5C, 0x2F: scalars.append(escape)
+                case 0x62: scalars.append(0x08)
+                case 0x66: scalars.append(0x0C)
+                case 0x6E: scalars.append(0x0A)
+                case 0x72: scalars.append(0x0D)
+                case 0x74: scalars.append(0x09)
+                case 0x75:
+                    var code = try hex4()
+                    if (0xD800..<0xDC00).contains(code) {
+                        guard index + 1 < bytes.count, bytes[index] == 0x5C, bytes[index + 1] == 0x75 else { throw Failure() }
+                        index += 2
+                        let low = try hex4()
+                        guard (0xDC00..<0xE000).contains(low) else { throw Failure() }
+                        code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                    } else if (0xDC00..<0xE000).contains(code) {
+                        throw Failure()
+                    }
+                    guard let scalar = Unicode.Scalar(code) else { throw Failure() }
+                    scalars.append(contentsOf: UTF8.encode(scalar).map(Array.init) ?? [])
+                default:
+                    throw Failure()
+                }
+            default:
+                guard byte >= 0x20 else { throw Failure() }
+                scalars.append(byte)
+            }
+        }
+        throw Failure()
+    }
+
+    private mutating func hex4() throws(Failure) -> UInt32 {
+        guard index + 4 <= bytes.count else { throw Failure() }
+        var code: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[index]
+            index += 1
+            let digit: UInt32
+            switch byte {
+            case 0x30...0x39: digit = UInt32(byte - 0x30)
+            case 0x41...0x46: digit = UInt32(byte - 0x41 + 10)
+            case 0x61...0x66: digit = UInt32(byte - 0x61 + 10)
+            default: throw Failure()
+            }
+            code = code << 4 | digit
+        }
+        return code
+    }
+}
