@@ -25,14 +25,15 @@ build: deps
 test: build
 	$(SWIFT) test --skip-build
 
-## The sandbox backend and a live view of its orders, in one process. Ctrl-C stops it.
+## The Sandbox backend and the agent in one process, orders arriving live (release build). Ctrl-C stops it.
 demo: deps
-	$(SWIFT) build --product orderlive
-	.build/debug/orderlive demo
+	$(SWIFT) build -c release --product orderlive
+	.build/release/orderlive demo
 
+## The Sandbox alone, with auth and a changing order book, for `orderlive run` to point at.
 sandbox: deps
-	$(SWIFT) build --product orderlive
-	.build/debug/orderlive sandbox
+	$(SWIFT) build -c release --product orderlive
+	.build/release/orderlive sandbox --orders --require-auth
 
 release: deps
 	$(SWIFT) build -c release --product orderlive

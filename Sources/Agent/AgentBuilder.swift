@@ -142,6 +142,7 @@ public enum AgentBuilder {
             throw AgentStartError("cannot open the order database in \(configuration.store.stateDirectory): \(error)")
         }
         let metrics = AgentMetrics()
+        let state = AgentState()
         let loop: CurlLoop
         let session: Session
         do {
@@ -149,7 +150,10 @@ public enum AgentBuilder {
             session = try AuthCommands.makeSession(
                 configuration: configuration, loop: loop,
                 password: AuthCommands.passwordSource(configuration, environment: environment),
-                observe: { metrics.record($0) }, logger: logger)
+                observe: { event in
+                    metrics.record(event)
+                    if event == .refreshSucceeded { state.update { $0.tokenRefreshes += 1 } }
+                }, logger: logger)
         } catch let error as CurlError {
             throw AgentStartError("cannot start the HTTP client: \(error.description)")
         } catch let error as AuthError {
@@ -157,7 +161,6 @@ public enum AgentBuilder {
         } catch {
             throw AgentStartError("\(error)")
         }
-        let state = AgentState()
         let wake = WakeSignal()
         let upstream = configuration.upstream
         let executor = SyncExecutor(

@@ -27,6 +27,8 @@ public final class AgentState: Sendable {
         public var lastEventAt: Double?
         /// The last reason the stream was lost, if any.
         public var lastStreamError: String?
+        /// Token refreshes that succeeded.
+        public var tokenRefreshes = 0
         /// True while the executor's loop runs.
         public var executorRunning = false
         /// True once shutdown began.

@@ -39,7 +39,7 @@ public struct JSONLogHandler: LogHandler {
         write("{" + fields.joined(separator: ",") + "}")
     }
 
-    private static func timestamp() -> String {
+    static func timestamp() -> String {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return formatter.string(from: Date())

@@ -30,6 +30,7 @@ public final class OrderBook: Sendable {
         var failingPages: [Int: Int] = [:]  // page index → status, once
         var watchers: [Int: AsyncStream<Void>.Continuation] = [:]
         var dropBudgets: [Int] = []
+        var cuts = 0
         var nextWatcher = 0
     }
 
@@ -87,6 +88,18 @@ public final class OrderBook: Sendable {
     public func dropNextStreams(afterBytes budgets: [Int]) {
         state.withLock { $0.dropBudgets += budgets }
     }
+
+    /// Breaks every open stream connection now (between events).
+    public func dropOpenStreams() {
+        let watchers = state.withLock { state in
+            state.cuts += 1
+            return Array(state.watchers.values)
+        }
+        for watcher in watchers { watcher.yield() }
+    }
+
+    /// How many times ``dropOpenStreams()`` was called; a stream ends when it changes.
+    var cuts: Int { state.withLock { $0.cuts } }
 
     /// The byte budget of a new stream connection, if one is scheduled.
     func takeDropBudget() -> Int? {

@@ -422,6 +422,7 @@ extension Sandbox {
             // Watch before reading, so an event appended in between is not missed.
             let (signals, stopWatching) = orders.watch()
             defer { stopWatching() }
+            let cuts = orders.cuts
             var remaining = budget ?? Int.max
             func send(_ text: String) async throws {
                 var bytes = Array(text.utf8)
@@ -437,6 +438,7 @@ extension Sandbox {
             var (wire, seen) = orders.events(after: start)
             try await send(": orderlive sandbox order book\n\n" + wire)
             for await _ in signals {
+                if orders.cuts != cuts { throw SandboxDrop() }
                 (wire, seen) = orders.events(after: seen)
                 if !wire.isEmpty { try await send(wire) }
             }

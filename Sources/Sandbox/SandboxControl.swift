@@ -12,6 +12,7 @@ import Hummingbird
 /// | `POST /sandbox/orders/{id}?status=S&announce=A` | changes its status (and version) |
 /// | `DELETE /sandbox/orders/{id}?announce=full\|silent` | deletes it |
 /// | `POST /sandbox/faults/drop-stream?after_bytes=N&times=T` | the next T streams are cut after N bytes |
+/// | `POST /sandbox/faults/drop-open-streams` | every open stream is cut now |
 /// | `POST /sandbox/faults/fetch?status=503&times=T` | the next T single-order fetches fail |
 /// | `POST /sandbox/faults/refresh?status=503&times=T` | the next T refreshes fail |
 /// | `POST /sandbox/faults/login?status=503&times=T` | the next T logins fail |
@@ -73,10 +74,11 @@ extension Sandbox {
                     return Self.json(400, #"{"error":"drop-stream needs after_bytes=N (N >= 0)"}"#)
                 }
                 orders.dropNextStreams(afterBytes: Array(repeating: bytes, count: times))
+            case "drop-open-streams": orders.dropOpenStreams()
             case "expire-access-tokens": authority.expireAccessTokens()
             case "revoke-refresh-tokens": authority.revokeAllRefreshTokens()
             default:
-                return Self.json(404, #"{"error":"unknown fault; use drop-stream, fetch, refresh, login, "#
+                return Self.json(404, #"{"error":"unknown fault; use drop-stream, drop-open-streams, fetch, refresh, login, "#
                     + #"expire-access-tokens or revoke-refresh-tokens"}"#)
             }
             return Self.json(200, #"{"ok":true}"#)

@@ -77,17 +77,44 @@ struct SandboxCommand: AsyncParsableCommand {
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Start the sandbox backend and watch its orders change live, in one process."
+        abstract: "Run the Sandbox backend and the agent in one process and watch orders arrive live.",
+        discussion: """
+            The Sandbox creates and moves orders along at --rate changes per second; the agent (as orderlive run \
+            builds it) streams them into its own SQLite store, fetching what events only announce. Every \
+            --fault-every seconds the stream is cut, and once the access tokens expire, so reconnects and token \
+            refreshes show. State goes to a temporary directory unless --state-dir is given.
+            """
     )
 
-    @Option(help: "Stop after S seconds.")
+    @Option(help: "Order changes per second at the Sandbox.")
+    var rate: Double = 2
+
+    @Option(help: "Stop after S seconds (default: until Ctrl-C).")
     var duration: Double?
 
-    @Flag(help: "One JSON object per line instead of the readable view.")
+    @Option(name: .customLong("state-dir"), help: "Keep the agent's state here instead of a temporary directory.")
+    var stateDirectory: String?
+
+    @Option(name: .customLong("fault-every"), help: "Seconds between stream cuts.")
+    var faultEvery: Double = 12
+
+    @Flag(help: "One JSON object per line (order changes, reconnects, refreshes) instead of the live view.")
     var json = false
 
+    func validate() throws {
+        guard rate > 0, rate <= 1000 else { throw ValidationError("--rate must be above 0 and at most 1000, got \(rate)") }
+        if let duration, !(duration > 0 && duration < 1e7) { throw ValidationError("--duration must be above 0 seconds") }
+        guard faultEvery >= 1, faultEvery < 1e7 else { throw ValidationError("--fault-every must be at least 1 second") }
+    }
+
     func run() async throws {
-        try await Demo(duration: duration.map { .milliseconds(Int64($0 * 1000)) }, json: json,
-                       logger: commandLogger("orderlive.demo")).run()
+        let options = Demo.Options(
+            rate: rate, duration: duration.map { .milliseconds(Int64($0 * 1000)) }, json: json,
+            stateDirectory: stateDirectory, faultEvery: .milliseconds(Int64(faultEvery * 1000)))
+        do {
+            try await Demo(options: options).run()
+        } catch let error as DemoError {
+            throw RuntimeFailure(description: error.description)
+        }
     }
 }

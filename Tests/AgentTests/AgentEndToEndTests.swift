@@ -336,3 +336,28 @@ func prometheusSamples(_ text: String) -> [String: Double]? {
         #expect(!FileManager.default.fileExists(atPath: directory + "/state/orderlive.sqlite"))
     }
 }
+
+@Suite struct DemoTests {
+    /// The demo runs the Sandbox and the agent in one process and shows changes as they land.
+    @Test func demoWithJSONShowsOrderChangesReconnectsAndRefreshesThenExitsZero() async throws {
+        let child = try OrderliveProcess(["demo", "--duration", "10", "--json", "--rate", "5", "--fault-every", "3"])
+        var kinds: [String: Int] = [:]
+        var unparsable: [String] = []
+        for await line in child.lines {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let kind = object["kind"] as? String, object["time"] is String
+            else {
+                unparsable.append(line)
+                continue
+            }
+            kinds[kind, default: 0] += 1
+        }
+        let (status, errors) = await child.waitForExit()
+        #expect(status == 0, "\(errors)")
+        #expect(unparsable.isEmpty, "\(unparsable)")
+        #expect((kinds["order.created"] ?? 0) >= 3, "\(kinds)")
+        #expect((kinds["order.changed"] ?? 0) >= 3, "\(kinds)")
+        #expect((kinds["stream.reconnected"] ?? 0) >= 1, "\(kinds)")
+        #expect((kinds["auth.refreshed"] ?? 0) >= 1, "\(kinds)")
+    }
+}
