@@ -27,8 +27,8 @@ public struct AgentStartError: Error, Sendable, CustomStringConvertible {
 /// The whole program of `orderlive run`, built by ``AgentBuilder/build(configuration:logger:)`` and
 /// run by ``run(handlingSignals:)``.
 public struct AgentProgram: Sendable {
-    /// The services in dependency order: curl loop → stream → executor → push endpoint → shutdown
-    /// marker. The group stops them in reverse: pushes are refused first, the curl loop stops last.
+    /// The services in dependency order: curl loop → stream-status recorder → stream → executor →
+    /// push endpoint → shutdown marker. The group stops them in reverse: pushes are refused first, the curl loop stops last.
     public let services: [any Service]
     /// The push listener, when `ingest.listen` is set.
     public let pushServer: PushServer?
@@ -173,6 +173,7 @@ public enum AgentBuilder {
             logger: logger)
         var services: [any Service] = [
             CurlLoopService(loop: loop),
+            StreamStatusRecorder(state: state, stateDirectory: configuration.store.stateDirectory, logger: logger),
             StreamService(configuration: configuration, loop: loop, session: session, store: store, wake: wake,
                           state: state, metrics: metrics, logger: logger),
             ExecutorService(executor: executor, wake: wake, state: state),

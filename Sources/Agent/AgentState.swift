@@ -1,4 +1,5 @@
 import Foundation
+import OrderSync
 import Synchronization
 
 /// What the running agent knows about itself that is not on disk: the stream's state and counters,
@@ -36,6 +37,8 @@ public final class AgentState: Sendable {
     }
 
     private let state = Mutex(Snapshot())
+    /// Signalled on every update, for the stream-status recorder.
+    let changes = WakeSignal()
 
     /// Creates an empty state.
     public init() {}
@@ -45,5 +48,6 @@ public final class AgentState: Sendable {
 
     func update(_ change: (inout Snapshot) -> Void) {
         state.withLock { change(&$0) }
+        changes.signal()
     }
 }

@@ -105,7 +105,8 @@ public enum AuthCommands {
 
     /// `status`'s readable lines.
     public static func statusLines(
-        _ snapshot: Session.Snapshot, stateDirectory: String, store: OrderCommands.StoreStatus? = nil
+        _ snapshot: Session.Snapshot, stateDirectory: String, store: OrderCommands.StoreStatus? = nil,
+        stream: AgentState.Snapshot? = nil
     ) -> [String] {
         var lines = ["auth:     \(snapshot.state.rawValue)"]
         if let user = snapshot.userID {
@@ -116,7 +117,12 @@ public enum AuthCommands {
         if let access = snapshot.accessExpiresAt { lines.append("access:   expires \(rfc3339(access))") }
         if let refresh = snapshot.refreshExpiresAt { lines.append("refresh:  expires \(rfc3339(refresh))") }
         if let store {
-            lines.append("stream:   stopped, cursor \(store.cursor.isEmpty ? "(none)" : store.cursor)")
+            var streamLine = "stream:   \(stream?.stream.rawValue ?? "stopped"), cursor \(store.cursor.isEmpty ? "(none)" : store.cursor)"
+            if let stream {
+                streamLine += ", \(stream.reconnects) reconnect(s)"
+                if let last = stream.lastEventAt { streamLine += ", last event \(rfc3339(last))" }
+            }
+            lines.append(streamLine)
             lines.append("journal:  \(store.counts.journalDepth) job(s), \(store.counts.deadLetters) dead letter(s)")
             lines.append("orders:   \(store.counts.orders)" + (store.owner.map { " (user \($0))" } ?? ""))
         } else {

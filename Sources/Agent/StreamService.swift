@@ -63,6 +63,7 @@ struct StreamService: Service {
                 // transaction journals a batch's jobs with its last cursor.
                 var pending: [ServerSentEvent] = []
                 var firstArrival: ContinuousClock.Instant?
+                var resumeFrom = cursor  // what the next (re)connection sends as Last-Event-ID
                 func flush() throws {
                     guard !pending.isEmpty else { return }
                     try ingest.handle(batch: pending)
@@ -81,6 +82,7 @@ struct StreamService: Service {
                     case .event(let event):
                         if firstArrival == nil { firstArrival = .now }
                         pending.append(event)
+                        resumeFrom = event.lastEventID
                     case .oversizedEventDiscarded(let id):
                         try flush()
                         try ingest.handleOversizedEvent(lastEventID: id)
@@ -88,7 +90,7 @@ struct StreamService: Service {
                     case .open:
                         state.update { $0.stream = .open }
                         metrics.streamOpen.set(Int64(1))
-                        logger.info("stream open", metadata: ["stream.cursor": "\(cursor)"])
+                        logger.info("stream open", metadata: ["stream.cursor": "\(resumeFrom)"])
                     case .connectionLost(let error, let delay):
                         state.update { state in
                             state.stream = delay == nil ? .stopped : .backoff

@@ -153,10 +153,13 @@ struct Status: AsyncParsableCommand {
         } catch {
             throw RuntimeFailure(description: "cannot read the order database: \(error)")
         }
+        // The running agent's stream state, or what was last known (DESIGN §5).
+        let stream = StreamStatusFile.read(stateDirectory: configuration.store.stateDirectory)
         if json {
-            LineWriter.standardOutput.write(line: AuthCommands.statusJSON(snapshot, store: store))
+            LineWriter.standardOutput.write(line: AuthCommands.statusJSON(snapshot, store: store, stream: stream))
         } else {
-            for line in AuthCommands.statusLines(snapshot, stateDirectory: configuration.store.stateDirectory, store: store) {
+            for line in AuthCommands.statusLines(
+                snapshot, stateDirectory: configuration.store.stateDirectory, store: store, stream: stream) {
                 LineWriter.standardOutput.write(line: line)
             }
         }

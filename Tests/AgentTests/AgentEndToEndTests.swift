@@ -242,6 +242,11 @@ func prometheusSamples(_ text: String) -> [String: Double]? {
             let (twice, _) = try await workspace.command(["push", "send", payload, "--url", pushURL, "--id", "msg_e2e"], environment: environment)
             #expect(first == 0 && twice == 0)
 
+            // `status` in another process reads the live stream state the agent records.
+            _ = try #require(await logs.wait(message: "stream status recorded", ["stream.state": "open"]))
+            let (_, liveStatus) = try await workspace.command(["status", "--json"], environment: environment)
+            #expect(liveStatus.contains(#""stream":{"state":"open","cursor":"\#(book.latestSequence)""#), "\(liveStatus)")
+
             // Metrics moved.
             let metricsText = try await http.get(agentURL + "/metrics").body
             let metricsAfter = try #require(prometheusSamples(metricsText), "not Prometheus text:\n\(metricsText)")
@@ -266,6 +271,8 @@ func prometheusSamples(_ text: String) -> [String: Double]? {
             #expect(status == 0)
             #expect(stopTook < .seconds(10))
             #expect(logs.lines.last?["message"] == "stopped")
+            let (_, stoppedStatus) = try await workspace.command(["status", "--json"], environment: environment)
+            #expect(stoppedStatus.contains(#""stream":{"state":"stopped""#), "\(stoppedStatus)")
 
             // Restart while the backend moved on: resumes from the cursor, no full resync.
             book.update(ids[1], status: "delivered")

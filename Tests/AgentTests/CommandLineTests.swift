@@ -234,9 +234,14 @@ struct OrderliveProcess {
             let target = "stream.event.id=\(sandbox.orders.latestSequence)"
             let child = try OrderliveProcess(["run"], environment: environment, readStandardError: true)
             var caughtUp = false
+            var stopping = false
             for await line in child.lines {
                 if line.contains(target) { caughtUp = true }
-                if caughtUp, line.contains("journal drained") { child.signal(SIGTERM) }
+                // Once: a second signal means "exit at once" (130).
+                if caughtUp, !stopping, line.contains("journal drained") {
+                    stopping = true
+                    child.signal(SIGTERM)
+                }
             }
             let (status, _) = await child.waitForExit()
             #expect(status == 0)

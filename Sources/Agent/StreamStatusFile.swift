@@ -1,0 +1,81 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `<state_dir>/stream-status.json`: the running agent's stream state, for `orderlive status` in
+/// another process (DESIGN §5: status reads the state directory, and its stream part says what was
+/// last known). Written at most once a second while it changes, and once more, as `stopped`, when
+/// the agent stops. A file left by an agent that is no longer running reads as `stopped`.
+public enum StreamStatusFile {
+    /// The file's path in `stateDirectory`.
+    public static func path(stateDirectory: String) -> String {
+        stateDirectory + "/stream-status.json"
+    }
+
+    /// The last known state, or nil when no agent has written one. `stream` is `stopped` unless the
+    /// process that wrote it still runs.
+    public static func read(stateDirectory: String) -> AgentState.Snapshot? {
+        guard let data = FileManager.default.contents(atPath: path(stateDirectory: stateDirectory)),
+              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return nil }
+        var snapshot = AgentState.Snapshot()
+        let pid = (object["pid"] as? NSNumber)?.int32Value ?? 0
+        let alive = pid > 0 && (kill(pid, 0) == 0 || errno == EPERM)
+        snapshot.stream = alive ? (object["state"] as? String).flatMap(AgentState.StreamState.init(rawValue:)) ?? .stopped : .stopped
+        snapshot.reconnects = (object["reconnects"] as? NSNumber)?.intValue ?? 0
+        snapshot.lastEventAt = (object["last_event_at"] as? NSNumber)?.doubleValue
+        return snapshot
+    }
+
+    /// Writes `snapshot` atomically (a temporary file renamed over the old one).
+    static func write(_ snapshot: AgentState.Snapshot, stateDirectory: String) throws {
+        let json = "{" + [
+            #""pid":\#(getpid())"#, #""state":\#(JSONText.string(snapshot.stream.rawValue))"#,
+            #""reconnects":\#(snapshot.reconnects)"#,
+            #""last_event_at":\#(snapshot.lastEventAt.map { String($0) } ?? "null")"#,
+        ].joined(separator: ",") + "}\n"
+        let target = path(stateDirectory: stateDirectory)
+        let temporary = target + ".tmp"
+        try Data(json.utf8).write(to: URL(fileURLWithPath: temporary))
+        guard rename(temporary, target) == 0 else { throw CocoaError(.fileWriteUnknown) }
+    }
+}
+
+/// Keeps `stream-status.json` current: after each change of the agent's state, at most four times a
+/// second, and a last time as `stopped` after the stream service has stopped (it is placed before
+/// the stream in the group, so it stops after it).
+struct StreamStatusRecorder: Service {
+    let state: AgentState
+    let stateDirectory: String
+    let logger: Logger
+
+    func run() async throws {
+        let (state, directory, logger) = (self.state, stateDirectory, self.logger)
+        try? await cancelWhenGracefulShutdown {
+            var written: AgentState.Snapshot?
+            while !Task.isCancelled {
+                let snapshot = state.snapshot
+                if snapshot.stream != written?.stream || snapshot.reconnects != written?.reconnects
+                    || snapshot.lastEventAt != written?.lastEventAt {
+                    do {
+                        try StreamStatusFile.write(snapshot, stateDirectory: directory)
+                        written = snapshot
+                        logger.debug("stream status recorded", metadata: ["stream.state": "\(snapshot.stream.rawValue)"])
+                    } catch {
+                        // Only `status` in another process is less current; the agent carries on.
+                        logger.warning("cannot write the stream status file", metadata: ["store.reason": "\(error)"])
+                    }
+                }
+                try await Task.sleep(for: .milliseconds(250))
+                await state.changes.wait(until: nil, clock: ContinuousClock())
+            }
+        }
+        var last = state.snapshot
+        last.stream = .stopped
+        try? StreamStatusFile.write(last, stateDirectory: directory)
+    }
+}
