@@ -128,8 +128,9 @@ func withAgent(durability: Durability, _ body: @Sendable @escaping (Int) async t
     configuration.ingest.highWaterJobs = 10_000_000
     // No backend: the stream backs off quietly; pushes carrying whole orders need none.
     configuration.upstream.baseURL = "http://127.0.0.1:1"
-    var logger = Logger(label: "bench-agent") { StreamLogHandler.standardError(label: $0) }
-    logger.logLevel = ProcessInfo.processInfo.environment["BENCH_AGENT_LOG"] == nil ? .critical : .debug
+    // As `orderlive run` logs in production: JSON lines at info (nothing per accepted push), on stderr.
+    var logger = Logger(label: "orderlive") { JSONLogHandler(label: $0) }
+    logger.logLevel = ProcessInfo.processInfo.environment["BENCH_AGENT_LOG"] == nil ? .warning : .debug
     let program = try AgentBuilder.build(configuration: configuration, logger: logger, environment: [:])
     guard let server = program.pushServer else { return (nil, 0) }
     let running = Task { try await program.run(handlingSignals: false) }
