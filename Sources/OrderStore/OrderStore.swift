@@ -275,6 +275,14 @@ public final class OrderStore: Sendable {
         }
     }
 
+    /// Postpones a job that could not run for a reason outside it (no session), without counting
+    /// an attempt.
+    public func postpone(jobID: Int64, reason: String, retryAt: Double) throws {
+        try pool.write { db in
+            try db.execute(sql: "UPDATE job SET last_error = ?, not_before = ? WHERE id = ?", arguments: [reason, retryAt, jobID])
+        }
+    }
+
     /// Moves a job that keeps failing to the dead letters, in one transaction.
     public func deadLetter(job: JobRecord, reason: String) throws {
         let now = self.now()

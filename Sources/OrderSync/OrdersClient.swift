@@ -7,10 +7,14 @@ import OrderStore
 public struct SyncError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What went wrong.
     public var message: String
+    /// True when the job could not run because there is no session: nothing is wrong with the
+    /// job, so it waits (its attempts are not counted) until a login.
+    public var waitsForSession: Bool
 
     /// Creates an error.
-    public init(_ message: String) {
+    public init(_ message: String, waitsForSession: Bool = false) {
         self.message = message
+        self.waitsForSession = waitsForSession
     }
 
     /// The message.
@@ -107,7 +111,7 @@ public struct OrdersClient: OrderSource {
             do {
                 token = try await session.accessToken()
             } catch {
-                throw SyncError("no session: \(error.message)")
+                throw SyncError("no session: \(error.message)", waitsForSession: error.kind == .unauthenticated)
             }
             let request = HTTPRequest(
                 url: baseURL + path, headers: ["Authorization": "Bearer \(token)", "Accept": "application/json"],

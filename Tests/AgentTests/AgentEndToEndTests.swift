@@ -315,6 +315,43 @@ func prometheusSamples(_ text: String) -> [String: Double]? {
         await loop.shutdown()
     }
 
+    /// Without a session and with the backend unreachable, `run` still serves the push endpoint and
+    /// the store, stays ready (the store is open and the executor runs), and says why it is not
+    /// syncing; pushes are journaled for when it can.
+    @Test func withoutSessionOrBackendItStillServesPushesAndSaysWhy() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-nosession-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let environment = [
+            "ORDERLIVE_UPSTREAM_BASE_URL": "http://127.0.0.1:1", "ORDERLIVE_STORE_STATE_DIR": directory,
+            "ORDERLIVE_INGEST_LISTEN": "127.0.0.1:0", "ORDERLIVE_LOG_FORMAT": "json",
+        ]
+        let child = try OrderliveProcess(["run"], environment: environment, readStandardError: true)
+        let logs = LogWatch()
+        let reader = Task { await logs.follow(child.lines) }
+        let watchdog = Task { try await Task.sleep(for: .seconds(60)); child.signal(SIGKILL) }
+        defer { watchdog.cancel() }
+        let listening = try #require(await logs.wait(message: "push endpoint listening"))
+        let base = "http://" + (listening.line["push.listen"] ?? "")
+        let loop = try CurlLoop(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let ready = try await AgentHTTP(loop: loop).get(base + "/readyz")
+        #expect(ready.status == 200)
+        #expect(ready.body.contains(#""auth":{"state":"unauthenticated"}"#), "\(ready.body)")
+        #expect(ready.body.contains("no session: run orderlive login"), "\(ready.body)")
+        let push = try await loop.perform(HTTPRequest(
+            url: base + "/api/push", method: "POST", headers: ["Content-Type": "application/json"],
+            body: Array(#"{"notifications":[{"tokens":["t"],"platform":2,"data":{"type":"order.updated","order_id":9}}]}"#.utf8)))
+        #expect(push.status == 200)
+        await loop.shutdown()
+        child.signal(SIGTERM)
+        let (status, _) = await child.waitForExit()
+        await reader.value
+        #expect(status == 0)
+        // The fetch could not run without a session: the job waits in the journal, nothing lost.
+        let stopped = try #require(logs.lines.last)
+        #expect(stopped["message"] == "stopped")
+        #expect(stopped["sync.journal_depth"] == "1", "\(stopped)")
+    }
+
     /// A bad configuration stops `run` before it binds anything, naming the key.
     @Test(arguments: [
         ("ingest:\n  listn: \"127.0.0.1:0\"\n", "ingest.listn"),

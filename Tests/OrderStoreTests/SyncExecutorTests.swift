@@ -8,6 +8,7 @@ import OrderStore
 import OrderSync
 import Sandbox
 import TestSupport
+import Synchronization
 import Testing
 
 let quietLogger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -142,5 +143,53 @@ struct SyncHarness {
             #expect(try harness.store.order(id: "7")?.status == "v5")
             #expect(harness.executor.maximumConcurrentJobs == 1)
         }
+    }
+}
+
+/// An order source with no session for its first `refusals` calls, then one order.
+final class SessionlessSource: OrderSource {
+    private let remaining: Mutex<Int>
+    let record: OrderRecord
+
+    init(refusals: Int, record: OrderRecord) {
+        remaining = Mutex(refusals)
+        self.record = record
+    }
+
+    func fetchOrder(id: String) async throws(SyncError) -> OrderRecord? {
+        let refuse = remaining.withLock { count -> Bool in
+            defer { count -= 1 }
+            return count > 0
+        }
+        if refuse { throw SyncError("no session: not logged in", waitsForSession: true) }
+        return record
+    }
+
+    func fetchPage(cursor: String?, limit: Int) async throws(SyncError) -> (orders: [OrderRecord], next: String?) {
+        ([record], nil)
+    }
+}
+
+@Suite struct SessionlessExecutorTests {
+    /// Without a session a fetch cannot run, but nothing is wrong with the job: it waits without
+    /// counting attempts, however long that takes, and runs after a login.
+    @Test func jobsWaitForASessionWithoutBecomingDeadLetters() async throws {
+        let wall = WallClock()
+        let temporary = try TemporaryStore(now: { wall.now })
+        let record = try order(7, status: "delivered", version: 3)
+        let executor = SyncExecutor(
+            store: temporary.store, source: SessionlessSource(refusals: 20, record: record),
+            configuration: .init(maximumAttempts: 3), now: { wall.now }, logger: quietLogger)
+        try temporary.store.journal([NewJob(kind: .fetch, orderID: "7", source: "test")])
+        for _ in 0..<20 {
+            let progress = try await executor.runReadyJobs()
+            #expect(progress == SyncExecutor.Progress(completed: 0, failed: 1, deadLettered: 0))
+            #expect(try await executor.runReadyJobs() == SyncExecutor.Progress(), "a waiting job is not retried at once")
+            wall.advance(by: 6)
+        }
+        #expect(try temporary.store.counts().deadLetters == 0)
+        #expect(try temporary.store.headJobs(limit: 1).first?.attempts == 0)
+        #expect(try await executor.runReadyJobs().completed == 1)
+        #expect(try temporary.store.order(id: "7")?.status == "delivered")
     }
 }
