@@ -145,6 +145,9 @@ public final class SyncExecutor: Sendable {
         let current = running.add(1, ordering: .acquiringAndReleasing).newValue
         defer { running.subtract(1, ordering: .acquiringAndReleasing) }
         _ = mostAtOnce.max(current, ordering: .relaxed)
+        logger.debug("sync job started", metadata: [
+            "sync.job.kind": "\(job.kind.rawValue)", "sync.job.order_id": "\(job.orderID ?? "")",
+        ])
         do {
             try await apply(job)
             logger.debug("sync job applied", metadata: [

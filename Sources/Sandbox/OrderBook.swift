@@ -27,6 +27,7 @@ public final class OrderBook: Sendable {
         var sequence = 0
         var nextID = 1
         var failingFetches: [Int] = []
+        var slowFetches: [Duration] = []
         var failingPages: [Int: Int] = [:]  // page index → status, once
         var watchers: [Int: AsyncStream<Void>.Continuation] = [:]
         var dropBudgets: [Int] = []
@@ -81,6 +82,16 @@ public final class OrderBook: Sendable {
     /// The next fetches of single orders answer these statuses.
     public func failFetches(_ statuses: [Int]) {
         state.withLock { $0.failingFetches += statuses }
+    }
+
+    /// The next fetches of single orders answer only after these delays, one per fetch.
+    public func delayFetches(_ delays: [Duration]) {
+        state.withLock { $0.slowFetches += delays }
+    }
+
+    /// The delay of the next single-order fetch, if one is scheduled.
+    func takeFetchDelay() -> Duration? {
+        state.withLock { $0.slowFetches.isEmpty ? nil : $0.slowFetches.removeFirst() }
     }
 
     /// The next stream connections are cut abruptly after this many body bytes each (usually in the

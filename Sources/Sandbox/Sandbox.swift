@@ -394,6 +394,7 @@ extension Sandbox {
         router.get("/v1/orders/:id") { [self] request, context in
             if let denied = denyUnauthenticated(request) { return denied }
             guard let id = context.parameters.get("id", as: Int.self) else { return Self.json(404, #"{"error":"not_found"}"#) }
+            if let delay = orders.takeFetchDelay() { try await Task.sleep(for: delay) }
             return Self.answer(orders.fetch(id))
         }
     }

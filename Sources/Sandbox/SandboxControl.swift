@@ -14,6 +14,7 @@ import Hummingbird
 /// | `POST /sandbox/faults/drop-stream?after_bytes=N&times=T` | the next T streams are cut after N bytes |
 /// | `POST /sandbox/faults/drop-open-streams` | every open stream is cut now |
 /// | `POST /sandbox/faults/fetch?status=503&times=T` | the next T single-order fetches fail |
+/// | `POST /sandbox/faults/slow-fetch?ms=N&times=T` | the next T single-order fetches answer after N ms |
 /// | `POST /sandbox/faults/refresh?status=503&times=T` | the next T refreshes fail |
 /// | `POST /sandbox/faults/login?status=503&times=T` | the next T logins fail |
 /// | `POST /sandbox/faults/expire-access-tokens` | every access token issued so far stops working |
@@ -69,6 +70,11 @@ extension Sandbox {
             case "refresh": authority.failRefreshes(Array(repeating: status, count: times))
             case "login": authority.failLogins(Array(repeating: status, count: times))
             case "fetch": orders.failFetches(Array(repeating: status, count: times))
+            case "slow-fetch":
+                guard let milliseconds = query.get("ms", as: Int.self), (0...600_000).contains(milliseconds) else {
+                    return Self.json(400, #"{"error":"slow-fetch needs ms=N (0...600000)"}"#)
+                }
+                orders.delayFetches(Array(repeating: .milliseconds(milliseconds), count: times))
             case "drop-stream":
                 guard let bytes = query.get("after_bytes", as: Int.self), bytes >= 0 else {
                     return Self.json(400, #"{"error":"drop-stream needs after_bytes=N (N >= 0)"}"#)
@@ -78,7 +84,7 @@ extension Sandbox {
             case "expire-access-tokens": authority.expireAccessTokens()
             case "revoke-refresh-tokens": authority.revokeAllRefreshTokens()
             default:
-                return Self.json(404, #"{"error":"unknown fault; use drop-stream, drop-open-streams, fetch, refresh, login, "#
+                return Self.json(404, #"{"error":"unknown fault; use drop-stream, drop-open-streams, fetch, slow-fetch, refresh, login, "#
                     + #"expire-access-tokens or revoke-refresh-tokens"}"#)
             }
             return Self.json(200, #"{"ok":true}"#)

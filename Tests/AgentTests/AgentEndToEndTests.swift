@@ -1,6 +1,7 @@
 import CurlHTTP
 import Foundation
 import Logging
+import OrderStore
 import Sandbox
 import Synchronization
 import Testing
@@ -350,6 +351,56 @@ func prometheusSamples(_ text: String) -> [String: Double]? {
         let stopped = try #require(logs.lines.last)
         #expect(stopped["message"] == "stopped")
         #expect(stopped["sync.journal_depth"] == "1", "\(stopped)")
+    }
+
+    /// SIGTERM while a slow fetch is in hand: the fetch finishes and is applied, then exit 0. A second
+    /// signal during that wait exits at once (130), the job still journaled for the next start.
+    @Test(arguments: [false, true])
+    func sigtermFinishesTheJobInHandAndASecondSignalExitsAtOnce(secondSignal: Bool) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-sigterm-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let configuration = SandboxConfiguration(
+            port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true), feed: .orderBook)
+        try await Sandbox.withRunning(configuration) { sandbox in
+            let book = sandbox.orders
+            let id = book.create()
+            let environment = [
+                "ORDERLIVE_UPSTREAM_BASE_URL": await sandbox.baseURL, "ORDERLIVE_STORE_STATE_DIR": directory,
+                "ORDERLIVE_AUTH_IDENTIFIER": SandboxUser.demo.identifier, "ORDERLIVE_AUTH_PASSWORD": SandboxUser.demo.password,
+                "ORDERLIVE_INGEST_LISTEN": "", "ORDERLIVE_LOG_FORMAT": "json", "ORDERLIVE_LOG_LEVEL": "debug",
+            ]
+            let child = try OrderliveProcess(["run"], environment: environment, readStandardError: true)
+            let logs = LogWatch()
+            let reader = Task { await logs.follow(child.lines) }
+            let watchdog = Task { try await Task.sleep(for: .seconds(60)); child.signal(SIGKILL) }
+            defer { watchdog.cancel() }
+            _ = try #require(await logs.wait(message: "stream open"))
+            book.delayFetches([secondSignal ? .seconds(30) : .milliseconds(1500)])
+            book.update(id, status: "picked_up", announce: .idOnly)
+            _ = try #require(await logs.wait(message: "sync job started", ["sync.job.kind": "fetch"]))
+            let clock = ContinuousClock()
+            let asked = clock.now
+            child.signal(SIGTERM)
+            if secondSignal {
+                _ = try #require(await logs.wait { $0["message"]?.hasPrefix("stopping") == true })
+                child.signal(SIGTERM)
+            }
+            let (status, _) = await child.waitForExit()
+            let took = clock.now - asked
+            await reader.value
+            let store = try OrderStore(path: directory + "/orderlive.sqlite")
+            if secondSignal {
+                #expect(status == 130)
+                #expect(took < .seconds(5))
+                #expect(try store.counts().journalDepth == 1, "the interrupted job stays journaled")
+            } else {
+                #expect(status == 0)
+                #expect(took >= .milliseconds(1000) && took < .seconds(10), "\(took)")
+                #expect(logs.lines.contains { $0["message"] == "sync job applied" && $0["sync.job.kind"] == "fetch" })
+                #expect(try store.order(id: "\(id)")?.status == "picked_up")
+                #expect(try store.counts().journalDepth == 0)
+            }
+        }
     }
 
     /// A bad configuration stops `run` before it binds anything, naming the key.
