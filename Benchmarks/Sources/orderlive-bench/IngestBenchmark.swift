@@ -22,6 +22,7 @@ struct LoadResult {
     var p99: Double
     var errors: Int  // non-2xx answers and socket errors
     var cpuMicrosecondsPerRequest: Double
+    var memory = ""  // RSS before → after (peak during), MB, for the agent runs
 }
 
 /// User + system CPU of this process (the servers run here; wrk runs in its own process), seconds.
@@ -135,7 +136,10 @@ func withAgent(durability: Durability, _ body: @Sendable @escaping (Int) async t
     guard let server = program.pushServer else { return (nil, 0) }
     let running = Task { try await program.run(handlingSignals: false) }
     let port = await server.port
-    let result = try await body(port)
+    let before = residentMegabytes("VmRSS")
+    resetPeakResident()
+    var result = try await body(port)
+    result?.memory = "\(format(before, 0)) → \(format(residentMegabytes("VmRSS"), 0)) (\(format(residentMegabytes("VmHWM"), 0)))"
     let counts = try program.store.counts()
     await program.shutdown()
     try await running.value
@@ -150,8 +154,8 @@ func ingestBenchmark() async throws {
     defer { try? FileManager.default.removeItem(atPath: script) }
     print("")
     print("push ingest: wrk -t2 -c\(connections) -d\(seconds)s, one-notification Gorush requests with a whole order")
-    print("| round | server | requests/s | p50 ms | p99 ms | CPU µs/request | errors | stored/acknowledged | ratio to bare |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |")
+    print("| round | server | requests/s | p50 ms | p99 ms | CPU µs/request | errors | stored/acknowledged | ratio to bare | process RSS MB before → after (peak) |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |")
     for round in 1...2 {
         guard let bare = try await withBareServer({ port in try runWrk(port: port, seconds: seconds, connections: connections, script: script) }) else {
             print("wrk is not installed: `sudo apt-get install wrk`, then `BENCH_ONLY=ingest make bench`")
@@ -160,7 +164,7 @@ func ingestBenchmark() async throws {
         func line(_ name: String, _ result: LoadResult, stored: String) {
             print("| \(round) | \(name) | \(format(result.requestsPerSecond, 0)) | \(format(result.p50, 2)) | \(format(result.p99, 2)) "
                 + "| \(format(result.cpuMicrosecondsPerRequest, 1)) | \(result.errors) | \(stored) "
-                + "| \(format(result.requestsPerSecond / bare.requestsPerSecond, 2))× |")
+                + "| \(format(result.requestsPerSecond / bare.requestsPerSecond, 2))× | \(result.memory.isEmpty ? "—" : result.memory) |")
         }
         line("bare Hummingbird, 200 without work (reference)", bare, stored: "—")
         for durability in [Durability.normal, .full] {
