@@ -27,8 +27,12 @@ struct ExecutorService: Service {
         let stopping = StopFlag()
         state.update { $0.executorRunning = true }
         defer { state.update { $0.executorRunning = false } }
+        let thread = ThreadTaskExecutor(name: "orderlive-sync")
+        defer { thread.stop() }
         await withGracefulShutdownHandler {
-            await executor.run(wake: wake, until: { stopping.isStopped })
+            await withTaskExecutorPreference(thread) {
+                await executor.run(wake: wake, until: { stopping.isStopped })
+            }
         } onGracefulShutdown: {
             stopping.stop()
             wake.signal()
