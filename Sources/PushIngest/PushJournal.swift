@@ -7,8 +7,9 @@ import Synchronization
 /// per commit). Requests queue their submission; the first one to find no commit in progress
 /// becomes the leader and commits everything queued — its own and the others' — in one
 /// transaction, again and again until the queue is empty. Every waiting request is answered only
-/// after the transaction that holds its jobs has committed (FIELD-NOTES 16). No background task:
-/// commits happen on the requests' own tasks.
+/// after the transaction that holds its jobs has committed (FIELD-NOTES 16). Commits happen on the
+/// leading request's task until its own submission is committed; if more are queued by then, a
+/// task of their own carries on, so no request waits for a queue that may never empty under load.
 public final class PushJournal: Sendable {
     private struct State {
         var queue: [(PushSubmission, Ticket)] = []
@@ -48,11 +49,13 @@ public final class PushJournal: Sendable {
             state.committing = true
             return true
         }
-        if leads { await commitQueued() }
+        if leads { await commitQueued(leader: ticket) }
         return await ticket.value
     }
 
-    private func commitQueued() async {
+    /// Commits queued batches until the queue is empty, or — for a leading request — until its own
+    /// submission is committed, handing the rest to a new task.
+    private func commitQueued(leader ticket: Ticket?) async {
         while true {
             let now = self.now()
             let (batch, purge) = state.withLock { state -> ([(PushSubmission, Ticket)], Double?) in
@@ -76,6 +79,14 @@ public final class PushJournal: Sendable {
                 entry.1.fulfil(outcome)
             }
             if added { journaled() }
+            if let ticket, ticket.isFulfilled {
+                let more = state.withLock { state in
+                    if state.queue.isEmpty { state.committing = false }
+                    return !state.queue.isEmpty
+                }
+                if more { Task { await self.commitQueued(leader: nil) } }
+                return
+            }
         }
     }
 }
@@ -83,6 +94,8 @@ public final class PushJournal: Sendable {
 /// A one-shot answer slot: fulfilled once by the committing leader, awaited once by its request.
 private final class Ticket: Sendable {
     private let slot = Mutex<(outcome: PushAcceptance?, waiter: CheckedContinuation<PushAcceptance, Never>?)>((nil, nil))
+
+    var isFulfilled: Bool { slot.withLock { $0.outcome != nil } }
 
     func fulfil(_ outcome: PushAcceptance) {
         let waiter = slot.withLock { slot in
