@@ -207,11 +207,7 @@ public enum AgentBuilder {
     static func pushSettings(
         _ ingest: IngestConfiguration
     ) throws(AgentStartError) -> (host: String, port: Int, authentication: PushAuthentication)? {
-        guard !ingest.listen.isEmpty, let colon = ingest.listen.lastIndex(of: ":"),
-              let port = Int(ingest.listen[ingest.listen.index(after: colon)...])
-        else { return nil }
-        var host = String(ingest.listen[..<colon])
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard let (host, port) = ingest.listenAddress else { return nil }
         let authentication = try ingestAuthentication(ingest)
         if let refusal = PushServer.refusal(host: host, authentication: authentication) {
             throw AgentStartError(refusal)

@@ -31,14 +31,16 @@ public struct PushSend: Sendable {
             self.url = url
             return
         }
-        let listen = configuration.ingest.listen
-        guard !listen.isEmpty, let colon = listen.lastIndex(of: ":") else {
+        guard let address = configuration.ingest.listenAddress else {
             throw AgentStartError("'ingest.listen' is empty, so there is no default push URL: pass --url")
         }
-        var host = String(listen[..<colon])
-        if host == "0.0.0.0" || host.isEmpty { host = "127.0.0.1" }
-        if host == "[::]" || host == "::" { host = "[::1]" }
-        self.url = "http://\(host):\(listen[listen.index(after: colon)...])/api/push"
+        // A wildcard listener is reached on loopback.
+        let host = switch address.host {
+        case "0.0.0.0": "127.0.0.1"
+        case "::": "::1"
+        default: address.host
+        }
+        self.url = "http://\(host.contains(":") ? "[\(host)]" : host):\(address.port)/api/push"
     }
 
     /// The headers that authenticate `body` under `ingest.auth`; `id` is the Standard Webhooks
@@ -60,33 +62,21 @@ public struct PushSend: Sendable {
 
     /// Posts `body` once. Throws a message naming the URL when the endpoint cannot be reached.
     public func send(_ body: [UInt8], id: String = "msg_" + UUID().uuidString.lowercased()) async throws(AgentStartError) -> Answer {
-        let loop: CurlLoop
-        do {
-            loop = try CurlLoop(logger: logger)
-        } catch {
-            throw AgentStartError("cannot start the HTTP client: \(error.description)")
-        }
         let request = HTTPRequest(
             url: url, method: "POST",
             headers: headers(for: body, id: id, now: Int64(Date().timeIntervalSince1970)),
             body: body, connectTimeout: .seconds(5), timeout: .seconds(30), maximumRedirects: 0,
             maximumResponseBytes: 1 << 20)
-        let outcome: Result<HTTPResponse, any Error>
+        let response: HTTPResponse
         do {
-            outcome = .success(try await loop.perform(request))
-        } catch {
-            outcome = .failure(error)
-        }
-        await loop.shutdown()
-        switch outcome {
-        case .success(let response):
-            return Answer(
-                status: response.status, body: String(decoding: response.body, as: UTF8.self),
-                retryAfter: response.head.headers["Retry-After"])
-        case .failure(let error as CurlError):
+            response = try await CurlLoop.withLoop(logger: logger) { loop in try await loop.perform(request) }
+        } catch let error as CurlError {
             throw AgentStartError("cannot post to \(url): \(error.description); is 'orderlive run' listening there?")
-        case .failure(let error):
+        } catch {
             throw AgentStartError("cannot post to \(url): \(error)")
         }
+        return Answer(
+            status: response.status, body: String(decoding: response.body, as: UTF8.self),
+            retryAfter: response.head.headers["Retry-After"])
     }
 }

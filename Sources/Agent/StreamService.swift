@@ -69,8 +69,10 @@ struct StreamService: Service {
                     try ingest.handle(batch: pending)
                     if let firstArrival { metrics.commitLag.recordNanoseconds(Self.nanoseconds(.now - firstArrival)) }
                     metrics.streamEvents.increment(by: Int64(pending.count))
-                    for event in pending {
-                        logger.debug("event journaled", metadata: ["stream.event.id": "\(event.lastEventID)"])
+                    if logger.logLevel <= .debug {
+                        for event in pending {
+                            logger.debug("event journaled", metadata: ["stream.event.id": "\(event.lastEventID)"])
+                        }
                     }
                     pending.removeAll(keepingCapacity: true)
                     firstArrival = nil

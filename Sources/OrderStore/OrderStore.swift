@@ -266,20 +266,14 @@ public final class OrderStore: Sendable {
         }
     }
 
-    /// Records a failed attempt; the job stays in place and waits until `retryAt`.
-    public func recordFailure(jobID: Int64, reason: String, retryAt: Double) throws {
+    /// Records a failed attempt; the job stays in place and waits until `retryAt`. With
+    /// `countsAttempt` false (the job could not run for a reason outside it, such as no session) the
+    /// attempt is not counted towards `sync.max_attempts`.
+    public func recordFailure(jobID: Int64, reason: String, retryAt: Double, countsAttempt: Bool = true) throws {
         try pool.write { db in
             try db.execute(
-                sql: "UPDATE job SET attempts = attempts + 1, last_error = ?, not_before = ? WHERE id = ?",
-                arguments: [reason, retryAt, jobID])
-        }
-    }
-
-    /// Postpones a job that could not run for a reason outside it (no session), without counting
-    /// an attempt.
-    public func postpone(jobID: Int64, reason: String, retryAt: Double) throws {
-        try pool.write { db in
-            try db.execute(sql: "UPDATE job SET last_error = ?, not_before = ? WHERE id = ?", arguments: [reason, retryAt, jobID])
+                sql: "UPDATE job SET attempts = attempts + ?, last_error = ?, not_before = ? WHERE id = ?",
+                arguments: [countsAttempt ? 1 : 0, reason, retryAt, jobID])
         }
     }
 

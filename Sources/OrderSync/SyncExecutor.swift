@@ -172,7 +172,9 @@ public final class SyncExecutor: Sendable {
             if (error as? SyncError)?.waitsForSession == true, let id = job.id {
                 // Not the job's fault: it waits, uncounted, and runs once a session exists.
                 do {
-                    try store.postpone(jobID: id, reason: reason, retryAt: now() + min(max(configuration.retryMaximum, 1), 5))
+                    try store.recordFailure(
+                        jobID: id, reason: reason, retryAt: now() + min(max(configuration.retryMaximum, 1), 5),
+                        countsAttempt: false)
                     logger.debug("sync job waits for a session", metadata: ["sync.job.kind": "\(job.kind.rawValue)"])
                 } catch {
                     logger.error("could not postpone a sync job", metadata: ["sync.reason": "\(error)"])

@@ -114,38 +114,36 @@ public struct GorushRequest: Sendable, Hashable {
 
     /// Decodes and validates a body with Gorush's rules and messages (DESIGN §4).
     public static func parse(_ body: [UInt8], maximumNotifications: Int) -> Result<GorushRequest, GorushError> {
-        let missing = GorushError("Missing notifications field.")
         // A body that is not JSON, not an object, or has a known field of the wrong type anywhere is
         // Gorush's "Missing notifications field." (its bind fails before it looks further).
-        let parsed: [GorushNotification]?? = body.withUnsafeBufferPointer { buffer in
+        let notifications = body.withUnsafeBufferPointer { buffer -> [GorushNotification]? in
             var reader = JSONReader(buffer)
-            var notifications: [GorushNotification]?
-            do throws(JSONReader.Failure) {
-                try reader.object { (reader, key) throws(JSONReader.Failure) in
-                    guard key == "notifications" else {
-                        _ = try reader.value(depth: 1)
-                        return
-                    }
-                    if reader.consumeNull() { notifications = nil; return }
-                    var list: [GorushNotification] = []
-                    try reader.array { (reader) throws(JSONReader.Failure) in
-                        list.append(try GorushNotification(reading: &reader))
-                    }
-                    notifications = list
-                }
-                reader.skipWhitespace()
-                guard reader.atEnd else { return nil }
-            } catch {
-                return nil
-            }
-            return .some(notifications)
+            return try? readEnvelope(&reader)
         }
-        guard case .some(.some(let notifications)) = parsed else { return .failure(missing) }
+        guard let notifications else { return .failure(GorushError("Missing notifications field.")) }
         if notifications.isEmpty { return .failure(GorushError("Notifications field is empty.")) }
         if notifications.count > maximumNotifications {
             return .failure(GorushError("Number of notifications(\(notifications.count)) over limit(\(maximumNotifications))"))
         }
         return .success(GorushRequest(notifications: notifications))
+    }
+
+    /// The envelope's `notifications` (nil when absent or null); every other key is skipped.
+    private static func readEnvelope(_ reader: inout JSONReader) throws(JSONReader.Failure) -> [GorushNotification]? {
+        var notifications: [GorushNotification]?
+        try reader.object { (reader, key) throws(JSONReader.Failure) in
+            guard key == "notifications" else {
+                _ = try reader.value(depth: 1)
+                return
+            }
+            if reader.consumeNull() { notifications = nil; return }
+            var list: [GorushNotification] = []
+            try reader.array { (reader) throws(JSONReader.Failure) in list.append(try GorushNotification(reading: &reader)) }
+            notifications = list
+        }
+        reader.skipWhitespace()
+        guard reader.atEnd else { throw JSONReader.Failure() }
+        return notifications
     }
 
     /// Gorush's success body: `{"counts": N, "logs": [], "success": "ok"}`.

@@ -99,9 +99,10 @@ struct JSONReader {
 
     /// A boolean or null.
     mutating func optionalBool() throws(Failure) -> Bool? {
-        if consumeNull() { return nil }
-        switch try value(depth: Self.maximumDepth - 1) {
-        case .bool(let value): return value
+        switch peek() {
+        case 0x6E: try literal("null"); return nil
+        case 0x74: try literal("true"); return true
+        case 0x66: try literal("false"); return false
         default: throw Failure()
         }
     }

@@ -253,11 +253,8 @@ public enum ConfigurationLoader {
 
         var ingest = configuration.ingest
         values.string("ingest.listen", &ingest.listen)
-        if !ingest.listen.isEmpty {
-            let parts = ingest.listen.split(separator: ":", omittingEmptySubsequences: false)
-            guard parts.count >= 2, let port = Int(parts[parts.count - 1]), (0...65_535).contains(port),
-                  !parts.dropLast().joined(separator: ":").isEmpty
-            else { throw ConfigurationError("'ingest.listen' must be host:port (or \"\" to disable), got '\(ingest.listen)'") }
+        if !ingest.listen.isEmpty, ingest.listenAddress == nil {
+            throw ConfigurationError("'ingest.listen' must be host:port (or \"\" to disable), got '\(ingest.listen)'")
         }
         try values.choice("ingest.auth", &ingest.auth)
         try values.readableFile("ingest.secret_file", &ingest.secretFile)

@@ -80,6 +80,16 @@ public struct IngestConfiguration: Sendable, Hashable {
     public var highWaterJobs = 100_000
     /// A request head, and then its body, must each arrive within this time (else close / 408).
     public var readTimeout = Duration.milliseconds(10_000)
+
+    /// `listen` as host (IPv6 brackets removed) and port; nil when empty or not `host:port`.
+    public var listenAddress: (host: String, port: Int)? {
+        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
+              (0...65_535).contains(port)
+        else { return nil }
+        var host = String(listen[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return host.isEmpty ? nil : (host, port)
+    }
 }
 
 /// `sync.*`: the executor.
