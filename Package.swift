@@ -11,6 +11,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "orderlive", targets: ["orderlive"]),
+        .library(name: "CheckedInput", targets: ["CheckedInput"]),
         .library(name: "ServerSentEvents", targets: ["ServerSentEvents"]),
         .library(name: "CurlHTTP", targets: ["CurlHTTP"]),
         .library(name: "EventStream", targets: ["EventStream"]),
@@ -44,6 +45,10 @@ let package = Package(
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
         .target(
+            name: "CheckedInput",
+            swiftSettings: strict
+        ),
+        .target(
             name: "ServerSentEvents",
             swiftSettings: strict
         ),
@@ -58,6 +63,7 @@ let package = Package(
         .target(
             name: "EventStream",
             dependencies: [
+                "CheckedInput",
                 "ServerSentEvents",
                 "CurlHTTP",
                 .product(name: "Logging", package: "swift-log"),
@@ -72,6 +78,7 @@ let package = Package(
         .target(
             name: "AuthSession",
             dependencies: [
+                "CheckedInput",
                 "CurlHTTP",
                 "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),
@@ -80,13 +87,13 @@ let package = Package(
         ),
         .target(
             name: "OrderStore",
-            dependencies: [.product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["CheckedInput", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict
         ),
         .target(
             name: "OrderSync",
             dependencies: [
-                "OrderStore", "ServerSentEvents", "AuthSession", "CurlHTTP", "EventStream",
+                "CheckedInput", "OrderStore", "ServerSentEvents", "AuthSession", "CurlHTTP", "EventStream",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -94,8 +101,9 @@ let package = Package(
         .target(
             name: "PushIngest",
             dependencies: [
-                "COpenSSL", "OrderSync", "OrderStore",
+                "CheckedInput", "COpenSSL", "OrderSync", "OrderStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -108,6 +116,7 @@ let package = Package(
         .target(
             name: "Sandbox",
             dependencies: [
+                "CheckedInput",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -117,6 +126,7 @@ let package = Package(
         .target(
             name: "Agent",
             dependencies: [
+                "CheckedInput",
                 "ServerSentEvents",
                 "CurlHTTP",
                 "EventStream",
@@ -140,6 +150,7 @@ let package = Package(
             name: "orderlive",
             dependencies: [
                 "Agent",
+                "CheckedInput",
                 "Sandbox",
                 "OrderStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

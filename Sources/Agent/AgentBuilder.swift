@@ -190,7 +190,8 @@ public enum AgentBuilder {
                 journal: journal, metrics: PushMetrics(factory: metrics.factory), logger: logger)
             let pushServer = PushServer(
                 configuration: .init(host: push.host, port: push.port, readTimeout: ingest.readTimeout,
-                                     maximumBodyBytes: ingest.maximumBodyBytes),
+                                     maximumBodyBytes: ingest.maximumBodyBytes,
+                                     maximumConnections: ingest.maximumConnections),
                 endpoint: endpoint,
                 operations: AgentOperations(session: session, store: store, state: state, metrics: metrics),
                 logger: logger)
@@ -208,6 +209,7 @@ public enum AgentBuilder {
         _ ingest: IngestConfiguration
     ) throws(AgentStartError) -> (host: String, port: Int, authentication: PushAuthentication)? {
         guard let (host, port) = ingest.listenAddress else { return nil }
+        try OpenFileLimit.ensure(connections: ingest.maximumConnections)
         let authentication = try ingestAuthentication(ingest)
         if let refusal = PushServer.refusal(host: host, authentication: authentication) {
             throw AgentStartError(refusal)

@@ -1,3 +1,4 @@
+import CheckedInput
 import AuthSession
 import CurlHTTP
 import Foundation
@@ -83,7 +84,7 @@ public enum AuthCommands {
         fields.append(#""refresh_expires_at":\#(snapshot.refreshExpiresAt.map { JSONText.string(rfc3339($0)) } ?? "null")"#)
         var sections = [#""auth":{\#(fields.joined(separator: ","))}"#]
         if let store {
-            let oldest = store.counts.oldestJobCreatedAt.map { max(0, Int(now - $0)) } ?? 0
+            let oldest = store.counts.oldestJobCreatedAt.map { max(0, Checked.int64(clamping: now - $0)) } ?? 0
             var streamFields = [
                 #""state":\#(JSONText.string(stream?.stream.rawValue ?? "stopped"))"#,
                 #""cursor":\#(JSONText.string(store.cursor))"#,

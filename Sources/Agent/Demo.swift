@@ -1,3 +1,4 @@
+import CheckedInput
 import Foundation
 import Logging
 import OrderStore
@@ -50,7 +51,7 @@ public struct Demo: Sendable {
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-demo-\(UUID().uuidString)").path
         defer { if temporary { try? FileManager.default.removeItem(atPath: directory) } }
         let silent = Logger(label: "orderlive.demo", factory: { _ in SwiftLogNoOpLogHandler() })
-        let interval = Duration.milliseconds(Int64(max(1, 1000 / max(options.rate, 0.01))))
+        let interval = Checked.duration(seconds: 1 / max(options.rate, 0.01), maximum: .seconds(100))
         let sandbox = Sandbox(
             configuration: SandboxConfiguration(
                 port: 0, eventInterval: interval, heartbeatInterval: .seconds(5),
@@ -188,7 +189,7 @@ public struct Demo: Sendable {
     }
 
     private func format(_ value: Double) -> String {
-        value == value.rounded() ? String(Int(value)) : String(value)
+        value == value.rounded() ? String(Checked.int64(clamping: value)) : String(value)
     }
 }
 

@@ -1,3 +1,4 @@
+import CheckedInput
 import CurlHTTP
 import Foundation
 import Logging
@@ -64,7 +65,7 @@ public struct PushSend: Sendable {
     public func send(_ body: [UInt8], id: String = "msg_" + UUID().uuidString.lowercased()) async throws(AgentStartError) -> Answer {
         let request = HTTPRequest(
             url: url, method: "POST",
-            headers: headers(for: body, id: id, now: Int64(Date().timeIntervalSince1970)),
+            headers: headers(for: body, id: id, now: Checked.int64(clamping: Date().timeIntervalSince1970)),
             body: body, connectTimeout: .seconds(5), timeout: .seconds(30), maximumRedirects: 0,
             maximumResponseBytes: 1 << 20)
         let response: HTTPResponse

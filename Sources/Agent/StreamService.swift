@@ -1,3 +1,4 @@
+import CheckedInput
 import AuthSession
 import CurlHTTP
 import EventStream
@@ -67,7 +68,7 @@ struct StreamService: Service {
                 func flush() throws {
                     guard !pending.isEmpty else { return }
                     try ingest.handle(batch: pending)
-                    if let firstArrival { metrics.commitLag.recordNanoseconds(Self.nanoseconds(.now - firstArrival)) }
+                    if let firstArrival { metrics.commitLag.recordNanoseconds(Checked.nanoseconds(of: .now - firstArrival)) }
                     metrics.streamEvents.increment(by: Int64(pending.count))
                     if logger.logLevel <= .debug {
                         for event in pending {
@@ -137,10 +138,6 @@ struct StreamService: Service {
     private func pause(_ stopping: StopFlag) async throws {
         guard !stopping.isStopped else { return }
         try await Task.sleep(for: .seconds(1))
-    }
-
-    private static func nanoseconds(_ duration: Duration) -> Int64 {
-        duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
     }
 }
 

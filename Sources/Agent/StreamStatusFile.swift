@@ -1,3 +1,4 @@
+import CheckedInput
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -23,11 +24,14 @@ public enum StreamStatusFile {
               let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
         else { return nil }
         var snapshot = AgentState.Snapshot()
-        let pid = (object["pid"] as? NSNumber)?.int32Value ?? 0
+        // A file in the state directory: every number is checked (DESIGN §10).
+        let pid = Checked.jsonInteger(object["pid"]).flatMap { Int32(exactly: $0) } ?? 0
         let alive = pid > 0 && (kill(pid, 0) == 0 || errno == EPERM)
         snapshot.stream = alive ? (object["state"] as? String).flatMap(AgentState.StreamState.init(rawValue:)) ?? .stopped : .stopped
-        snapshot.reconnects = (object["reconnects"] as? NSNumber)?.intValue ?? 0
-        snapshot.lastEventAt = (object["last_event_at"] as? NSNumber)?.doubleValue
+        snapshot.reconnects = Checked.jsonInteger(object["reconnects"]).flatMap { Int(exactly: $0) } ?? 0
+        snapshot.lastEventAt = Checked.jsonNumber(object["last_event_at"]).flatMap {
+            Checked.finite($0, in: 0...Double(Checked.unixTimeRange.upperBound))
+        }
         return snapshot
     }
 

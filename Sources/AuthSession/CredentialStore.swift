@@ -1,3 +1,4 @@
+import CheckedInput
 import Foundation
 
 #if canImport(Glibc)
@@ -132,7 +133,7 @@ public struct CredentialStore: Sendable {
     }
 
     private func moveAside(reason: String) -> LoadResult {
-        let aside = "\(path).unreadable-\(Int64(now()))"
+        let aside = "\(path).unreadable-\(Checked.int64(clamping: now()))"
         guard rename(path, aside) == 0 else {
             return .locked(reason: "\(path) is unreadable (\(reason)) and could not be moved aside: "
                 + String(cString: strerror(errno)))

@@ -1,3 +1,4 @@
+import CheckedInput
 import Foundation
 import Logging
 
@@ -300,7 +301,7 @@ public actor Session {
                 dependencies.observe(.loginSucceeded)
                 logger.info("logged in", metadata: [
                     "auth.event": "auth.login.success", "auth.user_id": "\(pair.userID ?? "")",
-                    "auth.latency_ms": "\(Int((dependencies.now() - started) * 1000))",
+                    "auth.latency_ms": "\(Checked.int64(clamping: (dependencies.now() - started) * 1000))",
                 ])
                 return pair.accessToken
             } catch where error.kind == .rejected {
@@ -340,7 +341,7 @@ public actor Session {
     private func backoff(attempt: Int) async {
         let base = 0.25 * Double(1 << min(attempt - 1, 6))
         let seconds = base * (0.5 + 0.5 * dependencies.random())
-        try? await dependencies.sleep(.milliseconds(Int64(seconds * 1000)))
+        try? await dependencies.sleep(Checked.duration(seconds: seconds, maximum: .seconds(60)))
     }
 
     private func setState(_ new: State) {

@@ -2,6 +2,7 @@
 // token session actor with single-flight rotating refresh, and the credential store. It must never
 // log, print or put in an error a token or a password, and never end a session on a transient failure.
 
+import CheckedInput
 import Foundation
 
 /// What a login or refresh returns (DESIGN §3 "Token pair"), with absolute expiry times.
@@ -47,34 +48,73 @@ public struct TokenPair: Sendable, Hashable {
         guard let refresh = object["refresh_token"] as? String, !refresh.isEmpty else {
             throw AuthError(.invalidResponse, "the token response has no refresh_token")
         }
+        // Every number from the backend is checked before it is used (DESIGN §10): an id or an
+        // expiry out of range is a clear decoding error, never a trap.
         var accessExpiresAt: Double?
-        if let seconds = number(object["expires_in"]) {
+        if let seconds = try lifetime(object["expires_in"], field: "expires_in") {
             accessExpiresAt = now + seconds
         } else if let value = object["expires_at"] {
-            accessExpiresAt = number(value) ?? (value as? String).flatMap(parseRFC3339)
+            accessExpiresAt = try instant(value, field: "expires_at")
         } else {
-            accessExpiresAt = jwtExpiry(access)
+            accessExpiresAt = try jwtExpiry(access)
         }
-        let refreshExpiresAt = number(object["refresh_expires_in"]).map { now + $0 }
-            ?? number(object["refresh_expires_at"])
-        let stores = (object["store_ids"] as? [Any] ?? []).compactMap(identifier)
+        var refreshExpiresAt: Double?
+        if let seconds = try lifetime(object["refresh_expires_in"], field: "refresh_expires_in") {
+            refreshExpiresAt = now + seconds
+        } else if let value = object["refresh_expires_at"] {
+            refreshExpiresAt = try instant(value, field: "refresh_expires_at")
+        }
+        var stores: [String] = []
+        if let list = object["store_ids"], !(list is NSNull) {
+            guard let list = list as? [Any] else {
+                throw AuthError(.invalidResponse, "the token response's store_ids is not a list")
+            }
+            for element in list {
+                if let store = try identifier(element, field: "store_ids") { stores.append(store) }
+            }
+        }
         return TokenPair(
             accessToken: access, refreshToken: refresh, accessExpiresAt: accessExpiresAt,
-            refreshExpiresAt: refreshExpiresAt, userID: identifier(object["user_id"] as Any),
+            refreshExpiresAt: refreshExpiresAt, userID: try identifier(object["user_id"], field: "user_id"),
             role: object["role"] as? String, storeIDs: stores)
     }
 
-    /// A JSON number, as a Double (a finite one only).
+    /// The longest token lifetime accepted: ten years, in seconds.
+    static let longestLifetime: Double = 315_576_000
+
+    /// A JSON number (not a string, not a Boolean), as a Double; nil when absent or another type.
     static func number(_ value: Any?) -> Double? {
-        guard value is String == false, let number = value as? NSNumber, number.doubleValue.isFinite else { return nil }
-        return number.doubleValue
+        Checked.jsonNumber(value)
     }
 
-    /// An id that may be an integer or a string; compared as a string.
-    static func identifier(_ value: Any) -> String? {
+    /// A lifetime in seconds (`expires_in`): a number from 0 to ten years, else a decoding error.
+    static func lifetime(_ value: Any?, field: String) throws(AuthError) -> Double? {
+        guard let seconds = number(value) else { return nil }
+        guard let valid = Checked.finite(seconds, in: 0...longestLifetime) else {
+            throw AuthError(.invalidResponse, "the token response's \(field) is out of range (0 to \(Int64(longestLifetime)) seconds)")
+        }
+        return valid
+    }
+
+    /// An absolute time (`expires_at`): Unix seconds or RFC 3339, between 1970 and 9999, else a
+    /// decoding error.
+    static func instant(_ value: Any, field: String) throws(AuthError) -> Double? {
+        if value is NSNull { return nil }
+        let range = Double(Checked.unixTimeRange.lowerBound)...Double(Checked.unixTimeRange.upperBound)
+        let seconds: Double? = if let text = value as? String { parseRFC3339(text) } else { number(value) }
+        guard let seconds, let valid = Checked.finite(seconds, in: range) else {
+            throw AuthError(.invalidResponse, "the token response's \(field) is not a time between 1970 and 9999")
+        }
+        return valid
+    }
+
+    /// An id that may be an integer or a string; compared as a string. Absent or null is nil; an
+    /// integer beyond ±2^53, a fraction or another type is a decoding error.
+    static func identifier(_ value: Any?, field: String) throws(AuthError) -> String? {
+        guard let value, !(value is NSNull) else { return nil }
         if let string = value as? String { return string }
-        if let number = number(value), number == number.rounded() { return String(Int64(number)) }
-        return nil
+        if let integer = Checked.jsonInteger(value) { return String(integer) }
+        throw AuthError(.invalidResponse, "the token response's \(field) is not a string or an integer within ±2^53")
     }
 
     /// Unix seconds of an RFC 3339 timestamp, with or without fractional seconds.
@@ -87,7 +127,7 @@ public struct TokenPair: Sendable, Hashable {
     }
 
     /// The `exp` claim of a JWT's payload, if the token is a JWT.
-    static func jwtExpiry(_ token: String) -> Double? {
+    static func jwtExpiry(_ token: String) throws(AuthError) -> Double? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { return nil }
         var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
@@ -95,7 +135,8 @@ public struct TokenPair: Sendable, Hashable {
         guard let data = Data(base64Encoded: base64),
               let claims = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
         else { return nil }
-        return number(claims["exp"])
+        guard let exp = claims["exp"] else { return nil }
+        return try instant(exp, field: "access token's exp claim")
     }
 }
 

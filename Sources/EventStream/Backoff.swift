@@ -2,6 +2,8 @@
 // ServerSentEvents parser. It owns reconnect timing, Last-Event-ID, the idle timeout and the status
 // policy; it knows nothing about orders, tokens or storage (headers come from a provider).
 
+import CheckedInput
+
 /// The reconnect delay policy: exponential from a base to a maximum, jittered within [d/2, d],
 /// reset once a connection has stayed up long enough. A pure value; the driver supplies time and
 /// randomness.
@@ -22,9 +24,11 @@ public struct Backoff: Sendable, Hashable {
         self.resetAfter = resetAfter
     }
 
-    /// A server's `retry:` field: the new base delay (SSE-RULES 13: it persists across connections).
+    /// A server's `retry:` field: the new base delay (SSE-RULES 13: it persists across connections),
+    /// clamped to the maximum so that no value from the server parks the stream past the operator's
+    /// `stream.max_delay_ms`.
     public mutating func serverRequested(milliseconds: Int) {
-        base = .milliseconds(Int64(clamping: milliseconds))
+        base = Checked.duration(milliseconds: Int64(clamping: milliseconds), maximum: maximum)
     }
 
     /// A connection that had opened ended after `uptime`: a long one resets the count.

@@ -291,7 +291,7 @@ public final class EventSource<C: Clock>: Sendable where C.Duration == Duration 
                 }
                 switch item {
                 case .head(let head):
-                    switch ResponseDecision.classify(head, now: wallClock()) {
+                    switch ResponseDecision.classify(head, now: wallClock(), maximum: configuration.maximumDelay) {
                     case .open:
                         openedAt = clock.now
                         try await handler(.open(head))

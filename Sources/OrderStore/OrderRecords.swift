@@ -3,6 +3,7 @@
 // user. One owner of the database per process; every invariant is one transaction. It must never
 // delete orders because of an error: only an explicit wipe or a change of user clears them.
 
+import CheckedInput
 import Foundation
 import GRDB
 
@@ -131,7 +132,13 @@ public struct OrderRecord: Sendable, Hashable, FetchableRecord, PersistableRecor
             body = text
         }
         var version: Int64?
-        if let number = object["version"] as? NSNumber, !(object["version"] is String) { version = number.int64Value }
+        if let value = object["version"], !(value is NSNull), !(value is String) {
+            // DESIGN §10: a version out of range is an error, never a trap or a silent wrap.
+            guard let checked = Checked.jsonInteger(value) else {
+                throw OrderParseError("order \(id) has a version that is not an integer within ±2^53")
+            }
+            version = checked
+        }
         return OrderRecord(
             id: id, status: status, storeID: identifier(object["store_id"]), courierID: identifier(object["courier_id"]),
             version: version, updatedAt: object["updated_at"] as? String, body: body, appliedAt: appliedAt)
@@ -140,11 +147,7 @@ public struct OrderRecord: Sendable, Hashable, FetchableRecord, PersistableRecor
     /// An id that may be an integer or a string, as a string.
     public static func identifier(_ value: Any?) -> String? {
         if let string = value as? String, !string.isEmpty { return string }
-        if let number = value as? NSNumber, !(value is String) {
-            let double = number.doubleValue
-            if double == double.rounded(), abs(double) < 1e15 { return String(Int64(double)) }
-        }
-        return nil
+        return Checked.jsonInteger(value).map { String($0) }
     }
 }
 

@@ -1,3 +1,4 @@
+import CheckedInput
 import Foundation
 import Logging
 import OrderStore
@@ -124,8 +125,8 @@ public final class SyncExecutor: Sendable {
             if head == nil { logger.debug("journal drained") }
             var deadline: ContinuousClock.Instant?
             if let head {
-                let seconds = max(0, head.notBefore - now())
-                deadline = clock.now.advanced(by: .milliseconds(Int64(min(seconds, 3600) * 1000)))
+                // `not_before` is read back from the state directory: any Double, NaN included.
+                deadline = clock.now.advanced(by: Checked.duration(seconds: head.notBefore - now(), maximum: .seconds(3600)))
             }
             if stopping() { return }
             if Self.coalescing > .zero, progress.completed > 0, head == nil {
@@ -181,22 +182,24 @@ public final class SyncExecutor: Sendable {
                 }
                 return .failed
             }
+            // `attempts` is read back from the state directory: counted without overflow.
+            let attempts = Checked.saturatingSum(job.attempts, 1)
             do {
-                if job.attempts + 1 >= configuration.maximumAttempts {
+                if attempts >= configuration.maximumAttempts {
                     var failed = job
-                    failed.attempts += 1
+                    failed.attempts = attempts
                     try store.deadLetter(job: failed, reason: reason)
                     logger.error("sync job became a dead letter", metadata: [
                         "sync.job.kind": "\(job.kind.rawValue)", "sync.job.order_id": "\(job.orderID ?? "")",
-                        "sync.job.attempts": "\(job.attempts + 1)", "sync.reason": "\(reason)",
+                        "sync.job.attempts": "\(attempts)", "sync.reason": "\(reason)",
                     ])
                     return .deadLettered
                 }
-                let delay = min(configuration.retryMaximum, configuration.retryBase * pow(2, Double(job.attempts)))
+                let delay = min(configuration.retryMaximum, configuration.retryBase * pow(2, Double(min(max(job.attempts, 0), 64))))
                 if let id = job.id { try store.recordFailure(jobID: id, reason: reason, retryAt: now() + delay) }
                 logger.warning("sync job failed; will retry", metadata: [
                     "sync.job.kind": "\(job.kind.rawValue)", "sync.job.order_id": "\(job.orderID ?? "")",
-                    "sync.job.attempts": "\(job.attempts + 1)", "sync.reason": "\(reason)",
+                    "sync.job.attempts": "\(attempts)", "sync.reason": "\(reason)",
                 ])
             } catch {
                 // The store itself failed: the job stays exactly where it is and is tried again later.

@@ -1,3 +1,5 @@
+import CheckedInput
+
 /// A strict RFC 8259 JSON reader over raw bytes, for the push endpoint's hot path. Foundation's
 /// `JSONDecoder` with `Codable` and a `JSONSerialization` round trip for the order cost about 250 µs
 /// per one-notification request (docs/PERFORMANCE.md, push ingest); this reads the body once, keeps
@@ -111,9 +113,8 @@ struct JSONReader {
     mutating func optionalInteger() throws(Failure) -> Int? {
         if consumeNull() { return nil }
         guard let next = peek(), next == 0x2D || (0x30...0x39).contains(next) else { throw Failure() }
-        let number = try number()
-        guard number == number.rounded(), abs(number) < 9.0e18 else { throw Failure() }
-        return Int(number)
+        guard let integer = Checked.jsonInteger(try number()), let value = Int(exactly: integer) else { throw Failure() }
+        return value
     }
 
     /// Any value.

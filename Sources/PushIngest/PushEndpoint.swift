@@ -1,3 +1,4 @@
+import CheckedInput
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -37,6 +38,7 @@ public final class PushEndpoint: Sendable {
     private let metrics: PushMetrics
     private let now: @Sendable () -> Double
     private let logger: Logger
+    private let refusalLog = Mutex<ContinuousClock.Instant?>(nil)
     private let draining = Atomic<Bool>(false)
 
     /// Creates the endpoint; `now` is Unix seconds (the Standard Webhooks timestamp check).
@@ -59,12 +61,27 @@ public final class PushEndpoint: Sendable {
     /// True once shutdown has begun.
     public var isDraining: Bool { draining.load(ordering: .acquiring) }
 
+    /// Counts a connection refused because the listener was full, and says so in the log at most
+    /// once every ten seconds (a flood of refused connections must not become a flood of lines).
+    func connectionRefused(limit: Int) {
+        metrics.connectionsRefused.increment()
+        let now = ContinuousClock.now
+        let due = refusalLog.withLock { last -> Bool in
+            if let previous = last, now - previous < .seconds(10) { return false }
+            last = now
+            return true
+        }
+        if due {
+            logger.warning("push listener full: refusing new connections", metadata: ["push.max_connections": "\(limit)"])
+        }
+    }
+
     /// Answers one request.
     public func respond(to request: Request) async -> Response {
         let started = ContinuousClock.now
         let (outcome, response) = await answer(request)
         metrics.record(outcome)
-        metrics.latency.recordNanoseconds(Self.nanoseconds(ContinuousClock.now - started))
+        metrics.latency.recordNanoseconds(Checked.nanoseconds(of: ContinuousClock.now - started))
         if outcome != .accepted && outcome != .duplicate {
             logger.info("push refused", metadata: [
                 "push.outcome": "\(outcome.rawValue)", "http.status": "\(response.status.code)",
@@ -80,8 +97,13 @@ public final class PushEndpoint: Sendable {
         }
         // Bounds first: a declared length over the limit is refused before any body byte is read,
         // and the connection is closed so the rest is never read either.
-        if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > configuration.maximumBodyBytes {
+        switch DeclaredLength(request.headers, maximum: configuration.maximumBodyBytes) {
+        case .malformed:
+            return (.badRequest, Self.json(.badRequest, "Content-Length is not a byte count (digits only)", close: true))
+        case .tooLarge:
             return (.tooLarge, tooLarge())
+        case .acceptable:
+            break
         }
         if let failure = configuration.authentication.failureBeforeBody(request.headers) {
             return unauthorized(failure)
@@ -98,7 +120,7 @@ public final class PushEndpoint: Sendable {
             // The bounds handler ends a body that does not arrive within the read timeout.
             return (.timeout, Self.json(.requestTimeout, "the request body did not arrive in time", close: true))
         }
-        if let failure = configuration.authentication.failureWithBody(request.headers, body: body, now: Int64(now())) {
+        if let failure = configuration.authentication.failureWithBody(request.headers, body: body, now: Checked.int64(clamping: now())) {
             return unauthorized(failure)
         }
         let parsed: GorushRequest
@@ -158,10 +180,6 @@ public final class PushEndpoint: Sendable {
         var headers = HTTPFields()
         headers[.contentType] = "application/json; charset=utf-8"
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
-    }
-
-    private static func nanoseconds(_ duration: Duration) -> Int64 {
-        duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
     }
 }
 

@@ -36,6 +36,8 @@ public struct PushMetrics: Sendable {
     let authenticationFailures: Counter
     /// Time from the request head to the answer.
     let latency: CoreMetrics.Timer
+    /// Connections closed at once because the listener held `ingest.max_connections`.
+    let connectionsRefused: Counter
 
     /// Creates the metrics in `factory`.
     public init(factory: any MetricsFactory) {
@@ -50,6 +52,7 @@ public struct PushMetrics: Sendable {
         duplicates = Counter(label: "orderlive_push_duplicates_total", factory: factory)
         authenticationFailures = Counter(label: "orderlive_push_auth_failures_total", factory: factory)
         latency = CoreMetrics.Timer(label: "orderlive_push_request_duration_seconds", factory: factory)
+        connectionsRefused = Counter(label: "orderlive_push_connections_refused_total", factory: factory)
     }
 
     /// Counts one finished request.

@@ -1,4 +1,6 @@
+import CheckedInput
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -42,15 +44,23 @@ public final class PushServer: Service, Sendable {
         public var readTimeout: Duration
         /// The largest request body read (the bounds handler and the endpoint share it).
         public var maximumBodyBytes: Int
+        /// The most connections held open at once; more are closed as soon as they are accepted.
+        public var maximumConnections: Int
 
         /// Creates a configuration.
         public init(host: String = "127.0.0.1", port: Int = 8080, readTimeout: Duration = .seconds(10),
-                    maximumBodyBytes: Int = 262_144) {
+                    maximumBodyBytes: Int = 262_144, maximumConnections: Int = 1_024) {
             self.host = host
             self.port = port
             self.readTimeout = readTimeout
             self.maximumBodyBytes = maximumBodyBytes
+            self.maximumConnections = maximumConnections
         }
+
+        /// Request heads larger than this, or with more fields, are refused by the HTTP decoder and
+        /// the connection closed: one header line of 1 MB or 10,000 headers never reach the endpoint.
+        static let headerLimits = HTTP1Channel.Configuration.DecoderConfiguration(
+            maxHeaderFieldSize: 16 * 1024, maxHeaderListSize: 64 * 1024, maxHeaderFieldCount: 100)
     }
 
     /// `ingest.auth: none` is refused unless the listener is on loopback (DESIGN §4).
@@ -107,11 +117,16 @@ public final class PushServer: Service, Sendable {
             return Response(status: .ok, headers: headers,
                             body: ResponseBody(byteBuffer: ByteBuffer(string: await operations.metricsText())))
         }
-        let limits = (configuration.maximumBodyBytes, TimeAmount.nanoseconds(Self.nanoseconds(configuration.readTimeout)))
+        let limits = (configuration.maximumBodyBytes, TimeAmount.nanoseconds(Checked.nanoseconds(of: configuration.readTimeout)))
+        let connections = ConnectionCounter(limit: configuration.maximumConnections)
         let app = Application(
             router: router,
             server: .http1(configuration: .init(
-                additionalChannelHandlers: [RequestBoundsHandler(maximumBodyBytes: limits.0, readTimeout: limits.1)])),
+                additionalChannelHandlers: [
+                    ConnectionLimitHandler(counter: connections) { endpoint.connectionRefused(limit: connections.limit) },
+                    RequestBoundsHandler(maximumBodyBytes: limits.0, readTimeout: limits.1),
+                ],
+                httpDecoderConfiguration: Configuration.headerLimits)),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "orderlive"),
             onServerRunning: { [self] channel in
                 let port = channel.localAddress?.port ?? configuration.port
@@ -131,9 +146,5 @@ public final class PushServer: Service, Sendable {
         } onGracefulShutdown: {
             endpoint.beginDraining()
         }
-    }
-
-    private static func nanoseconds(_ duration: Duration) -> Int64 {
-        duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
     }
 }

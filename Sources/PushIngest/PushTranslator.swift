@@ -1,3 +1,4 @@
+import CheckedInput
 import Foundation
 import OrderStore
 
@@ -38,8 +39,13 @@ public enum PushTranslator {
         guard let id = identifier(fields["id"]), case .string(let status)? = fields["status"], !status.isEmpty
         else { return nil }
         var version: Int64?
-        if case .number(let number)? = fields["version"], number == number.rounded(), abs(number) < 9e15 {
-            version = Int64(number)
+        switch fields["version"] {
+        case .number(let number)?:
+            // An out-of-range version makes this no usable whole order: the push becomes a fetch.
+            guard let checked = Checked.jsonInteger(number) else { return nil }
+            version = checked
+        default:
+            break
         }
         let updatedAt: String? = if case .string(let value)? = fields["updated_at"] { value } else { nil }
         return OrderRecord(
@@ -56,15 +62,15 @@ public enum PushTranslator {
     static func identifier(_ value: JSONValue?) -> String? {
         switch value {
         case .string(let string)? where !string.isEmpty: return string
-        case .number(let number)? where number == number.rounded() && abs(number) < 1e15: return String(Int64(number))
+        case .number(let number)?: return Checked.jsonInteger(number).map { String($0) }
         default: return nil
         }
     }
 
     static func version(_ value: JSONValue?) -> Int64? {
         switch value {
-        case .number(let number)? where number == number.rounded() && abs(number) < 9e15: return Int64(number)
-        case .string(let string)?: return Int64(string)
+        case .number(let number)?: return Checked.jsonInteger(number)
+        case .string(let string)?: return Checked.int64(decimal: string)
         default: return nil
         }
     }

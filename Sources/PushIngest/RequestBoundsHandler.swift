@@ -63,7 +63,7 @@ final class RequestBoundsHandler: ChannelDuplexHandler, RemovableChannelHandler 
             bodyBytes = 0
             readingBody = true
             discarding = false
-            if let declared = head.headerFields[.contentLength].flatMap({ Int($0) }), declared > maximumBodyBytes {
+            if DeclaredLength(head.headerFields, maximum: maximumBodyBytes) != .acceptable {
                 discarding = true
                 closeAfterAnswer = true
             }

@@ -1,3 +1,4 @@
+import CheckedInput
 import COpenSSL
 import Foundation
 
@@ -8,7 +9,7 @@ public struct StandardWebhooks: Sendable {
     /// Why a request was refused; short, never containing the secret.
     public enum Failure: String, Error, Sendable, Hashable {
         case missingHeaders = "missing webhook-id, webhook-timestamp or webhook-signature"
-        case badTimestamp = "webhook-timestamp is not a Unix time"
+        case badTimestamp = "webhook-timestamp is not a Unix time in seconds (digits only, 1970 to 9999)"
         case timestampOutOfTolerance = "webhook-timestamp is more than 300 s from now"
         case noMatchingSignature = "no webhook-signature matches"
     }
@@ -41,8 +42,12 @@ public struct StandardWebhooks: Sendable {
         guard let id, let timestamp, let signatures, !id.isEmpty, !timestamp.isEmpty, !signatures.isEmpty else {
             return .failure(.missingHeaders)
         }
-        guard let seconds = Int64(timestamp) else { return .failure(.badTimestamp) }
-        guard abs(now - seconds) <= tolerance else { return .failure(.timestampOutOfTolerance) }
+        // Checked before any arithmetic: a value from outside (`-9223372036854775808` once stopped the
+        // process in `now - seconds`). Only digits, only a time between 1970 and 9999.
+        guard let seconds = Checked.unixSeconds(decimal: timestamp) else { return .failure(.badTimestamp) }
+        guard let skew = Checked.difference(now, seconds), skew.magnitude <= tolerance.magnitude else {
+            return .failure(.timestampOutOfTolerance)
+        }
         let expected = mac(id: id, timestamp: timestamp, body: body)
         for candidate in signatures.split(separator: " ") {
             guard candidate.hasPrefix("v1,"),

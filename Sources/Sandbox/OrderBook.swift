@@ -1,3 +1,4 @@
+import CheckedInput
 import Foundation
 import Synchronization
 
@@ -158,7 +159,7 @@ public final class OrderBook: Sendable {
     /// A page of orders in id order: `{"orders": [...], "next_cursor": "..." | null}`.
     func page(limit: Int, cursor: String?) -> Answer {
         state.withLock { state in
-            let after = cursor.flatMap(Int.init) ?? 0
+            let after = cursor.flatMap { Checked.int(decimal: $0, in: 0...Int.max) } ?? 0
             let index = state.orders.keys.filter { $0 <= after }.count / max(1, limit)
             if let failure = state.failingPages.removeValue(forKey: index) { return .status(failure) }
             let ids = state.orders.keys.sorted().filter { $0 > after }

@@ -2,6 +2,7 @@
 // loopback for `orderlive demo`, `orderlive sandbox`, the tests and the benchmarks, and can be
 // scripted byte for byte to misbehave. It must never be needed by the agent itself.
 
+import CheckedInput
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -320,8 +321,14 @@ public final class Sandbox: Sendable {
         }
     }
 
+    /// A client's `Last-Event-ID` as a sequence number: digits only and at most 2^53, else 0 (a new
+    /// client). Checked before the `+ 1` that once trapped on `9223372036854775807`.
+    static func sequence(_ lastEventID: String?) -> Int {
+        lastEventID.flatMap { Checked.int(decimal: $0, in: 0...(1 << 53)) } ?? 0
+    }
+
     private func live(resumingAfter lastEventID: String?) -> Response {
-        let first = (lastEventID.flatMap { Int($0) } ?? 0) + 1
+        let first = Self.sequence(lastEventID) + 1
         let feed = OrderFeed(orderCount: configuration.orderCount)
         let interval = configuration.eventInterval
         let heartbeat = configuration.heartbeatInterval
@@ -417,7 +424,7 @@ extension Sandbox {
         headers[.contentType] = "text/event-stream"
         headers[.cacheControl] = "no-cache"
         let orders = self.orders
-        let start = lastEventID.flatMap { Int($0) } ?? 0
+        let start = Self.sequence(lastEventID)
         let budget = orders.takeDropBudget()
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
             // Watch before reading, so an event appended in between is not missed.

@@ -1,3 +1,4 @@
+import CheckedInput
 import Foundation
 import Hummingbird
 
@@ -61,22 +62,25 @@ extension Sandbox {
         }
         router.post("/sandbox/faults/:kind") { [self] request, context in
             let query = request.uri.queryParameters
-            let status = query.get("status", as: Int.self) ?? 503
-            let times = max(0, min(query.get("times", as: Int.self) ?? 1, 1_000))
-            guard (100...599).contains(status) else {
+            // Every parameter is checked text (DESIGN §10): a malformed or out-of-range one is a 400
+            // naming it, never a silent default or a trap in `Array(repeating:count:)`.
+            guard let status = Self.parameter(query.get("status"), default: 503, in: 100...599) else {
                 return Self.json(400, #"{"error":"status must be an HTTP status, 100...599"}"#)
+            }
+            guard let times = Self.parameter(query.get("times"), default: 1, in: 0...1_000) else {
+                return Self.json(400, #"{"error":"times must be a whole number, 0...1000"}"#)
             }
             switch context.parameters.get("kind") ?? "" {
             case "refresh": authority.failRefreshes(Array(repeating: status, count: times))
             case "login": authority.failLogins(Array(repeating: status, count: times))
             case "fetch": orders.failFetches(Array(repeating: status, count: times))
             case "slow-fetch":
-                guard let milliseconds = query.get("ms", as: Int.self), (0...600_000).contains(milliseconds) else {
+                guard let milliseconds = Self.parameter(query.get("ms"), default: nil, in: 0...600_000) else {
                     return Self.json(400, #"{"error":"slow-fetch needs ms=N (0...600000)"}"#)
                 }
                 orders.delayFetches(Array(repeating: .milliseconds(milliseconds), count: times))
             case "drop-stream":
-                guard let bytes = query.get("after_bytes", as: Int.self), bytes >= 0 else {
+                guard let bytes = Self.parameter(query.get("after_bytes"), default: nil, in: 0...Int.max) else {
                     return Self.json(400, #"{"error":"drop-stream needs after_bytes=N (N >= 0)"}"#)
                 }
                 orders.dropNextStreams(afterBytes: Array(repeating: bytes, count: times))
@@ -89,6 +93,13 @@ extension Sandbox {
             }
             return Self.json(200, #"{"ok":true}"#)
         }
+    }
+
+    /// A whole-number query parameter within `range`: `fallback` when absent, nil when malformed or
+    /// out of range (or absent without a fallback).
+    static func parameter(_ text: String?, default fallback: Int?, in range: ClosedRange<Int>) -> Int? {
+        guard let text else { return fallback }
+        return Checked.int(decimal: text, in: range)
     }
 
     private static func announcement(_ value: String?) -> OrderAnnouncement? {

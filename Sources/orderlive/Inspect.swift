@@ -1,5 +1,6 @@
 import Agent
 import ArgumentParser
+import CheckedInput
 import CurlHTTP
 
 /// `orderlive inspect URL`
@@ -73,6 +74,10 @@ struct Inspect: AsyncParsableCommand {
             throw InspectUsageError("--duration must be a number of seconds above 0, got \(duration)")
         }
         if initialDelay < 0 { throw InspectUsageError("--initial-delay must be 0 or more milliseconds") }
+        if let readTimeout, readTimeout <= 0 {
+            throw InspectUsageError("--read-timeout must be above 0 milliseconds, got \(readTimeout)")
+        }
+        if let count, count <= 0 { throw InspectUsageError("--count must be above 0, got \(count)") }
         if auth, bearer != nil { throw InspectUsageError("--auth and --bearer cannot be used together") }
         let options = InspectOptions(
             url: url,
@@ -86,7 +91,7 @@ struct Inspect: AsyncParsableCommand {
             initialDelay: .milliseconds(initialDelay),
             readTimeout: readTimeout.map { .milliseconds($0) },
             count: count,
-            duration: duration.map { .milliseconds(Int64($0 * 1000)) },
+            duration: duration.map { Checked.duration(seconds: $0, maximum: .seconds(1_000_000_000)) },
             reconnects: !noReconnect,
             json: json)
         let configuration = auth ? try await config.load() : nil

@@ -1,5 +1,6 @@
 import Agent
 import ArgumentParser
+import CheckedInput
 import Logging
 import Sandbox
 import UnixSignals
@@ -44,7 +45,7 @@ struct SandboxCommand: AsyncParsableCommand {
             configuration: SandboxConfiguration(
                 host: host, port: port, eventInterval: .milliseconds(eventInterval),
                 auth: SandboxAuthConfiguration(
-                    accessTokenLifetime: .milliseconds(Int64(accessTokenLifetime * 1000)),
+                    accessTokenLifetime: Checked.duration(seconds: accessTokenLifetime, maximum: .seconds(1_000_000_000)),
                     requiresAuthentication: requireAuth),
                 feed: orders ? .orderBook : .synthetic, changesOrders: orders),
             logger: logger)
@@ -109,8 +110,8 @@ struct DemoCommand: AsyncParsableCommand {
 
     func run() async throws {
         let options = Demo.Options(
-            rate: rate, duration: duration.map { .milliseconds(Int64($0 * 1000)) }, json: json,
-            stateDirectory: stateDirectory, faultEvery: .milliseconds(Int64(faultEvery * 1000)))
+            rate: rate, duration: duration.map { Checked.duration(seconds: $0, maximum: .seconds(10_000_000)) }, json: json,
+            stateDirectory: stateDirectory, faultEvery: Checked.duration(seconds: faultEvery, maximum: .seconds(10_000_000)))
         do {
             try await Demo(options: options).run()
         } catch let error as DemoError {

@@ -1,3 +1,4 @@
+import CheckedInput
 import Configuration
 import Foundation
 import Logging
@@ -32,7 +33,7 @@ public enum ConfigurationLoader {
         "auth.identifier", "auth.password_file", "auth.refresh_ahead_s", "auth.credentials_key_file",
         "stream.initial_delay_ms", "stream.max_delay_ms", "stream.reset_after_s", "stream.idle_timeout_ms",
         "ingest.listen", "ingest.auth", "ingest.secret_file", "ingest.max_body_bytes", "ingest.max_notifications",
-        "ingest.dedupe_window_s", "ingest.high_water_jobs", "ingest.read_timeout_ms",
+        "ingest.dedupe_window_s", "ingest.high_water_jobs", "ingest.read_timeout_ms", "ingest.max_connections",
         "sync.max_attempts", "sync.page_size",
         "store.state_dir", "store.durability",
         "log.level", "log.format",
@@ -171,26 +172,39 @@ public enum ConfigurationLoader {
             if let value = raw(key) { current = value }
         }
 
-        func integer(_ key: String, minimum: Int, _ current: inout Int) throws(ConfigurationError) {
+        /// A whole number within `minimum...maximum`. Every integer key has an upper bound, so no
+        /// value from a file or the environment can overflow where it is used (DESIGN §10).
+        func integer(_ key: String, minimum: Int, maximum: Int, _ current: inout Int) throws(ConfigurationError) {
             guard let text = raw(key) else { return }
-            guard let value = Int(text.trimmingCharacters(in: .whitespaces)) else {
+            let trimmed = text.trimmingCharacters(in: .whitespaces)
+            guard let value = Checked.int64(decimal: trimmed) else {
                 throw ConfigurationError("'\(key)' must be a whole number, got '\(text)'")
             }
-            guard value >= minimum else { throw ConfigurationError("'\(key)' must be at least \(minimum), got \(value)") }
-            current = value
+            guard value >= Int64(minimum) else { throw ConfigurationError("'\(key)' must be at least \(minimum), got \(value)") }
+            guard value <= Int64(maximum), let int = Int(exactly: value) else {
+                throw ConfigurationError("'\(key)' must be at most \(maximum), got \(trimmed)")
+            }
+            current = int
         }
 
-        func milliseconds(_ key: String, minimum: Int, _ current: inout Duration) throws(ConfigurationError) {
-            var value = Int(current.components.seconds * 1000 + current.components.attoseconds / 1_000_000_000_000_000)
-            try integer(key, minimum: minimum, &value)
+        func milliseconds(_ key: String, minimum: Int, maximum: Int = Values.longestMilliseconds,
+                          _ current: inout Duration) throws(ConfigurationError) {
+            var value = Int(Checked.milliseconds(of: current))
+            try integer(key, minimum: minimum, maximum: maximum, &value)
             current = .milliseconds(value)
         }
 
-        func seconds(_ key: String, minimum: Int, _ current: inout Duration) throws(ConfigurationError) {
+        func seconds(_ key: String, minimum: Int, maximum: Int = Values.longestSeconds,
+                     _ current: inout Duration) throws(ConfigurationError) {
             var value = Int(current.components.seconds)
-            try integer(key, minimum: minimum, &value)
+            try integer(key, minimum: minimum, maximum: maximum, &value)
             current = .seconds(value)
         }
+
+        /// The longest time any `_ms` key accepts: one day.
+        static let longestMilliseconds = 86_400_000
+        /// The longest time any `_s` key accepts: 366 days.
+        static let longestSeconds = 31_622_400
 
         func choice<Choice: RawRepresentable & CaseIterable>(
             _ key: String, _ current: inout Choice
@@ -258,15 +272,16 @@ public enum ConfigurationLoader {
         }
         try values.choice("ingest.auth", &ingest.auth)
         try values.readableFile("ingest.secret_file", &ingest.secretFile)
-        try values.integer("ingest.max_body_bytes", minimum: 1, &ingest.maximumBodyBytes)
-        try values.integer("ingest.max_notifications", minimum: 1, &ingest.maximumNotifications)
+        try values.integer("ingest.max_body_bytes", minimum: 1, maximum: 1 << 30, &ingest.maximumBodyBytes)
+        try values.integer("ingest.max_notifications", minimum: 1, maximum: 1_000_000, &ingest.maximumNotifications)
         try values.seconds("ingest.dedupe_window_s", minimum: 0, &ingest.dedupeWindow)
-        try values.integer("ingest.high_water_jobs", minimum: 1, &ingest.highWaterJobs)
+        try values.integer("ingest.high_water_jobs", minimum: 1, maximum: 100_000_000, &ingest.highWaterJobs)
         try values.milliseconds("ingest.read_timeout_ms", minimum: 1, &ingest.readTimeout)
+        try values.integer("ingest.max_connections", minimum: 1, maximum: 1_000_000, &ingest.maximumConnections)
         configuration.ingest = ingest
 
-        try values.integer("sync.max_attempts", minimum: 1, &configuration.sync.maximumAttempts)
-        try values.integer("sync.page_size", minimum: 1, &configuration.sync.pageSize)
+        try values.integer("sync.max_attempts", minimum: 1, maximum: 1_000, &configuration.sync.maximumAttempts)
+        try values.integer("sync.page_size", minimum: 1, maximum: 100_000, &configuration.sync.pageSize)
 
         values.string("store.state_dir", &configuration.store.stateDirectory)
         try values.choice("store.durability", &configuration.store.durability)

@@ -80,6 +80,8 @@ public struct IngestConfiguration: Sendable, Hashable {
     public var highWaterJobs = 100_000
     /// A request head, and then its body, must each arrive within this time (else close / 408).
     public var readTimeout = Duration.milliseconds(10_000)
+    /// Connections the push listener holds open at once; more are closed as soon as accepted.
+    public var maximumConnections = 1_024
 
     /// `listen` as host (IPv6 brackets removed) and port; nil when empty or not `host:port`.
     public var listenAddress: (host: String, port: Int)? {

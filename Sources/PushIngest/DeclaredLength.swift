@@ -1,0 +1,32 @@
+import CheckedInput
+import HTTPTypes
+
+/// What a request's `Content-Length` says, read with a check (DESIGN §10): digits only, compared
+/// with the body limit without converting an absurd value into a size.
+enum DeclaredLength: Sendable, Hashable {
+    /// No header, or a length within the limit.
+    case acceptable
+    /// A length over the limit.
+    case tooLarge
+    /// Not a byte count: a sign, a space, hex, or more digits than `Int64` holds.
+    case malformed
+
+    /// Classifies the first `Content-Length` of `fields` against `maximum` bytes.
+    init(_ fields: HTTPFields, maximum: Int) {
+        guard let text = fields[.contentLength] else {
+            self = .acceptable
+            return
+        }
+        // A run of digits over Int64.max is also a length over any limit.
+        if !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+           Checked.nonNegative(decimal: text) == nil {
+            self = .tooLarge
+            return
+        }
+        guard let declared = Checked.nonNegative(decimal: text) else {
+            self = .malformed
+            return
+        }
+        self = declared > Int64(maximum) ? .tooLarge : .acceptable
+    }
+}
