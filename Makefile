@@ -1,6 +1,6 @@
 # orderlive — the two commands a newcomer needs are `make test` and `make demo`.
 SWIFT ?= swift
-SYSTEM_PACKAGES := libcurl4-openssl-dev libssl-dev libsqlite3-dev pkg-config openssl
+SYSTEM_PACKAGES := libcurl4-openssl-dev libssl-dev libsqlite3-dev pkg-config openssl python3
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
 .PHONY: all deps build test demo sandbox release bench fuzz clean

@@ -166,6 +166,11 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "CheckedInputTests",
+            dependencies: ["CheckedInput"],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "ServerSentEventsTests",
             dependencies: ["ServerSentEvents", "Sandbox"],
             swiftSettings: strict

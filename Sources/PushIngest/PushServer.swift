@@ -127,7 +127,9 @@ public final class PushServer: Service, Sendable {
                     RequestBoundsHandler(maximumBodyBytes: limits.0, readTimeout: limits.1),
                 ],
                 httpDecoderConfiguration: Configuration.headerLimits)),
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "orderlive"),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "orderlive",
+                                 // A burst of connects up to the limit queues instead of waiting for SYN retries.
+                                 backlog: min(max(256, configuration.maximumConnections), 4_096)),
             onServerRunning: { [self] channel in
                 let port = channel.localAddress?.port ?? configuration.port
                 let waiters = bound.withLock { state in

@@ -71,3 +71,45 @@ import Testing
         #expect(ResponseDecision.parseRetryAfter("-5", now: 0) == nil)
     }
 }
+
+/// Issue 11: `Retry-After` and `retry:` from a server are clamped, never trapped on.
+@Suite struct RetryAfterBoundsTests {
+    @Test(arguments: [
+        "99999999999999999999", "9223372036854775807", "18446744073709551616", "86401",
+        "Fri, 31 Dec 9999 23:59:59 GMT", "Sun, 06 Nov 99999999999999999999 08:49:37 GMT",
+    ])
+    func absurdValuesAreClampedToTheReconnectMaximum(_ value: String) {
+        #expect(ResponseDecision.parseRetryAfter(value, now: 784_111_767, maximum: .seconds(30))
+            == (value.contains("99999999999999999999 08") ? nil : .seconds(30)))
+    }
+
+    @Test(arguments: [
+        "-9223372036854775808", "1e308", "-0", "NaN", "", " ", "0x10", "+5", "Sun, 06 Nov -1 08:49:37 GMT",
+        "Sun, 06 Nov 1994 99:49:37 GMT", "Sun, 99 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1969 08:49:37 GMT",
+    ])
+    func malformedValuesAreIgnored(_ value: String) {
+        #expect(ResponseDecision.parseRetryAfter(value, now: 0, maximum: .seconds(30)) == nil)
+    }
+
+    @Test func aDateInThePastIsZeroAndTheWallClockAtItsEndsDoesNotTrap() {
+        #expect(ResponseDecision.parseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", now: .max, maximum: .seconds(30)) == .zero)
+        #expect(ResponseDecision.parseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", now: .min, maximum: .seconds(30))
+            == .seconds(30))
+        #expect(ResponseDecision.parseRetryAfter("12", now: .min, maximum: .seconds(30)) == .seconds(12))
+    }
+
+    @Test func a503RetryAfterIsClampedToTheConfiguredMaximum() {
+        let head = HTTPResponseHead(status: 503, headers: ["Retry-After": "9223372036854775807"], url: "http://x")
+        #expect(ResponseDecision.classify(head, now: 0, maximum: .seconds(5))
+            == .retry(reason: "HTTP 503", retryAfter: .seconds(5)))
+    }
+
+    @Test func aServerRetryIsClampedToTheMaximumDelay() {
+        var backoff = Backoff(initial: .seconds(1), maximum: .seconds(30), resetAfter: .seconds(60))
+        backoff.serverRequested(milliseconds: .max)
+        #expect(backoff.base == .seconds(30))
+        #expect(backoff.nextDelay(unit: 1) == .seconds(30))
+        backoff.serverRequested(milliseconds: 250)
+        #expect(backoff.base == .milliseconds(250))
+    }
+}

@@ -39,6 +39,7 @@ struct PushServerHarness: Sendable {
         maximumNotifications: Int = 100,
         highWaterJobs: Int = 100_000,
         readTimeout: Duration = .seconds(10),
+        maximumConnections: Int = 1_024,
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         prepare: (OrderStore) throws -> Void = { _ in },
         _ body: (PushServerHarness) async throws -> Result
@@ -58,7 +59,8 @@ struct PushServerHarness: Sendable {
             journal: journal, metrics: PushMetrics(factory: PrometheusMetricsFactory(registry: registry)), now: now,
             logger: logger)
         let server = PushServer(
-            configuration: .init(host: "127.0.0.1", port: 0, readTimeout: readTimeout, maximumBodyBytes: maximumBodyBytes),
+            configuration: .init(host: "127.0.0.1", port: 0, readTimeout: readTimeout, maximumBodyBytes: maximumBodyBytes,
+                                 maximumConnections: maximumConnections),
             endpoint: endpoint, operations: TestOperations(registry: registry), logger: logger)
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await server.run() }
@@ -138,6 +140,24 @@ final class RawConnection: Sendable {
         let descriptor = self.descriptor
         return await withCheckedContinuation { continuation in
             Thread.detachNewThread { continuation.resume(returning: Self.read(descriptor)) }
+        }
+    }
+
+    /// Reads until the end of a response head (or a close or the read timeout), on a thread of its own.
+    func readResponseHead() async -> String {
+        let descriptor = self.descriptor
+        return await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                var received: [UInt8] = []
+                var buffer = [UInt8](repeating: 0, count: 4_096)
+                while true {
+                    let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+                    if count <= 0 { break }
+                    received += buffer.prefix(count)
+                    if let text = String(bytes: received, encoding: .utf8), text.contains("\r\n\r\n") { break }
+                }
+                continuation.resume(returning: String(decoding: received, as: UTF8.self))
+            }
         }
     }
 

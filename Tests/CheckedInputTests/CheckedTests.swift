@@ -1,0 +1,125 @@
+import CheckedInput
+import Foundation
+import Testing
+
+/// The edge values every sweep site is tested with (issue 11): the ends of Int64, one past
+/// UInt64 as text, a huge double, negative zero, NaN, empty, whitespace and hex.
+enum EdgeText {
+    static let all = [
+        "-9223372036854775808", "9223372036854775807", "9223372036854775808", "18446744073709551616",
+        "1e308", "-0", "NaN", "", " ", " 12", "12 ", "0x10", "+5", "1.5", "٣", "99999999999999999999999999999",
+    ]
+}
+
+@Suite struct CheckedTests {
+    @Test(arguments: [
+        ("0", Int64(0)), ("-0", 0), ("42", 42), ("-42", -42),
+        ("9223372036854775807", .max), ("-9223372036854775808", .min),
+    ])
+    func decimalTextWithinInt64IsRead(_ text: String, _ expected: Int64) {
+        #expect(Checked.int64(decimal: text) == expected)
+    }
+
+    @Test(arguments: [
+        "9223372036854775808", "-9223372036854775809", "18446744073709551616", "1e308", "NaN", "", " ", "-",
+        " 12", "12 ", "0x10", "+5", "1.5", "٣", "99999999999999999999999999999",
+    ])
+    func anythingElseIsNil(_ text: String) {
+        #expect(Checked.int64(decimal: text) == nil)
+    }
+
+    @Test func nonNegativeRefusesASignEvenOnZero() {
+        #expect(Checked.nonNegative(decimal: "-0") == nil)
+        #expect(Checked.nonNegative(decimal: "-1") == nil)
+        #expect(Checked.nonNegative(decimal: "0") == 0)
+        #expect(Checked.nonNegative(decimal: "9223372036854775807") == .max)
+    }
+
+    @Test func unixSecondsAreBetween1970And9999() {
+        #expect(Checked.unixSeconds(decimal: "0") == 0)
+        #expect(Checked.unixSeconds(decimal: "253402300799") == 253_402_300_799)
+        #expect(Checked.unixSeconds(decimal: "253402300800") == nil)
+        #expect(Checked.unixSeconds(decimal: "-1") == nil)
+        for text in EdgeText.all where text != "-0" {
+            #expect(Checked.unixSeconds(decimal: text) == nil, "\(text)")
+        }
+    }
+
+    @Test(arguments: [
+        (0.0, Int64?(0)), (-0.0, 0), (42, 42), (-42, -42), (9_007_199_254_740_992, 9_007_199_254_740_992),
+        (9_007_199_254_740_994, nil), (-9_007_199_254_740_994, nil), (1e19, nil), (-1e19, nil), (1e308, nil),
+        (.infinity, nil), (-.infinity, nil), (.nan, nil), (2.5, nil), (-0.5, nil),
+        (Double(Int64.max), nil), (Double(Int64.min), nil),
+    ])
+    func jsonIntegersAreExactAndWithin2To53(_ value: Double, _ expected: Int64?) {
+        #expect(Checked.jsonInteger(value) == expected)
+    }
+
+    @Test func foundationNumbersAreCheckedAndBooleansAreNotIntegers() throws {
+        let text = #"{"a":1,"b":true,"c":1e19,"d":-0,"e":18446744073709551616,"f":"7","g":null,"h":2.5}"#
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        #expect(Checked.jsonInteger(object["a"]) == 1)
+        #expect(Checked.jsonInteger(object["b"]) == nil)
+        #expect(Checked.jsonInteger(object["c"]) == nil)
+        #expect(Checked.jsonInteger(object["d"]) == 0)
+        #expect(Checked.jsonInteger(object["e"]) == nil)
+        #expect(Checked.jsonInteger(object["f"]) == nil)
+        #expect(Checked.jsonInteger(object["g"]) == nil)
+        #expect(Checked.jsonInteger(object["h"]) == nil)
+        #expect(Checked.jsonInteger(nil) == nil)
+        let big = try #require(try JSONSerialization.jsonObject(
+            with: Data(#"[9007199254740993,9007199254740992,-9007199254740992]"#.utf8)) as? [Any])
+        #expect(Checked.jsonInteger(big[0]) == nil, "2^53 + 1 must not round to 2^53 and pass")
+        #expect(Checked.jsonInteger(big[1]) == 9_007_199_254_740_992)
+        #expect(Checked.jsonInteger(big[2]) == -9_007_199_254_740_992)
+        #expect(Checked.jsonNumber(object["h"]) == 2.5)
+        #expect(Checked.jsonNumber(object["b"]) == nil)
+    }
+
+    @Test(arguments: [
+        (Double.nan, Duration.zero), (-.infinity, .zero), (-5, .zero), (-0.0, .zero), (0.0015, .milliseconds(2)),
+        (1.5, .milliseconds(1500)), (30, .seconds(30)), (31, .seconds(30)), (1e308, .seconds(30)),
+        (.infinity, .seconds(30)),
+    ])
+    func durationsFromSecondsAreClamped(_ seconds: Double, _ expected: Duration) {
+        #expect(Checked.duration(seconds: seconds, maximum: .seconds(30)) == expected)
+    }
+
+    @Test func durationsFromIntegersAreClamped() {
+        #expect(Checked.duration(seconds: Int64.max, maximum: .seconds(30)) == .seconds(30))
+        #expect(Checked.duration(seconds: Int64.min, maximum: .seconds(30)) == .zero)
+        #expect(Checked.duration(milliseconds: Int64.max, maximum: .seconds(30)) == .seconds(30))
+        #expect(Checked.duration(milliseconds: Int64.min, maximum: .seconds(30)) == .zero)
+        #expect(Checked.duration(milliseconds: 250, maximum: .seconds(30)) == .milliseconds(250))
+    }
+
+    @Test func durationComponentsSaturateInsteadOfTrapping() {
+        let huge = Duration.seconds(Int64.max)
+        #expect(Checked.nanoseconds(of: huge) == .max)
+        #expect(Checked.milliseconds(of: huge) == .max)
+        #expect(Checked.nanoseconds(of: .seconds(Int64.min)) == .min)
+        #expect(Checked.nanoseconds(of: .milliseconds(1500)) == 1_500_000_000)
+        #expect(Checked.milliseconds(of: .milliseconds(1500)) == 1500)
+        #expect(Checked.seconds(of: .milliseconds(1500)) == 1.5)
+    }
+
+    @Test func clampingDoublesIntoInt64NeverTraps() {
+        #expect(Checked.int64(clamping: .nan) == 0)
+        #expect(Checked.int64(clamping: .infinity) == .max)
+        #expect(Checked.int64(clamping: -.infinity) == .min)
+        #expect(Checked.int64(clamping: 1e308) == .max)
+        #expect(Checked.int64(clamping: 9_223_372_036_854_775_808.0) == .max)
+        #expect(Checked.int64(clamping: -9_223_372_036_854_775_808.0) == .min)
+        #expect(Checked.int64(clamping: -2.9) == -2)
+    }
+
+    @Test func integerArithmeticReportsInsteadOfTrapping() {
+        #expect(Checked.difference(.max, -1) == nil)
+        #expect(Checked.difference(.min, 1) == nil)
+        #expect(Checked.difference(10, 3) == 7)
+        #expect(Checked.saturatingSum(.max, 1) == .max)
+        #expect(Checked.saturatingSum(.min, -1) == .min)
+        #expect(Checked.int(decimal: "70000", in: 0...65_535) == nil)
+        #expect(Checked.int(decimal: "8080", in: 0...65_535) == 8080)
+    }
+}

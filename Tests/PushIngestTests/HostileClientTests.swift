@@ -1,0 +1,169 @@
+import CurlHTTP
+import Foundation
+import PushIngest
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 11: hostile input against the real listener. Whatever a client sends, the agent stays up
+/// and the next well-formed request is served.
+@Suite struct HostileClientTests {
+    private static let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+    private static let body = #"{"notifications":[{"tokens":["t"],"platform":2}]}"#
+
+    private static func failure(_ result: Result<Void, StandardWebhooks.Failure>) -> StandardWebhooks.Failure? {
+        if case .failure(let failure) = result { return failure }
+        return nil
+    }
+
+    /// A server that still answers: `/healthz` 200 and a well-formed push accepted.
+    private func stillServes(_ harness: PushServerHarness, _ what: String) async throws {
+        let health = try await harness.get("/healthz")
+        #expect(health.status == 200, "after \(what)")
+    }
+
+    @Test func theWebhookTimestampThatStoppedTheAgentIs401BadTimestamp() async throws {
+        // The exact request of the issue: no valid signature, no secret, Int64.min as the timestamp.
+        try await PushServerHarness.with(
+            authentication: .standardWebhooks(try StandardWebhooks(secret: Self.secret)), now: { 1_674_087_231 }
+        ) { harness in
+            let response = try await harness.push(Self.body, headers: [
+                "webhook-id": "msg_1", "webhook-timestamp": "-9223372036854775808", "webhook-signature": "v1,AAAA",
+            ])
+            #expect(response.status == 401)
+            #expect(response.text.contains("webhook-timestamp is not a Unix time"), "\(response.text)")
+            try await stillServes(harness, "Int64.min timestamp")
+        }
+    }
+
+    @Test func everyEdgeTimestampIsRefusedBeforeAnyArithmetic() async throws {
+        let verifier = try StandardWebhooks(secret: Self.secret)
+        let edges = [
+            "-9223372036854775808", "9223372036854775807", "9223372036854775808", "18446744073709551616", "1e308",
+            "NaN", " ", "0x10", "+1674087231", " 1674087231", "1674087231.5", "-1", "253402300800",
+        ]
+        for timestamp in edges {
+            let result = verifier.verify(id: "msg_1", timestamp: timestamp, signatures: "v1,AAAA",
+                                         body: Array(Self.body.utf8), now: 1_674_087_231)
+            #expect(Self.failure(result) == .badTimestamp, "\(timestamp)")
+        }
+        // A well-formed but distant time is "out of tolerance", with the clock at either end of Int64.
+        for now in [Int64.min, Int64.max, 0] {
+            let result = verifier.verify(id: "msg_1", timestamp: "1674087231", signatures: "v1,AAAA",
+                                         body: Array(Self.body.utf8), now: now)
+            #expect(Self.failure(result) == .timestampOutOfTolerance, "now \(now)")
+        }
+        #expect(Self.failure(verifier.verify(id: "msg_1", timestamp: "", signatures: "v1,AAAA", body: [], now: 0))
+            == .missingHeaders)
+    }
+
+    @Test func headerLinesOfAMegabyteAndTenThousandHeadersAreRefused() async throws {
+        try await PushServerHarness.with { harness in
+            let longLine = try RawConnection(port: harness.port)
+            longLine.send("POST /api/push HTTP/1.1\r\nHost: x\r\nX-Long: " + String(repeating: "a", count: 1 << 20)
+                + "\r\nContent-Length: 2\r\n\r\n{}")
+            let first = await longLine.readUntilClosed()
+            #expect(first.closed, "a 1 MB header line must end the connection")
+            #expect(!first.text.hasPrefix("HTTP/1.1 200"), "\(first.text.prefix(80))")
+            try await stillServes(harness, "a 1 MB header line")
+
+            let many = try RawConnection(port: harness.port)
+            var head = "POST /api/push HTTP/1.1\r\nHost: x\r\n"
+            for index in 0..<10_000 { head += "X-H\(index): v\r\n" }
+            many.send(head + "Content-Length: 2\r\n\r\n{}")
+            let second = await many.readUntilClosed()
+            #expect(second.closed, "10,000 headers must end the connection")
+            #expect(!second.text.hasPrefix("HTTP/1.1 200"), "\(second.text.prefix(80))")
+            try await stillServes(harness, "10,000 headers")
+            #expect(try harness.jobs().isEmpty)
+        }
+    }
+
+    @Test(arguments: [
+        "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+        "Transfer-Encoding: chunked\r\n\r\nffffffffffffffffffff\r\n{}\r\n0\r\n\r\n",
+        "Transfer-Encoding: chunked\r\n\r\n-5\r\n{}\r\n0\r\n\r\n",
+        "Transfer-Encoding: chunked\r\n\r\n2\r\n{}XX0\r\n\r\n",
+        "Content-Length: -1\r\n\r\n{}",
+        "Content-Length: 99999999999999999999999999\r\n\r\n{}",
+        "Content-Length: 9223372036854775807\r\n\r\n{}",
+        "Content-Length: 0x10\r\n\r\n{}",
+        "Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+        "Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}",
+    ])
+    func malformedFramingNeverReachesTheEndpointAndTheServerStaysUp(_ rest: String) async throws {
+        try await PushServerHarness.with(readTimeout: .seconds(2)) { harness in
+            let connection = try RawConnection(port: harness.port)
+            connection.send("POST /api/push HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + rest)
+            let answer = await connection.readUntilClosed()
+            #expect(!answer.text.hasPrefix("HTTP/1.1 200"), "\(answer.text.prefix(120))")
+            #expect(try harness.jobs().isEmpty)
+            try await stillServes(harness, rest)
+        }
+    }
+
+    @Test func binaryGarbageIsDroppedAndTheServerStaysUp() async throws {
+        try await PushServerHarness.with(readTimeout: .seconds(2)) { harness in
+            var generator = SplitMix64(seed: 11)
+            for round in 0..<20 {
+                let connection = try RawConnection(port: harness.port)
+                let count = 1 + Int(generator.next() % 8_192)
+                connection.send(bytes: (0..<count).map { _ in UInt8(truncatingIfNeeded: generator.next()) })
+                let answer = await connection.readUntilClosed()
+                #expect(!answer.text.hasPrefix("HTTP/1.1 200"), "round \(round)")
+            }
+            try await stillServes(harness, "binary garbage")
+        }
+    }
+
+    @Test func connectionsOverTheLimitAreRefusedAtOnceAndCounted() async throws {
+        try await PushServerHarness.with(maximumConnections: 8) { harness in
+            // Eight connections, each admitted (a request on it answered), then left open.
+            var held: [RawConnection] = []
+            for _ in 0..<8 {
+                let connection = try RawConnection(port: harness.port)
+                connection.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                #expect(await connection.readResponseHead().hasPrefix("HTTP/1.1 200"))
+                held.append(connection)
+            }
+            // A ninth is closed at once, unanswered.
+            let refused = try RawConnection(port: harness.port)
+            refused.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            let answer = await refused.readUntilClosed()
+            #expect(answer.closed && answer.text.isEmpty, "over the limit: closed without an answer, got \(answer)")
+            // One held connection leaves (the server closes it after answering), and the place is free again.
+            held[0].send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            #expect(await held[0].readUntilClosed().closed)
+            held.removeFirst()  // closes our side too: the server half-closes and waits for it
+            var metrics: HTTPResponse?
+            for _ in 0..<500 where metrics == nil {
+                // The server counts the close on its event loop; the next connect may just precede it.
+                metrics = try? await harness.get("/metrics")
+            }
+            let text = try #require(metrics).text
+            // At least the ninth; a retry above may also have arrived before the place was given back.
+            let refusals = text.split(separator: "\n").first { $0.hasPrefix("orderlive_push_connections_refused_total ") }
+                .flatMap { Double($0.split(separator: " ").last ?? "") }
+            #expect((refusals ?? 0) >= 1, "\(text)")
+            #expect(harness.logs.text.contains("push listener full"))
+            held.removeAll()
+        }
+    }
+}
+
+/// A small deterministic generator, so a failing garbage round can be replayed.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
