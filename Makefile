@@ -3,7 +3,7 @@ SWIFT ?= swift
 SYSTEM_PACKAGES := libcurl4-openssl-dev libssl-dev libsqlite3-dev pkg-config openssl python3
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: all deps build test demo sandbox release bench fuzz clean
+.PHONY: all deps build test demo sandbox release bench fuzz fuzz-build fuzz-smoke clean
 
 all: build
 
@@ -21,9 +21,10 @@ deps:
 build: deps
 	$(SWIFT) build --build-tests
 
-## Build everything and run every test (Swift Testing).
+## Build everything and run every test (Swift Testing), then each fuzzer briefly over its seeds.
 test: build
 	$(SWIFT) test --skip-build
+	$(MAKE) fuzz-smoke
 
 ## The Sandbox backend and the agent in one process, orders arriving live (release build). Ctrl-C stops it.
 demo: deps
@@ -42,13 +43,31 @@ release: deps
 bench: deps
 	cd Benchmarks && $(SWIFT) run -c release --scratch-path ../.build-bench orderlive-bench
 
-## The parser fuzzer for FUZZ_SECONDS (see docs/FUZZING.md); not part of `make test`.
+## The fuzzers (see docs/FUZZING.md). `fuzz` runs each target for FUZZ_SECONDS; `fuzz-smoke` (part
+## of `make test`) runs each over its seeds for FUZZ_SMOKE_RUNS executions, so a fuzzer that no
+## longer builds or trips on its seeds fails CI. FUZZ_TARGETS picks some.
 FUZZ_SECONDS ?= 300
-fuzz: deps
-	cd Fuzz && $(SWIFT) build -c release --product ParserFuzz --sanitize=fuzzer --sanitize=address --scratch-path ../.build-fuzz
-	mkdir -p Fuzz/corpus-run
-	SWIFT_BACKTRACE=enable=no ./.build-fuzz/release/ParserFuzz Fuzz/corpus-run Fuzz/corpus \
-	  -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=1
+FUZZ_SMOKE_RUNS ?= 3000
+FUZZ_TARGETS ?= sse gorush webhooks token-pair response-policy orders events configuration
+FUZZ_BUILD := $(SWIFT) build -c release --sanitize=fuzzer --sanitize=address --scratch-path ../.build-fuzz
+
+fuzz-build: deps
+	cd Fuzz && $(FUZZ_BUILD) --product ParserFuzz && $(FUZZ_BUILD) --product InputFuzz
+
+fuzz: fuzz-build
+	@for target in $(FUZZ_TARGETS); do \
+	  echo "== fuzz $$target for $(FUZZ_SECONDS) s"; \
+	  Fuzz/run.sh $$target -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 || exit 1; \
+	done
+
+fuzz-smoke: fuzz-build
+	@for target in $(FUZZ_TARGETS); do \
+	  work=$$(mktemp -d); \
+	  FUZZ_WORK_DIR=$$work Fuzz/run.sh $$target -runs=$(FUZZ_SMOKE_RUNS) > $$work.log 2>&1 \
+	    || { tail -n 40 $$work.log; echo "fuzz-smoke: $$target failed"; exit 1; }; \
+	  echo "fuzz-smoke: $$target $$(grep -o 'Done [0-9]* runs' $$work.log)"; \
+	  rm -rf $$work $$work.log; \
+	done
 
 clean:
 	rm -rf .build .build-bench .build-fuzz

@@ -62,12 +62,17 @@ public struct OrdersClient: OrderSource {
         let response = try await get(ordersPath + "/" + encoded)
         if response.status == 404 { return nil }
         guard response.status == 200 else { throw SyncError("GET order \(id) answered HTTP \(response.status)") }
-        guard let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] else {
+        return try Self.decodeOrder(response.body, id: id, appliedAt: now())
+    }
+
+    /// Decodes a single-order body (DESIGN §3), keeping its exact text. Pure, for the fuzzer too.
+    public static func decodeOrder(_ body: [UInt8], id: String, appliedAt: Double) throws(SyncError) -> OrderRecord {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
             throw SyncError("GET order \(id): the body is not a JSON object")
         }
         do {
-            let text = String(decoding: response.body, as: UTF8.self).trimming(" \t\r\n")
-            return try OrderRecord.parse(object, rawText: text[...], appliedAt: now())
+            let text = String(decoding: body, as: UTF8.self).trimming(" \t\r\n")
+            return try OrderRecord.parse(object, rawText: text[...], appliedAt: appliedAt)
         } catch {
             throw SyncError("GET order \(id): \(error.message)")
         }
@@ -80,7 +85,15 @@ public struct OrdersClient: OrderSource {
         }
         let response = try await get(path)
         guard response.status == 200 else { throw SyncError("GET orders answered HTTP \(response.status)") }
-        let json = try? JSONSerialization.jsonObject(with: Data(response.body))
+        return try Self.decodePage(response.body, appliedAt: now())
+    }
+
+    /// Decodes a page body: a bare array, or `{"orders": [...], "next_cursor": ...}`. Pure, for the
+    /// fuzzer too.
+    public static func decodePage(
+        _ body: [UInt8], appliedAt: Double
+    ) throws(SyncError) -> (orders: [OrderRecord], next: String?) {
+        let json = try? JSONSerialization.jsonObject(with: Data(body))
         // Either a bare array (one page) or {"orders": [...], "next_cursor": ...}.
         let list: [Any]
         var next: String?
@@ -96,7 +109,7 @@ public struct OrdersClient: OrderSource {
         for item in list {
             guard let object = item as? [String: Any] else { throw SyncError("GET orders: an entry is not an object") }
             do {
-                records.append(try OrderRecord.parse(object, appliedAt: now()))
+                records.append(try OrderRecord.parse(object, appliedAt: appliedAt))
             } catch {
                 throw SyncError("GET orders: \(error.message)")
             }

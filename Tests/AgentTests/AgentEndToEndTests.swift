@@ -14,6 +14,8 @@ final class LogWatch: Sendable {
     private struct State {
         var lines: [Line] = []
         var unparsable: [String] = []
+        var raw: [String] = []
+        var rawWaiters: [(predicate: @Sendable (String) -> Bool, continuation: CheckedContinuation<String?, Never>)] = []
         var finished = false
         var waiters: [(from: Int, predicate: @Sendable (Line) -> Bool, continuation: CheckedContinuation<Match?, Never>)] = []
     }
@@ -23,6 +25,17 @@ final class LogWatch: Sendable {
     /// Reads `lines` until it ends (the child exited).
     func follow(_ lines: AsyncStream<String>) async {
         for await text in lines {
+            let rawReady = state.withLock { state in
+                state.raw.append(text)
+                var ready: [CheckedContinuation<String?, Never>] = []
+                state.rawWaiters.removeAll { waiter in
+                    guard waiter.predicate(text) else { return false }
+                    ready.append(waiter.continuation)
+                    return true
+                }
+                return ready
+            }
+            for continuation in rawReady { continuation.resume(returning: text) }
             guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
                 state.withLock { $0.unparsable.append(text) }
                 continue
@@ -41,13 +54,30 @@ final class LogWatch: Sendable {
             }
             for (continuation, match) in ready { continuation.resume(returning: match) }
         }
-        let waiters = state.withLock { state in
+        let (waiters, rawWaiters) = state.withLock { state in
             state.finished = true
-            defer { state.waiters = [] }
-            return state.waiters
+            defer { state.waiters = []; state.rawWaiters = [] }
+            return (state.waiters, state.rawWaiters)
         }
         for waiter in waiters { waiter.continuation.resume(returning: nil) }
+        for waiter in rawWaiters { waiter.continuation.resume(returning: nil) }
     }
+
+    /// The first output line (JSON or not) matching `predicate`, or nil if the child exits first.
+    func waitForRaw(_ predicate: @escaping @Sendable (String) -> Bool) async -> String? {
+        await withCheckedContinuation { continuation in
+            let found: String?? = state.withLock { state in
+                if let line = state.raw.first(where: predicate) { return .some(line) }
+                if state.finished { return .some(nil) }
+                state.rawWaiters.append((predicate, continuation))
+                return nil
+            }
+            if let found { continuation.resume(returning: found) }
+        }
+    }
+
+    /// Every output line as written.
+    var raw: [String] { state.withLock { $0.raw } }
 
     /// The first line at or after index `from` matching `predicate`, or nil if the child exits first.
     func wait(from: Int = 0, for predicate: @escaping @Sendable (Line) -> Bool) async -> Match? {

@@ -58,4 +58,25 @@ import Testing
             #expect(message == "'\(key)' must be at most \(value), got \(over)", "\(message)")
         }
     }
+
+    /// Found by the configuration fuzzer: `Yams.load` traps on a key written twice. Now an error
+    /// naming it.
+    @Test func aKeyOrSectionWrittenTwiceIsAnErrorNotATrap() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("dup-\(UUID().uuidString).yaml").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        for (yaml, message) in [
+            ("stream:\n  max_delay_ms: 1\n  max_delay_ms: 2\n", "'max_delay_ms'"),
+            ("stream:\n  max_delay_ms: 1\nstream:\n  idle_timeout_ms: 2\n", "'stream'"),
+        ] {
+            try yaml.write(toFile: path, atomically: true, encoding: .utf8)
+            do {
+                _ = try await ConfigurationLoader.load(file: path, environment: ["HOME": "/home/courier"],
+                                                       currentDirectory: "/nonexistent")
+                Issue.record("a duplicate was accepted: \(yaml)")
+            } catch {
+                #expect(error.message.hasPrefix("\(path) is not valid YAML") && error.message.contains("duplicated key")
+                    && error.message.contains(message), "\(error.message)")
+            }
+        }
+    }
 }

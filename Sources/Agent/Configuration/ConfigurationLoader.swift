@@ -95,36 +95,45 @@ public enum ConfigurationLoader {
         } catch {
             throw ConfigurationError("cannot read the configuration file \(file): \(error.localizedDescription)")
         }
-        let root: Any?
+        // Walked as YAML nodes, not `Yams.load`: building dictionaries trapped on a key written twice
+        // (found by the configuration fuzzer); composing refuses duplicates with a message naming them.
+        let root: Node?
         do {
-            root = try Yams.load(yaml: text)
+            root = try Yams.compose(yaml: text)
         } catch {
             throw ConfigurationError("\(file) is not valid YAML: \(error)")
         }
         guard let root else { return }  // an empty file: all defaults
-        guard let sections = root as? [String: Any] else {
+        if isNull(root) { return }
+        guard let sections = root.mapping else {
             throw ConfigurationError("\(file) must be a mapping of sections (upstream:, auth:, stream:, ...)")
         }
-        for (section, content) in sections {
-            guard Set(keys.map { String($0.split(separator: ".")[0]) }).contains(section) else {
-                throw ConfigurationError("unknown section '\(section)' in \(file)\(suggestion(for: section, among: sectionNames))")
+        for (sectionNode, content) in sections {
+            let section = sectionNode.string ?? "\(sectionNode)"
+            guard Self.sectionNames.contains(section) else {
+                throw ConfigurationError("unknown section '\(section)' in \(file)\(suggestion(for: section, among: Self.sectionNames))")
             }
-            // `section:` with nothing under it: Yams gives NSNull or a boxed nil.
-            let mirror = Mirror(reflecting: content)
-            if content is NSNull || (mirror.displayStyle == .optional && mirror.children.isEmpty) { continue }
-            guard let fields = content as? [String: Any] else {
+            // `section:` with nothing under it.
+            if isNull(content) { continue }
+            guard let fields = content.mapping else {
                 throw ConfigurationError("section '\(section)' in \(file) must be a mapping of keys")
             }
-            for (name, value) in fields {
-                let key = "\(section).\(name)"
+            for (nameNode, value) in fields {
+                let key = "\(section).\(nameNode.string ?? "\(nameNode)")"
                 guard keys.contains(key) else {
                     throw ConfigurationError("unknown key '\(key)' in \(file)\(suggestion(for: key, among: keys))")
                 }
-                if value is [Any] || value is [String: Any] {
+                if value.mapping != nil || value.sequence != nil {
                     throw ConfigurationError("'\(key)' in \(file) must be a single value, not a list or mapping")
                 }
             }
         }
+    }
+
+    /// A plain scalar YAML reads as null: nothing, `~` or `null`.
+    private static func isNull(_ node: Node) -> Bool {
+        guard let scalar = node.scalar, scalar.style == .plain else { return false }
+        return ["", "~", "null", "Null", "NULL"].contains(scalar.string)
     }
 
     static func checkEnvironmentKeys(_ environment: [String: String]) throws(ConfigurationError) {
