@@ -117,18 +117,19 @@ public enum Checked {
 
     /// A duration's whole milliseconds, clamped into `Int64` (a `Duration` holds more than that).
     public static func milliseconds(of duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        let (whole, overflow1) = seconds.multipliedReportingOverflow(by: 1000)
-        let (total, overflow2) = whole.addingReportingOverflow(attoseconds / 1_000_000_000_000_000)
-        if overflow1 || overflow2 { return seconds < 0 ? .min : .max }
-        return total
+        units(of: duration, perSecond: 1000)
     }
 
     /// A duration's whole nanoseconds, clamped into `Int64` (about 292 years).
     public static func nanoseconds(of duration: Duration) -> Int64 {
+        units(of: duration, perSecond: 1_000_000_000)
+    }
+
+    /// `duration` in units of `1 / perSecond` seconds, saturating at the ends of `Int64`.
+    private static func units(of duration: Duration, perSecond: Int64) -> Int64 {
         let (seconds, attoseconds) = duration.components
-        let (whole, overflow1) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        let (total, overflow2) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
+        let (whole, overflow1) = seconds.multipliedReportingOverflow(by: perSecond)
+        let (total, overflow2) = whole.addingReportingOverflow(attoseconds / (1_000_000_000_000_000_000 / perSecond))
         if overflow1 || overflow2 { return seconds < 0 ? .min : .max }
         return total
     }

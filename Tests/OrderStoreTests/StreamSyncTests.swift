@@ -7,18 +7,6 @@ import Sandbox
 import TestSupport
 import Testing
 
-/// A small deterministic generator, so a failing run can be replayed.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 @Suite struct StreamSyncTests {
     /// Streams the book's log into the store, restarting the connection at random points, until the
     /// store's cursor reaches `target`.

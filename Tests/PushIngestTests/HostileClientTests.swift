@@ -1,6 +1,7 @@
 import CurlHTTP
 import Foundation
 import PushIngest
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -106,7 +107,7 @@ import Glibc
 
     @Test func binaryGarbageIsDroppedAndTheServerStaysUp() async throws {
         try await PushServerHarness.with(readTimeout: .seconds(2)) { harness in
-            var generator = SplitMix64(seed: 11)
+            var generator = SplitMix(state: 11)
             for round in 0..<20 {
                 let connection = try RawConnection(port: harness.port)
                 let count = 1 + Int(generator.next() % 8_192)
@@ -150,20 +151,5 @@ import Glibc
             #expect(harness.logs.text.contains("push listener full"))
             held.removeAll()
         }
-    }
-}
-
-/// A small deterministic generator, so a failing garbage round can be replayed.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
