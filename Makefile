@@ -49,10 +49,10 @@ bench: deps
 FUZZ_SECONDS ?= 300
 FUZZ_SMOKE_RUNS ?= 3000
 FUZZ_TARGETS ?= sse gorush webhooks token-pair response-policy orders events configuration
-FUZZ_BUILD := $(SWIFT) build -c release --sanitize=fuzzer --sanitize=address --scratch-path ../.build-fuzz
+FUZZ_BUILD := ORDERLIVE_FUZZ=1 $(SWIFT) build -c release --sanitize=fuzzer --sanitize=address --scratch-path .build-fuzz
 
 fuzz-build: deps
-	cd Fuzz && $(FUZZ_BUILD) --product ParserFuzz && $(FUZZ_BUILD) --product InputFuzz
+	$(FUZZ_BUILD) --product ParserFuzz && $(FUZZ_BUILD) --product InputFuzz
 
 fuzz: fuzz-build
 	@for target in $(FUZZ_TARGETS); do \

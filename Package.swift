@@ -1,5 +1,10 @@
 // swift-tools-version:6.2
 import PackageDescription
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Settings for every target of ours: Swift 6 language mode (the package default) and warnings as errors.
 let strict: [SwiftSetting] = [
@@ -215,3 +220,21 @@ let package = Package(
         ),
     ]
 )
+
+// The libFuzzer executables (docs/FUZZING.md). They exist only when ORDERLIVE_FUZZ is set, because
+// they link only with `--sanitize=fuzzer` (libFuzzer brings `main`); and they are targets of this
+// package, not of a separate one, because SwiftPM instruments only the root package's targets for
+// coverage: from a separate package, the parsers under test ran blind. `make fuzz-build` sets it.
+if ProcessInfo.processInfo.environment["ORDERLIVE_FUZZ"] != nil {
+    package.targets += [
+        .executableTarget(name: "ParserFuzz", dependencies: ["ServerSentEvents"], path: "Fuzz/Sources/ParserFuzz"),
+        .executableTarget(
+            name: "InputFuzz",
+            dependencies: [
+                "Agent", "AuthSession", "CurlHTTP", "EventStream", "OrderStore", "OrderSync", "PushIngest",
+                "ServerSentEvents",
+            ],
+            path: "Fuzz/Sources/InputFuzz"
+        ),
+    ]
+}
