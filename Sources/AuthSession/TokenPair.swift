@@ -119,11 +119,7 @@ public struct TokenPair: Sendable, Hashable {
 
     /// Unix seconds of an RFC 3339 timestamp, with or without fractional seconds.
     static func parseRFC3339(_ text: String) -> Double? {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return date.timeIntervalSince1970 }
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.date(from: text)?.timeIntervalSince1970
+        Checked.rfc3339(text)
     }
 
     /// The `exp` claim of a JWT's payload, if the token is a JWT.

@@ -74,18 +74,7 @@ public enum ResponseDecision: Sendable, Hashable {
               let second = Checked.int(decimal: time[2], in: 0...60)
         else { return nil }
         // Every operand is bounded above, so no step can overflow.
-        return daysFromCivil(year: year, month: monthIndex + 1, day: day) * 86_400
+        return Checked.daysFromCivil(year: year, month: monthIndex + 1, day: day) * 86_400
             + Int64(hour * 3600 + minute * 60 + second)
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int64 {
-        let y = Int64(month <= 2 ? year - 1 : year)
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let m = Int64(month)
-        let dayOfYear = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + Int64(day) - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
     }
 }

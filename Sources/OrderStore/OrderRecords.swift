@@ -34,11 +34,7 @@ public struct OrderFreshness: Sendable, Hashable {
 
     /// Unix seconds of an RFC 3339 timestamp, with or without fractional seconds.
     static func instant(_ text: String) -> Double? {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return date.timeIntervalSince1970 }
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.date(from: text)?.timeIntervalSince1970
+        Checked.rfc3339(text)
     }
 }
 

@@ -81,3 +81,14 @@ import Testing
         #expect(throws: AuthError.self) { try Self.decode(#""user_id":true"#) }
     }
 }
+
+/// The token-pair fuzzer's finding: an `expires_at` with a hundred fraction digits stopped the
+/// process inside ICU (SIGFPE). Read by hand now, it is a time like any other.
+@Suite struct TokenPairFuzzFindingTests {
+    @Test func aLongFractionInExpiresAtIsReadNotACrash() throws {
+        let fraction = String(repeating: "1", count: 100) + "5"
+        let body = #"{"access_token":"a","refresh_token":"r","expires_at":"2030-01-01T00:00:00.\#(fraction)Z"}"#
+        let pair = try TokenPair.decode(Array(body.utf8), receivedAt: 0)
+        #expect(pair.accessExpiresAt == 1_893_456_000.111111111)
+    }
+}

@@ -104,3 +104,15 @@ import Testing
         }
     }
 }
+
+/// The same ICU crash was reachable from any order's `updated_at` (a push or the stream), when two
+/// versions of an order are compared by time.
+@Suite struct OrderFreshnessTimeTests {
+    @Test func aLongFractionInUpdatedAtIsComparedNotACrash() {
+        let long = "2030-01-01T00:00:00." + String(repeating: "9", count: 200) + "Z"
+        let newer = OrderFreshness(version: nil, updatedAt: long)
+        let older = OrderFreshness(version: nil, updatedAt: "2030-01-01T00:00:00.5Z")
+        #expect(newer.isNewer(than: older))
+        #expect(!older.isNewer(than: newer))
+    }
+}
