@@ -269,3 +269,27 @@ struct OrderliveProcess {
         }
     }
 }
+
+/// `orderlive run` as a child, its stderr followed as log lines, killed after `limit` if it hangs.
+struct RunningAgent {
+    let child: OrderliveProcess
+    let logs = LogWatch()
+    let reader: Task<Void, Never>
+    let watchdog: Task<Void, any Error>
+
+    init(_ arguments: [String], environment: [String: String], limit: Duration = .seconds(60)) throws {
+        let child = try OrderliveProcess(["run"] + arguments, environment: environment, readStandardError: true)
+        let logs = self.logs
+        self.child = child
+        reader = Task { await logs.follow(child.lines) }
+        watchdog = Task { try await Task.sleep(for: limit); child.signal(SIGKILL) }
+    }
+
+    /// Waits for the child to exit and its output to be read; cancels the watchdog.
+    func finish() async -> Int32 {
+        let (status, _) = await child.waitForExit()
+        await reader.value
+        watchdog.cancel()
+        return status
+    }
+}

@@ -26,20 +26,15 @@ import Testing
         try await Sandbox.withRunning(configuration) { sandbox in
             var environment = workspace.environment(baseURL: await sandbox.baseURL)
             environment["SWIFT_BACKTRACE"] = setting
-            let child = try OrderliveProcess(["run", "--config", workspace.configFile], environment: environment,
-                                             readStandardError: true)
-            let logs = LogWatch()
-            let reader = Task { await logs.follow(child.lines) }
-            let watchdog = Task { try await Task.sleep(for: .seconds(60)); child.signal(SIGKILL) }
-            defer { watchdog.cancel() }
+            let agent = try RunningAgent(["--config", workspace.configFile], environment: environment)
+            let (child, logs) = (agent.child, agent.logs)
             #expect(await logs.wait(message: "stream open") != nil)
             // SIGILL is one of the signals the backtracer reports as a crash; once it has written
             // its report the process is killed for good.
             child.signal(SIGILL)
             let report = try #require(await logs.waitForRaw { $0.contains("Backtrace took") })
             child.signal(SIGKILL)
-            _ = await child.waitForExit()
-            await reader.value
+            _ = await agent.finish()
             let text = logs.raw.joined(separator: "\n")
             #expect(text.contains("Program crashed") || text.contains("Crash"), "no crash report: \(report)")
             #expect(!text.contains("Registers:"), "the report prints register contents")

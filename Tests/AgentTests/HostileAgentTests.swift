@@ -30,11 +30,8 @@ import Testing
             "ORDERLIVE_INGEST_SECRET_FILE": secretFile, "ORDERLIVE_INGEST_MAX_CONNECTIONS": "2100",
             "ORDERLIVE_LOG_FORMAT": "json",
         ]
-        let child = try OrderliveProcess(["run"], environment: environment, readStandardError: true)
-        let logs = LogWatch()
-        let reader = Task { await logs.follow(child.lines) }
-        let watchdog = Task { try await Task.sleep(for: .seconds(60)); child.signal(SIGKILL) }
-        defer { watchdog.cancel() }
+        let agent = try RunningAgent([], environment: environment)
+        let logs = agent.logs
         let listening = try #require(await logs.wait(message: "push endpoint listening"))
         let address = try #require(listening.line["push.listen"])
         let base = "http://" + address
@@ -69,10 +66,8 @@ import Testing
         holder.waitUntilExit()
 
         await loop.shutdown()
-        child.signal(SIGTERM)
-        let (status, _) = await child.waitForExit()
-        await reader.value
-        #expect(status == 0)
+        agent.child.signal(SIGTERM)
+        #expect(await agent.finish() == 0)
         #expect(logs.lines.last?["message"] == "stopped")
         #expect(!logs.lines.contains { $0["level"] == "critical" })
     }
