@@ -100,6 +100,7 @@ let package = Package(
             dependencies: [
                 "CheckedInput", "OrderStore", "ServerSentEvents", "AuthSession", "CurlHTTP", "EventStream",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
@@ -166,7 +167,7 @@ let package = Package(
         ),
         .target(
             name: "TestSupport",
-            dependencies: [.product(name: "Logging", package: "swift-log")],
+            dependencies: ["OrderStore", .product(name: "Logging", package: "swift-log")],
             path: "Tests/TestSupport",
             swiftSettings: strict
         ),
@@ -198,8 +199,16 @@ let package = Package(
         .testTarget(
             name: "OrderStoreTests",
             dependencies: [
-                "OrderStore", "OrderSync", "ServerSentEvents", "Sandbox", "AuthSession", "CurlHTTP", "EventStream",
-                "Agent", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+                "OrderStore", "Sandbox", "CurlHTTP", "EventStream", "TestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "OrderSyncTests",
+            dependencies: [
+                "OrderSync", "OrderStore", "ServerSentEvents", "Sandbox", "AuthSession", "CurlHTTP", "EventStream",
+                "TestSupport", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strict
         ),

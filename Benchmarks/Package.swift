@@ -18,6 +18,7 @@ let package = Package(
             dependencies: [
                 .product(name: "ServerSentEvents", package: "orderlive"),
                 .product(name: "CurlHTTP", package: "orderlive"),
+                .product(name: "AuthSession", package: "orderlive"),
                 .product(name: "EventStream", package: "orderlive"),
                 .product(name: "Sandbox", package: "orderlive"),
                 .product(name: "OrderStore", package: "orderlive"),

@@ -1,5 +1,6 @@
 import AuthSession
 import CurlHTTP
+import EventStream
 import Foundation
 import Logging
 import OrderStore
@@ -174,9 +175,12 @@ public enum AgentBuilder {
         var services: [any Service] = [
             CurlLoopService(loop: loop),
             StreamStatusRecorder(state: state, stateDirectory: configuration.store.stateDirectory, logger: logger),
-            StreamService(configuration: configuration, loop: loop, session: session, store: store, wake: wake,
-                          state: state, metrics: metrics, logger: logger),
-            ExecutorService(executor: executor, wake: wake, state: state),
+            StreamService(
+                source: streamSource(configuration), loop: loop, session: session, store: store, wake: wake,
+                observer: AgentStreamObserver(state: state, metrics: metrics), logger: logger),
+            ExecutorService(executor: executor, wake: wake, running: { running in
+                state.update { $0.executorRunning = running }
+            }),
         ]
         var server: PushServer?
         if let push {
@@ -202,6 +206,16 @@ public enum AgentBuilder {
         return AgentProgram(
             services: services, pushServer: server, state: state, metrics: metrics, store: store, session: session,
             logger: logger)
+    }
+
+    /// The event source of `upstream.*` and `stream.*`; the stream service sets its `Last-Event-ID`.
+    static func streamSource(_ configuration: OrderliveConfiguration) -> EventSourceConfiguration {
+        let upstream = configuration.upstream
+        let stream = configuration.stream
+        return EventSourceConfiguration(
+            url: upstream.baseURL + upstream.eventsPath, initialDelay: stream.initialDelay,
+            maximumDelay: stream.maximumDelay, resetAfter: stream.resetAfter, idleTimeout: stream.idleTimeout,
+            connectTimeout: upstream.connectTimeout, tls: upstream.tls)
     }
 
     /// The listener and the authentication of `ingest.*`, or nil when `ingest.listen` is "".

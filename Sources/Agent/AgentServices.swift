@@ -1,8 +1,4 @@
 import CurlHTTP
-import Foundation
-import Logging
-import OrderStore
-import OrderSync
 import ServiceLifecycle
 
 /// The curl loop as a service: it lives until graceful shutdown, and shuts down after every service
@@ -13,30 +9,6 @@ struct CurlLoopService: Service {
     func run() async throws {
         try? await gracefulShutdown()
         await loop.shutdown()
-    }
-}
-
-/// The serial executor as a service. Graceful shutdown lets the job in hand finish, then returns;
-/// the journal keeps the rest (DESIGN §10).
-struct ExecutorService: Service {
-    let executor: SyncExecutor
-    let wake: WakeSignal
-    let state: AgentState
-
-    func run() async throws {
-        let stopping = StopFlag()
-        state.update { $0.executorRunning = true }
-        defer { state.update { $0.executorRunning = false } }
-        let thread = ThreadTaskExecutor(name: "orderlive-sync")
-        defer { thread.stop() }
-        await withGracefulShutdownHandler {
-            await withTaskExecutorPreference(thread) {
-                await executor.run(wake: wake, until: { stopping.isStopped })
-            }
-        } onGracefulShutdown: {
-            stopping.stop()
-            wake.signal()
-        }
     }
 }
 

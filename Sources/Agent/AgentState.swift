@@ -7,16 +7,7 @@ import Synchronization
 /// `/metrics`.
 public final class AgentState: Sendable {
     /// DESIGN §5 `stream.state`.
-    public enum StreamState: String, Sendable, Hashable {
-        /// Opening a connection.
-        case connecting
-        /// Connected and reading.
-        case open
-        /// Waiting before the next attempt.
-        case backoff
-        /// Not streaming (not started, stopped, or told to stop by a 204).
-        case stopped
-    }
+    public typealias StreamState = OrderSync.StreamState
 
     /// A consistent copy of the state.
     public struct Snapshot: Sendable, Hashable {

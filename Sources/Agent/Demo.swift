@@ -2,6 +2,7 @@ import CheckedInput
 import Foundation
 import Logging
 import OrderStore
+import OrderSync
 import Sandbox
 import UnixSignals
 

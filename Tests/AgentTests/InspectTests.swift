@@ -5,9 +5,8 @@ import Foundation
 import Logging
 import Sandbox
 import ServerSentEvents
+import TestSupport
 import Testing
-
-let quietLogger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
 
 /// A pipe whose write end a `LineWriter` uses; read everything after the writer is done.
 final class CapturedOutput {

@@ -37,8 +37,6 @@ struct Harness {
     }
 }
 
-let quietLogger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-
 private func isLoss(_ update: EventSourceUpdate) -> Bool {
     if case .connectionLost = update { return true }
     return false

@@ -1,34 +1,9 @@
 import Foundation
 import GRDB
 import OrderStore
-import OrderSync
 import ServerSentEvents
+import TestSupport
 import Testing
-
-/// A fresh database file per test (GRDB's advice), removed afterwards.
-final class TemporaryStore {
-    let directory: String
-    let store: OrderStore
-
-    init(now: @escaping @Sendable () -> Double = { 1_000 }) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-db-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        store = try OrderStore(path: directory + "/orderlive.sqlite", now: now)
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(atPath: directory)
-    }
-}
-
-func order(_ id: Any, status: String = "assigned", version: Int? = nil, updatedAt: String? = nil,
-           extra: [String: Any] = [:]) throws -> OrderRecord {
-    var object: [String: Any] = ["id": id, "status": status]
-    if let version { object["version"] = version }
-    if let updatedAt { object["updated_at"] = updatedAt }
-    object.merge(extra) { $1 }
-    return try OrderRecord.parse(object, appliedAt: 1)
-}
 
 @Suite struct OrderStoreTests {
     @Test func newerVersionWinsOlderAndEqualAreStale() throws {
@@ -152,24 +127,6 @@ func order(_ id: Any, status: String = "assigned", version: Int? = nil, updatedA
         #expect(try store.owner() == "6")
     }
 
-    @Test func aJobThatCannotBeAppliedWhileTheDatabaseIsLockedWaitsAndIsNotLost() async throws {
-        let temporary = try TemporaryStore()
-        let store = try OrderStore(path: temporary.store.path, busyTimeout: 0.05)
-        try store.journal([NewJob(kind: .upsert, order: try order(1, version: 1), source: "test"),
-                           NewJob(kind: .upsert, order: try order(2, version: 1), source: "test")])
-        let executor = SyncExecutor(store: store, source: NoOrders(), logger: quietLogger)
-        // Another process holds the write lock (as a backup tool or a stuck writer would).
-        var lockHolder = Configuration()
-        lockHolder.allowsUnsafeTransactions = true  // it must keep its transaction open between calls
-        let other = try DatabaseQueue(path: temporary.store.path, configuration: lockHolder)
-        try await other.writeWithoutTransaction { db in try db.execute(sql: "BEGIN EXCLUSIVE") }
-        await #expect(throws: (any Error).self) { try await executor.runReadyJobs() }
-        #expect(try store.counts().journalDepth == 2, "nothing applied, nothing lost")
-        try await other.writeWithoutTransaction { db in try db.execute(sql: "COMMIT") }
-        #expect(try await executor.runReadyJobs().completed == 2)
-        #expect(try store.orders().map(\.id) == ["1", "2"])
-    }
-
     @Test func otherConnectionsCanReadWhileTheStoreIsOpen() throws {
         let temporary = try TemporaryStore()
         try temporary.store.applyUpsert(order(1, version: 1))
@@ -191,61 +148,3 @@ func order(_ id: Any, status: String = "assigned", version: Int? = nil, updatedA
     }
 }
 
-@Suite struct EventTranslatorTests {
-    @Test func theStoredBodyIsByteForByteWhatTheBackendSent() {
-        let data = #"{"order":{"status":"assigned","id":12,"version":7,"price":12.50,"tags":["b","a"]}}"#
-        let translation = EventTranslator.translate(ServerSentEvent(type: "order.updated", data: data), now: 1)
-        #expect(translation.jobs.first?.order?.body == #"{"status":"assigned","id":12,"version":7,"price":12.50,"tags":["b","a"]}"#)
-    }
-
-    private func translate(_ type: String, _ data: String, id: String = "7") -> EventTranslation {
-        EventTranslator.translate(ServerSentEvent(type: type, data: data, lastEventID: id), now: 1)
-    }
-
-    @Test func orderEventsWithABodyBecomeUpserts() throws {
-        for type in ["order.created", "order.updated", "order.status_changed", "order.assigned"] {
-            let translation = translate(type, #"{"order":{"id":12,"status":"assigned","version":7,"x":1}}"#)
-            #expect(translation.disposition == .jobs)
-            #expect(translation.jobs.map(\.kind) == [.upsert])
-            #expect(translation.jobs.first?.order?.id == "12")
-            #expect(translation.jobs.first?.order?.version == 7)
-            #expect(translation.jobs.first?.order?.body.contains(#""x":1"#) == true)
-        }
-    }
-
-    @Test func idOnlyEventsBecomeFetchesAndDeletesKeepTheirVersion() {
-        let fetch = translate("order.updated", #"{"order_id":"12","version":8}"#)
-        #expect(fetch.jobs == [NewJob(kind: .fetch, orderID: "12", version: 8, source: "stream")])
-        let delete = translate("order.deleted", #"{"order_id":12,"version":9}"#)
-        #expect(delete.jobs == [NewJob(kind: .delete, orderID: "12", version: 9, source: "stream")])
-    }
-
-    @Test func resyncHeartbeatsAndUnknownTypes() {
-        #expect(translate("orders.resync", "anything").jobs.map(\.kind) == [.fullSync])
-        #expect(translate("ping", "").disposition == .heartbeat)
-        #expect(translate("heartbeat", "{}").disposition == .heartbeat)
-        let unknown = translate("invoice.created", "{}")
-        #expect(unknown.disposition == .unknownType)
-        #expect(unknown.jobs.isEmpty)
-    }
-
-    @Test func malformedDataIsADeadLetterPlusAFetchOrAFullSync() {
-        let readable = translate("order.updated", #"{"order":{"id":12}}"#)
-        #expect(readable.disposition == .malformed)
-        #expect(readable.jobs == [NewJob(kind: .fetch, orderID: "12", source: "stream")])
-        #expect(readable.deadLetter?.raw.contains(#"{"order":{"id":12}}"#) == true)
-        let unreadable = translate("order.updated", "not json")
-        #expect(unreadable.jobs.map(\.kind) == [.fullSync])
-        #expect(unreadable.deadLetter?.raw.contains("not json") == true)
-        #expect(translate("order.deleted", #"{"version":3}"#).jobs.map(\.kind) == [.fullSync])
-        #expect(translate("order.updated", #"{"order":"12"}"#).disposition == .malformed)
-    }
-}
-
-/// An order source for tests whose jobs never need the network.
-struct NoOrders: OrderSource {
-    func fetchOrder(id: String) async throws(SyncError) -> OrderRecord? { throw SyncError("unexpected fetch") }
-    func fetchPage(cursor: String?, limit: Int) async throws(SyncError) -> (orders: [OrderRecord], next: String?) {
-        throw SyncError("unexpected full sync")
-    }
-}

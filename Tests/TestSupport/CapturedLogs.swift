@@ -38,3 +38,6 @@ public final class CapturedLogs: Sendable {
         }
     }
 }
+
+/// A logger that drops everything, for tests that do not look at logs.
+public let quietLogger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })

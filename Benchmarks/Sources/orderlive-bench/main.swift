@@ -1,6 +1,7 @@
 // orderlive benchmarks: every figure next to a reference measured in the same run on the same bytes
 // (DESIGN §9). Release builds only: `make bench`.
 
+import AuthSession
 import CurlHTTP
 import EventStream
 import Foundation
@@ -319,7 +320,7 @@ func storeBenchmark() async throws {
             report("stream → SQLite, \(events) full-order events", "count-only consumer (reference)",
                    bytes: 0, seconds: reference.seconds, events: reference.count)
             let stored = try await measure(3) {
-                let pipeline = try Pipeline()
+                let pipeline = try Pipeline(loop: loop, eventsURL: url)
                 defer { pipeline.remove() }
                 let (store, ingest, executor, wake) = (pipeline.store, pipeline.ingest, pipeline.executor, pipeline.wake)
                 // As `orderlive run` does it: the executor runs beside the stream, woken after each
@@ -338,7 +339,7 @@ func storeBenchmark() async throws {
                     }
                 }, batchEnded: {
                     // Group commit: the batch's jobs and last cursor in one transaction.
-                    try ingest.handle(batch: pending)
+                    try ingest.journal(batch: pending)
                     pending.removeAll(keepingCapacity: true)
                     wake.signal()
                 })
@@ -366,7 +367,7 @@ func commitLatency() async throws {
         let created = Timestamps()
         let total = 5_000
         try await CurlLoop.withLoop(logger: quiet) { loop in
-            let pipeline = try Pipeline()
+            let pipeline = try Pipeline(loop: loop, eventsURL: url)
             defer { pipeline.remove() }
             let (ingest, executor, wake) = (pipeline.ingest, pipeline.executor, pipeline.wake)
             let executorTask = Task { await executor.run(wake: wake) }
@@ -387,7 +388,7 @@ func commitLatency() async throws {
                 if case .event(let event) = update { pending.append(event) }
             }, batchEnded: {
                 guard !pending.isEmpty else { return }
-                try ingest.handle(batch: pending)
+                try ingest.journal(batch: pending)
                 let committed = ContinuousClock.now
                 wake.signal()
                 for event in pending {
@@ -413,19 +414,27 @@ func commitLatency() async throws {
     }
 }
 
-/// A fresh store in a temporary directory with the ingest, executor and wake signal `orderlive run`
-/// builds around it.
+/// A fresh store in a temporary directory with the stream service, executor and wake signal
+/// `orderlive run` builds around it. Only the stream service's journaling is used (the benchmark
+/// drives the event source itself), so its session never logs in.
 struct Pipeline {
     let directory = NSTemporaryDirectory() + "orderlive-bench-\(UUID().uuidString)"
     let store: OrderStore
-    let ingest: StreamIngest
+    let ingest: StreamService
     let executor: SyncExecutor
     let wake = WakeSignal()
 
-    init() throws {
+    init(loop: CurlLoop, eventsURL: String) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         store = try OrderStore(path: directory + "/orderlive.sqlite")
-        ingest = StreamIngest(store: store, logger: quiet)
+        let session = Session(
+            dependencies: .init(
+                client: AuthClient(loop: loop, endpoints: .init(baseURL: eventsURL)),
+                store: CredentialStore(directory: directory), identifier: "bench"),
+            logger: quiet)
+        ingest = StreamService(
+            source: EventSourceConfiguration(url: eventsURL), loop: loop, session: session, store: store, wake: wake,
+            logger: quiet)
         executor = SyncExecutor(store: store, source: NoSource(), logger: quiet)
     }
 

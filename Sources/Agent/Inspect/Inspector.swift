@@ -2,6 +2,7 @@ import AuthSession
 import CurlHTTP
 import EventStream
 import Logging
+import OrderSync
 import UnixSignals
 
 /// Runs `orderlive inspect`: one reconnecting stream, every update rendered to standard output.

@@ -1,9 +1,9 @@
-import Agent
 import AuthSession
 import CurlHTTP
 import EventStream
 import Foundation
 import Logging
+import OrderSync
 import Sandbox
 import TestSupport
 import Testing

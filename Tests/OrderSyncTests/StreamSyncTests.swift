@@ -11,8 +11,10 @@ import Testing
     /// Streams the book's log into the store, restarting the connection at random points, until the
     /// store's cursor reaches `target`.
     private func follow(_ harness: SyncHarness, target: String, seed: UInt64) async throws -> (restarts: Int, losses: Int) {
-        let ingest = StreamIngest(store: harness.store, now: { harness.wall.now }, logger: quietLogger)
         let base = await harness.sandbox.baseURL
+        let ingest = StreamService(
+            source: EventSourceConfiguration(url: base + "/v1/events"), loop: harness.loop, session: harness.session,
+            store: harness.store, wake: WakeSignal(), now: { harness.wall.now }, logger: quietLogger)
         let clock = ManualClock()
         let source = EventSource(
             configuration: EventSourceConfiguration(
@@ -24,7 +26,7 @@ import Testing
         _ = try await source.run { update in
             switch update {
             case .event(let event):
-                try ingest.handle(event)
+                try ingest.journal(event)
                 _ = try await harness.executor.runReadyJobs()
                 if event.lastEventID == target {
                     source.stop()

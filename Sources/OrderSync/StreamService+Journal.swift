@@ -3,20 +3,9 @@ import Logging
 import OrderStore
 import ServerSentEvents
 
-/// Turns stream events into journaled jobs: each event's jobs, dead letter and cursor are committed
-/// in one transaction, so the cursor never passes an event whose job is not durable (DESIGN §3).
-public struct StreamIngest: Sendable {
-    private let store: OrderStore
-    private let now: @Sendable () -> Double
-    private let logger: Logger
-
-    /// Creates an ingest over a store.
-    public init(store: OrderStore, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }, logger: Logger) {
-        self.store = store
-        self.now = now
-        self.logger = logger
-    }
-
+/// Journaling: each event's jobs, dead letter and cursor are committed in one transaction, so the
+/// cursor never passes an event whose job is not durable (DESIGN §3).
+extension StreamService {
     /// The cursor to resume the stream from (`Last-Event-ID`), "" when none.
     public func cursor() throws -> String {
         try store.streamCursor()
@@ -24,15 +13,15 @@ public struct StreamIngest: Sendable {
 
     /// Journals what one event means; returns how it was read.
     @discardableResult
-    public func handle(_ event: ServerSentEvent) throws -> EventTranslation.Disposition {
-        try handle(batch: [event])[0]
+    public func journal(_ event: ServerSentEvent) throws -> EventTranslation.Disposition {
+        try journal(batch: [event])[0]
     }
 
     /// Journals a batch of events in one transaction (group commit): all their jobs and dead letters,
     /// and the cursor of the last one that had an id. Same effect as one by one, far fewer commits.
     /// Returns how each event was read.
     @discardableResult
-    public func handle(batch events: [ServerSentEvent]) throws -> [EventTranslation.Disposition] {
+    public func journal(batch events: [ServerSentEvent]) throws -> [EventTranslation.Disposition] {
         guard !events.isEmpty else { return [] }
         var jobs: [NewJob] = []
         var letters: [DeadLetterRecord] = []
@@ -62,7 +51,7 @@ public struct StreamIngest: Sendable {
     }
 
     /// An event over the parser's size limit: what it said is unknown, so everything is fetched again.
-    public func handleOversizedEvent(lastEventID: String) throws {
+    public func journalOversizedEvent(lastEventID: String) throws {
         let letter = DeadLetterRecord(
             kind: "event", orderID: nil, raw: "", reason: "an event over the size limit was discarded", attempts: 0,
             createdAt: now())

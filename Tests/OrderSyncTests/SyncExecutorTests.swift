@@ -1,4 +1,3 @@
-import Agent
 import AuthSession
 import CurlHTTP
 import EventStream
@@ -11,8 +10,6 @@ import TestSupport
 import Synchronization
 import Testing
 
-let quietLogger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-
 /// A Sandbox order book, a logged-in session, a fresh store and an executor over them.
 struct SyncHarness {
     let sandbox: Sandbox
@@ -20,6 +17,7 @@ struct SyncHarness {
     let executor: SyncExecutor
     let wall: WallClock
     let loop: CurlLoop
+    let session: Session
     let headers: any EventStreamHeaderProvider
 
     static func run(
@@ -48,7 +46,7 @@ struct SyncHarness {
                     now: { wall.now }, logger: quietLogger)
                 try await body(SyncHarness(
                     sandbox: sandbox, store: temporary.store, executor: executor, wall: wall, loop: loop,
-                    headers: SessionHeaderProvider(session: session)))
+                    session: session, headers: SessionHeaderProvider(session: session)))
                 _ = temporary
             }
         }

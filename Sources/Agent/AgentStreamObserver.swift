@@ -1,0 +1,34 @@
+import CheckedInput
+import OrderSync
+
+/// Carries what the stream service reports into the agent's state (for `/readyz`, `status` and the
+/// stream-status file) and its metrics.
+struct AgentStreamObserver: StreamObserver {
+    let state: AgentState
+    let metrics: AgentMetrics
+
+    func streamStateChanged(_ stream: StreamState) {
+        state.update { $0.stream = stream }
+        metrics.streamOpen.set(Int64(stream == .open ? 1 : 0))
+    }
+
+    func streamLost(reason: String, retryIn: Duration?) {
+        state.update { state in
+            state.stream = retryIn == nil ? .stopped : .backoff
+            state.reconnects += 1
+            state.lastStreamError = reason
+        }
+        metrics.streamOpen.set(Int64(0))
+        metrics.streamReconnects.increment()
+    }
+
+    func streamClosed() {
+        metrics.streamOpen.set(Int64(0))
+    }
+
+    func eventsJournaled(count: Int, commitLag: Duration?, at: Double) {
+        if let commitLag { metrics.commitLag.recordNanoseconds(Checked.nanoseconds(of: commitLag)) }
+        metrics.streamEvents.increment(by: Int64(count))
+        state.update { $0.lastEventAt = at }
+    }
+}

@@ -1,0 +1,182 @@
+import AuthSession
+import CheckedInput
+import CurlHTTP
+import EventStream
+import Foundation
+import Logging
+import OrderStore
+import ServerSentEvents
+import ServiceLifecycle
+
+/// The order stream as a service: one authenticated SSE stream after another, resumed from the
+/// stored cursor, each parser batch journaled in one transaction (group commit, see
+/// `StreamService+Journal.swift`), until graceful shutdown. Before each stream the store is claimed
+/// for the session's user (a different user's data is cleared first, FIELD-NOTES 15). What happens
+/// is reported to a ``StreamObserver``; the executor is woken after every commit.
+public struct StreamService: Service {
+    /// The event source every connection starts from; its `lastEventID` is replaced by the stored
+    /// cursor at each connection.
+    public let source: EventSourceConfiguration
+    let loop: CurlLoop
+    let session: Session
+    let store: OrderStore
+    let wake: WakeSignal
+    let observer: any StreamObserver
+    let now: @Sendable () -> Double
+    let logger: Logger
+
+    /// Creates the service. `now` is the wall clock (Unix seconds) stamped on journaled jobs.
+    public init(
+        source: EventSourceConfiguration, loop: CurlLoop, session: Session, store: OrderStore, wake: WakeSignal,
+        observer: any StreamObserver = NoStreamObserver(),
+        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }, logger: Logger
+    ) {
+        self.source = source
+        self.loop = loop
+        self.session = session
+        self.store = store
+        self.wake = wake
+        self.observer = observer
+        self.now = now
+        self.logger = logger
+    }
+
+    /// Streams until graceful shutdown, or until the backend answers `204` (then waits for shutdown,
+    /// because a service that returns would stop the whole group).
+    public func run() async throws {
+        let stopping = StopFlag()
+        try await withGracefulShutdownHandler {
+            try await streamUntilStopped(stopping: stopping)
+            observer.streamStateChanged(.stopped)
+            if !stopping.isStopped { try? await gracefulShutdown() }
+        } onGracefulShutdown: {
+            stopping.stop()
+        }
+    }
+
+    private func streamUntilStopped(stopping: StopFlag) async throws {
+        while !stopping.isStopped {
+            let cursor: String
+            do {
+                try await claimStore()
+                cursor = try self.cursor()
+            } catch {
+                logger.error("cannot read the order store; retrying", metadata: ["store.reason": "\(error)"])
+                try await pause(stopping)
+                continue
+            }
+            observer.streamStateChanged(.connecting)
+            var configuration = source
+            configuration.lastEventID = cursor
+            let events = EventSource(
+                configuration: configuration, loop: loop, headerProvider: SessionHeaderProvider(session: session),
+                clock: ContinuousClock(), logger: logger)
+            stopping.onStop { events.stop() }
+            do {
+                if try await stream(events, from: cursor) == .serverRequestedStop {
+                    logger.warning("the backend answered 204: the stream stays stopped until restart")
+                    return
+                }
+            } catch {
+                // The journal could not be written: nothing after the stored cursor is lost, because the
+                // next stream starts from it.
+                observer.streamStateChanged(.backoff)
+                logger.error("could not journal an event; reconnecting from the stored cursor",
+                             metadata: ["store.reason": "\(error)"])
+                try await pause(stopping)
+            }
+        }
+    }
+
+    /// One event source until it ends: events are committed in the batches the parser hands over
+    /// (group commit), one transaction journaling a batch's jobs with its last cursor.
+    private func stream(_ events: EventSource<ContinuousClock>, from cursor: String) async throws -> EventSourceEnd {
+        var pending: [ServerSentEvent] = []
+        var firstArrival: ContinuousClock.Instant?
+        var resumeFrom = cursor  // what the next (re)connection sends as Last-Event-ID
+        func flush() throws {
+            guard !pending.isEmpty else { return }
+            try journal(batch: pending)
+            observer.eventsJournaled(count: pending.count, commitLag: firstArrival.map { .now - $0 }, at: now())
+            if logger.logLevel <= .debug {
+                for event in pending {
+                    logger.debug("event journaled", metadata: ["stream.event.id": "\(event.lastEventID)"])
+                }
+            }
+            pending.removeAll(keepingCapacity: true)
+            firstArrival = nil
+            wake.signal()
+        }
+        defer { observer.streamClosed() }
+        return try await events.run({ update in
+            switch update {
+            case .event(let event):
+                if firstArrival == nil { firstArrival = .now }
+                pending.append(event)
+                resumeFrom = event.lastEventID
+            case .oversizedEventDiscarded(let id):
+                try flush()
+                try journalOversizedEvent(lastEventID: id)
+                wake.signal()
+            case .open:
+                observer.streamStateChanged(.open)
+                logger.info("stream open", metadata: ["stream.cursor": "\(resumeFrom)"])
+            case .connectionLost(let error, let delay):
+                observer.streamLost(reason: error.message, retryIn: delay)
+                logger.warning("stream lost", metadata: [
+                    "stream.error": "\(error.message)", "stream.retry_in_ms": "\(delay?.milliseconds ?? 0)",
+                ])
+            case .comment:
+                break
+            }
+        }, batchEnded: { try flush() })
+    }
+
+    /// The store belongs to the session's user; claiming it for another user clears the old data.
+    private func claimStore() async throws {
+        guard let user = await session.snapshot.userID else { return }
+        if try store.claim(for: user) {
+            logger.warning("a different user logged in: the previous user's orders were cleared",
+                           metadata: ["store.owner": "\(user)"])
+        }
+    }
+
+    private func pause(_ stopping: StopFlag) async throws {
+        guard !stopping.isStopped else { return }
+        try await Task.sleep(for: .seconds(1))
+    }
+}
+
+/// What the stream service reports as it runs, for the agent's state and metrics.
+public protocol StreamObserver: Sendable {
+    /// The stream entered `state`.
+    func streamStateChanged(_ state: StreamState)
+    /// A connection was lost for `reason`; the next attempt is in `retryIn` (nil: no retry).
+    func streamLost(reason: String, retryIn: Duration?)
+    /// An event source ended (its connection is closed).
+    func streamClosed()
+    /// `count` events were journaled in one commit, `commitLag` after the first arrived, at `at` (Unix seconds).
+    func eventsJournaled(count: Int, commitLag: Duration?, at: Double)
+}
+
+/// DESIGN §5 `stream.state`.
+public enum StreamState: String, Sendable, Hashable {
+    /// Opening a connection.
+    case connecting
+    /// Connected and reading.
+    case open
+    /// Waiting before the next attempt.
+    case backoff
+    /// Not streaming (not started, stopped, or told to stop by a 204).
+    case stopped
+}
+
+/// An observer that ignores everything.
+public struct NoStreamObserver: StreamObserver {
+    /// Creates the observer.
+    public init() {}
+    public func streamStateChanged(_ state: StreamState) {}
+    public func streamLost(reason: String, retryIn: Duration?) {}
+    public func streamClosed() {}
+    public func eventsJournaled(count: Int, commitLag: Duration?, at: Double) {}
+}
