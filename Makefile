@@ -3,7 +3,7 @@ SWIFT ?= swift
 SYSTEM_PACKAGES := libcurl4-openssl-dev libssl-dev libsqlite3-dev pkg-config openssl python3
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: all deps build test demo sandbox release bench fuzz fuzz-build fuzz-smoke clean
+.PHONY: all deps build test check-imports demo sandbox release bench fuzz fuzz-build fuzz-smoke clean
 
 all: build
 
@@ -22,9 +22,13 @@ build: deps
 	$(SWIFT) build --build-tests
 
 ## Build everything and run every test (Swift Testing), then each fuzzer briefly over its seeds.
-test: build
+test: build check-imports
 	$(SWIFT) test --skip-build
 	$(MAKE) fuzz-smoke
+
+## Every target imports exactly what Package.swift declares for it (STYLE 16; Scripts/check-imports.py).
+check-imports: deps
+	python3 Scripts/check-imports.py
 
 ## The Sandbox backend and the agent in one process, orders arriving live (release build). Ctrl-C stops it.
 demo: deps
@@ -65,7 +69,9 @@ fuzz-smoke: fuzz-build
 	  work=$$(mktemp -d); \
 	  FUZZ_WORK_DIR=$$work Fuzz/run.sh $$target -runs=$(FUZZ_SMOKE_RUNS) > $$work.log 2>&1 \
 	    || { tail -n 40 $$work.log; echo "fuzz-smoke: $$target failed"; exit 1; }; \
-	  echo "fuzz-smoke: $$target $$(grep -o 'Done [0-9]* runs' $$work.log)"; \
+	  grep -q 'INITED cov:' $$work.log \
+	    || { tail -n 20 $$work.log; echo "fuzz-smoke: $$target saw no coverage: the build is not instrumented (rm -rf .build-fuzz and build again)"; exit 1; }; \
+	  echo "fuzz-smoke: $$target $$(grep -o 'Done [0-9]* runs' $$work.log), $$(grep -o 'INITED cov: [0-9]*' $$work.log | cut -d' ' -f3) edges from the seeds"; \
 	  rm -rf $$work $$work.log; \
 	done
 

@@ -107,7 +107,7 @@ let package = Package(
         .target(
             name: "PushIngest",
             dependencies: [
-                "CheckedInput", "COpenSSL", "OrderSync", "OrderStore",
+                "CheckedInput", "COpenSSL", "OrderStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -123,7 +123,9 @@ let package = Package(
             name: "Sandbox",
             dependencies: [
                 "CheckedInput",
+                "ServerSentEvents",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -140,9 +142,7 @@ let package = Package(
                 "OrderStore",
                 "OrderSync",
                 "PushIngest",
-                "Sandbox",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -155,13 +155,10 @@ let package = Package(
         .executableTarget(
             name: "orderlive",
             dependencies: [
-                "Agent",
-                "CheckedInput",
-                "Sandbox",
-                "OrderStore",
+                "Agent", "AuthSession", "CheckedInput", "CurlHTTP", "EventStream", "OrderStore", "OrderSync", "Sandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
@@ -178,28 +175,33 @@ let package = Package(
         ),
         .testTarget(
             name: "ServerSentEventsTests",
-            dependencies: ["ServerSentEvents", "Sandbox"],
+            dependencies: ["ServerSentEvents"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "CurlHTTPTests",
-            dependencies: ["CurlHTTP", "Sandbox"],
+            dependencies: ["CurlHTTP", "Sandbox", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         .testTarget(
             name: "EventStreamTests",
-            dependencies: ["EventStream", "Sandbox", "CurlHTTP", "ServerSentEvents", "TestSupport"],
+            dependencies: [
+                "EventStream", "Sandbox", "CurlHTTP", "ServerSentEvents", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "AuthSessionTests",
-            dependencies: ["AuthSession", "Sandbox", "CurlHTTP", "EventStream", "TestSupport"],
+            dependencies: [
+                "AuthSession", "Sandbox", "CurlHTTP", "TestSupport", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "OrderStoreTests",
             dependencies: [
-                "OrderStore", "Sandbox", "CurlHTTP", "EventStream", "TestSupport",
+                "OrderStore", "ServerSentEvents", "Sandbox", "CurlHTTP", "EventStream", "TestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strict
@@ -216,6 +218,8 @@ let package = Package(
             name: "PushIngestTests",
             dependencies: [
                 "PushIngest", "OrderStore", "OrderSync", "CurlHTTP", "TestSupport",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
@@ -224,7 +228,10 @@ let package = Package(
         ),
         .testTarget(
             name: "AgentTests",
-            dependencies: ["Agent", "Sandbox", "AuthSession", "OrderStore", "CurlHTTP", "TestSupport"],
+            dependencies: [
+                "Agent", "Sandbox", "OrderStore", "CurlHTTP", "EventStream", "ServerSentEvents", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
     ]

@@ -136,9 +136,8 @@ public enum AgentBuilder {
         }
         let store: OrderStore
         do {
-            store = try OrderStore(
-                path: OrderCommands.databasePath(stateDirectory: configuration.store.stateDirectory),
-                durability: configuration.store.durability == .full ? .full : .normal)
+            store = try StateDirectory(configuration.store.stateDirectory)
+                .openStore(durability: configuration.store.durability)
         } catch {
             throw AgentStartError("cannot open the order database in \(configuration.store.stateDirectory): \(error)")
         }
@@ -215,7 +214,7 @@ public enum AgentBuilder {
         return EventSourceConfiguration(
             url: upstream.baseURL + upstream.eventsPath, initialDelay: stream.initialDelay,
             maximumDelay: stream.maximumDelay, resetAfter: stream.resetAfter, idleTimeout: stream.idleTimeout,
-            connectTimeout: upstream.connectTimeout, tls: upstream.tls)
+            connectTimeout: upstream.connectTimeout, tls: upstream.tls, userAgent: OrderliveVersion.userAgent)
     }
 
     /// The listener and the authentication of `ingest.*`, or nil when `ingest.listen` is "".
@@ -301,9 +300,7 @@ struct AgentOperations: OperationsProvider {
 
     func statusJSON() async -> String {
         let auth = await session.snapshot
-        let storeStatus = try? OrderCommands.StoreStatus(
-            cursor: store.streamCursor(), counts: store.counts(), owner: store.owner())
-        return AuthCommands.statusJSON(auth, store: storeStatus, stream: state.snapshot)
+        return StatusOutput.json(auth, store: try? StoreStatus(store), stream: state.snapshot)
     }
 
     func metricsText() async -> String {

@@ -39,7 +39,8 @@ public struct JSONLogHandler: LogHandler {
         write("{" + fields.joined(separator: ",") + "}")
     }
 
-    static func timestamp() -> String {
+    /// The time now as RFC 3339 UTC with milliseconds, as log lines carry it.
+    public static func timestamp() -> String {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return formatter.string(from: Date())

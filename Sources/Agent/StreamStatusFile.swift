@@ -14,7 +14,7 @@ import Glibc
 public enum StreamStatusFile {
     /// The file's path in `stateDirectory`.
     public static func path(stateDirectory: String) -> String {
-        stateDirectory + "/stream-status.json"
+        StateDirectory(stateDirectory).streamStatusPath
     }
 
     /// The last known state, or nil when no agent has written one. `stream` is `stopped` unless the

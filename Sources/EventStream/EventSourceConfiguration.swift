@@ -53,7 +53,7 @@ public struct EventSourceConfiguration: Sendable {
         reportsComments: Bool = false,
         maximumEventBytes: Int = 64 << 20,
         bufferLimit: Int = 1 << 20,
-        userAgent: String = "orderlive/\(OrderliveVersion.current)"
+        userAgent: String = "orderlive/eventstream"
     ) {
         self.url = url
         self.method = method
@@ -72,12 +72,6 @@ public struct EventSourceConfiguration: Sendable {
         self.bufferLimit = bufferLimit
         self.userAgent = userAgent
     }
-}
-
-/// The version orderlive reports in `User-Agent` and `--version`.
-public enum OrderliveVersion {
-    /// The current version.
-    public static let current = "0.1.0"
 }
 
 /// Supplies per-attempt headers, such as a fresh bearer token (FIELD-NOTES 17).

@@ -32,7 +32,7 @@ public struct StoreCounts: Sendable, Hashable {
 }
 
 /// How durable each commit is.
-public enum StoreDurability: String, Sendable, Hashable {
+public enum StoreDurability: String, Sendable, Hashable, CaseIterable {
     /// `synchronous=NORMAL` in WAL mode: survives a process crash.
     case normal
     /// `synchronous=FULL`: also survives a power loss.

@@ -1,6 +1,5 @@
 import Foundation
 import OrderStore
-import OrderSync
 import Synchronization
 
 /// Journals push submissions with group commit (DESIGN §9: ≥ 10k requests/s even with an fsync

@@ -1,3 +1,5 @@
+import ServerSentEvents
+
 /// One scripted answer of the Sandbox's event stream: a status, headers, and body steps played in order.
 ///
 /// Tests queue scripts with ``Sandbox/enqueue(_:)``; each `GET` of the event stream takes the next one,
@@ -43,33 +45,5 @@ public struct StreamScript: Sendable {
     /// A bodyless answer with this status and optional extra headers.
     public static func status(_ status: Int, headers: [(String, String)] = []) -> StreamScript {
         StreamScript(status: status, headers: headers, steps: [])
-    }
-}
-
-/// The line-end style the Sandbox writes.
-public enum LineEnding: String, Sendable, CaseIterable {
-    /// `\n`
-    case lf
-    /// `\r`
-    case cr
-    /// `\r\n`
-    case crlf
-
-    /// Rewrites each LF of `text` in this style.
-    public func apply(_ text: String) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(text.utf8.count)
-        for byte in text.utf8 {
-            guard byte == 0x0A else {
-                bytes.append(byte)
-                continue
-            }
-            switch self {
-            case .lf: bytes.append(0x0A)
-            case .cr: bytes.append(0x0D)
-            case .crlf: bytes.append(contentsOf: [0x0D, 0x0A])
-            }
-        }
-        return bytes
     }
 }

@@ -114,7 +114,7 @@ struct Logout: AsyncParsableCommand {
             : "Logged out locally: credentials deleted (the backend did not confirm the revocation).")
         if wipe {
             do {
-                let removed = try AuthCommands.wipeOrders(stateDirectory: configuration.store.stateDirectory)
+                let removed = try StateDirectory(configuration.store.stateDirectory).wipeOrders()
                 LineWriter.standardOutput.write(line: removed.isEmpty
                     ? "No local order database to wipe."
                     : "Wiped local orders: \(removed.joined(separator: ", ")).")
@@ -147,18 +147,18 @@ struct Status: AsyncParsableCommand {
                 throw RuntimeFailure(description: error.message)
             }
         }
-        let store: OrderCommands.StoreStatus?
+        let store: StoreStatus?
         do {
-            store = try OrderCommands.storeStatus(stateDirectory: configuration.store.stateDirectory)
+            store = try StateDirectory(configuration.store.stateDirectory).storeStatus()
         } catch {
             throw RuntimeFailure(description: "cannot read the order database: \(error)")
         }
         // The running agent's stream state, or what was last known (DESIGN §5).
         let stream = StreamStatusFile.read(stateDirectory: configuration.store.stateDirectory)
         if json {
-            LineWriter.standardOutput.write(line: AuthCommands.statusJSON(snapshot, store: store, stream: stream))
+            LineWriter.standardOutput.write(line: StatusOutput.json(snapshot, store: store, stream: stream))
         } else {
-            for line in AuthCommands.statusLines(
+            for line in StatusOutput.lines(
                 snapshot, stateDirectory: configuration.store.stateDirectory, store: store, stream: stream) {
                 LineWriter.standardOutput.write(line: line)
             }

@@ -25,17 +25,17 @@ struct Orders: AsyncParsableCommand {
             let configuration = try await config.load()
             let orders: [OrderRecord]
             do {
-                orders = try OrderCommands.openExisting(stateDirectory: configuration.store.stateDirectory)?
+                orders = try StateDirectory(configuration.store.stateDirectory).openExistingStore()?
                     .orders(status: status) ?? []
             } catch {
                 throw RuntimeFailure(description: "cannot read the order database: \(error)")
             }
             if json {
-                LineWriter.standardOutput.write(line: OrderCommands.listJSON(orders))
+                LineWriter.standardOutput.write(line: OrderOutput.listJSON(orders))
             } else if orders.isEmpty {
                 LineWriter.standardOutput.write(line: "No orders" + (status.map { " with status \($0)" } ?? "") + ".")
             } else {
-                for line in OrderCommands.listLines(orders) { LineWriter.standardOutput.write(line: line) }
+                for line in OrderOutput.listLines(orders) { LineWriter.standardOutput.write(line: line) }
             }
         }
     }
@@ -56,7 +56,7 @@ struct Orders: AsyncParsableCommand {
             let configuration = try await config.load()
             let found: OrderRecord?
             do {
-                found = try OrderCommands.openExisting(stateDirectory: configuration.store.stateDirectory)?
+                found = try StateDirectory(configuration.store.stateDirectory).openExistingStore()?
                     .order(id: id)
             } catch {
                 throw RuntimeFailure(description: "cannot read the order database: \(error)")
@@ -67,7 +67,7 @@ struct Orders: AsyncParsableCommand {
             if json {
                 LineWriter.standardOutput.write(line: order.body)
             } else {
-                for line in OrderCommands.showLines(order) { LineWriter.standardOutput.write(line: line) }
+                for line in OrderOutput.showLines(order) { LineWriter.standardOutput.write(line: line) }
             }
         }
     }

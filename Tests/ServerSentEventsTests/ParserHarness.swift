@@ -1,8 +1,5 @@
-import Sandbox
 import ServerSentEvents
 import Testing
-
-// Line endings come from the Sandbox's `LineEnding`, the same rewriting the test server uses.
 
 /// The result of feeding one body to a fresh parser and ending it.
 struct ParseResult: Equatable {

@@ -1,4 +1,3 @@
-import Sandbox
 import ServerSentEvents
 import Testing
 

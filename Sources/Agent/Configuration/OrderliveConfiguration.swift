@@ -1,5 +1,6 @@
 import CurlHTTP
 import Logging
+import OrderStore
 
 /// `upstream.*`: where the order backend is and how to reach it.
 public struct UpstreamConfiguration: Sendable, Hashable {
@@ -102,20 +103,12 @@ public struct SyncConfiguration: Sendable, Hashable {
     public var pageSize = 500
 }
 
-/// How durable each commit is.
-public enum Durability: String, Sendable, Hashable, CaseIterable {
-    /// Survives a process crash.
-    case normal
-    /// Also survives a power loss (fsync per commit group).
-    case full
-}
-
 /// `store.*`: state on disk.
 public struct StoreConfiguration: Sendable, Hashable {
     /// The state directory, resolved (see ``ConfigurationLoader``).
     public var stateDirectory = ""
     /// Commit durability.
-    public var durability = Durability.normal
+    public var durability = StoreDurability.normal
 }
 
 /// The log format.

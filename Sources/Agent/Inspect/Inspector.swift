@@ -69,7 +69,7 @@ public struct Inspector: Sendable {
             initialDelay: options.initialDelay,
             idleTimeout: options.readTimeout,
             reconnects: options.reconnects,
-            reportsComments: options.showsComments)
+            reportsComments: options.showsComments, userAgent: OrderliveVersion.userAgent)
         let source = EventSource(
             configuration: configuration, loop: loop, headerProvider: headerProvider, clock: clock, logger: logger)
         let renderer = InspectRenderer(

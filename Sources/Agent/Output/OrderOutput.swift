@@ -1,21 +1,9 @@
 import Foundation
 import OrderStore
 
-/// `orders list`, `orders show` and the store part of `status`, read from the state directory's
-/// database. They never create the database: with none, there are simply no orders yet.
-public enum OrderCommands {
-    /// The database path under a state directory.
-    public static func databasePath(stateDirectory: String) -> String {
-        stateDirectory + "/orderlive.sqlite"
-    }
-
-    /// Opens the store when the database exists.
-    public static func openExisting(stateDirectory: String) throws -> OrderStore? {
-        let path = databasePath(stateDirectory: stateDirectory)
-        guard FileManager.default.fileExists(atPath: path) else { return nil }
-        return try OrderStore(path: path)
-    }
-
+/// `orders list` and `orders show`: the stored orders as aligned lines, fields, or the JSON exactly as
+/// the backend sent it.
+public enum OrderOutput {
     /// `orders list --json`: the stored objects exactly as the backend sent them, sorted by id.
     public static func listJSON(_ orders: [OrderRecord]) -> String {
         "[" + orders.map(\.body).joined(separator: ",") + "]"
@@ -52,21 +40,5 @@ public enum OrderCommands {
             } ?? ""
             return "\(key): \(value)"
         }
-    }
-
-    /// The store part of `status --json` (stream as last known, journal, dead letters, orders).
-    public struct StoreStatus: Sendable, Hashable {
-        /// The stored stream cursor.
-        public var cursor: String
-        /// Counts.
-        public var counts: StoreCounts
-        /// The user the data belongs to.
-        public var owner: String?
-    }
-
-    /// Reads the store part of `status`; nil when there is no database yet.
-    public static func storeStatus(stateDirectory: String) throws -> StoreStatus? {
-        guard let store = try openExisting(stateDirectory: stateDirectory) else { return nil }
-        return StoreStatus(cursor: try store.streamCursor(), counts: try store.counts(), owner: try store.owner())
     }
 }

@@ -1,3 +1,4 @@
+import Agent
 import CheckedInput
 import Foundation
 import Logging
@@ -10,7 +11,7 @@ import UnixSignals
 /// process on loopback. The Sandbox creates and moves orders along at `rate` changes per second; every
 /// `faultEvery` the open stream is cut, and once the access tokens are revoked, so reconnects and
 /// token refreshes happen on screen. The view shows each change as it lands in the local store.
-public struct Demo: Sendable {
+struct Demo: Sendable {
     /// What the demo does.
     public struct Options: Sendable {
         /// Order changes per second at the Sandbox.

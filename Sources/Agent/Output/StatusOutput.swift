@@ -1,0 +1,85 @@
+import AuthSession
+import CheckedInput
+import Foundation
+
+/// `status` and `status --json` (DESIGN §5), from the session, the store and the stream's state.
+/// Never a token.
+public enum StatusOutput {
+    /// `status --json` (never a token): the auth section, then — when the order database exists —
+    /// the stream (live from the running agent's `stream`, else `stopped` with the stored cursor),
+    /// the journal, dead letters, orders, and the user the data belongs to.
+    public static func json(
+        _ snapshot: Session.Snapshot, store: StoreStatus? = nil, stream: AgentState.Snapshot? = nil,
+        now: Double = Date().timeIntervalSince1970
+    ) -> String {
+        var fields = [#""state":\#(JSONText.string(snapshot.state.rawValue))"#]
+        fields.append(#""user_id":\#(jsonIdentifier(snapshot.userID))"#)
+        fields.append(#""role":\#(snapshot.role.map(JSONText.string) ?? "null")"#)
+        fields.append(#""store_ids":[\#(snapshot.storeIDs.map(jsonIdentifier).joined(separator: ","))]"#)
+        fields.append(#""access_expires_at":\#(snapshot.accessExpiresAt.map { JSONText.string(rfc3339($0)) } ?? "null")"#)
+        fields.append(#""refresh_expires_at":\#(snapshot.refreshExpiresAt.map { JSONText.string(rfc3339($0)) } ?? "null")"#)
+        var sections = [#""auth":{\#(fields.joined(separator: ","))}"#]
+        if let store {
+            let oldest = store.counts.oldestJobCreatedAt.map { max(0, Checked.int64(clamping: now - $0)) } ?? 0
+            var streamFields = [
+                #""state":\#(JSONText.string(stream?.stream.rawValue ?? "stopped"))"#,
+                #""cursor":\#(JSONText.string(store.cursor))"#,
+            ]
+            if let stream {
+                streamFields.append(#""reconnects":\#(stream.reconnects)"#)
+                streamFields.append(#""last_event_at":\#(stream.lastEventAt.map { JSONText.string(rfc3339($0)) } ?? "null")"#)
+            }
+            sections.append(#""stream":{\#(streamFields.joined(separator: ","))}"#)
+            sections.append(#""journal":{"depth":\#(store.counts.journalDepth),"oldest_age_s":\#(oldest)}"#)
+            sections.append(#""dead_letters":\#(store.counts.deadLetters)"#)
+            sections.append(#""orders":\#(store.counts.orders)"#)
+            sections.append(#""owner_user_id":\#(jsonIdentifier(store.owner ?? snapshot.userID))"#)
+        } else {
+            sections.append(#""owner_user_id":\#(jsonIdentifier(snapshot.userID))"#)
+        }
+        return "{" + sections.joined(separator: ",") + "}"
+    }
+
+    /// `status`'s readable lines.
+    public static func lines(
+        _ snapshot: Session.Snapshot, stateDirectory: String, store: StoreStatus? = nil,
+        stream: AgentState.Snapshot? = nil
+    ) -> [String] {
+        var lines = ["auth:     \(snapshot.state.rawValue)"]
+        if let user = snapshot.userID {
+            let role = snapshot.role.map { ", role \($0)" } ?? ""
+            let stores = snapshot.storeIDs.isEmpty ? "" : ", stores \(snapshot.storeIDs.joined(separator: ", "))"
+            lines.append("user:     \(user)\(role)\(stores)")
+        }
+        if let access = snapshot.accessExpiresAt { lines.append("access:   expires \(rfc3339(access))") }
+        if let refresh = snapshot.refreshExpiresAt { lines.append("refresh:  expires \(rfc3339(refresh))") }
+        if let store {
+            var streamLine = "stream:   \(stream?.stream.rawValue ?? "stopped"), cursor \(store.cursor.isEmpty ? "(none)" : store.cursor)"
+            if let stream {
+                streamLine += ", \(stream.reconnects) reconnect(s)"
+                if let last = stream.lastEventAt { streamLine += ", last event \(rfc3339(last))" }
+            }
+            lines.append(streamLine)
+            lines.append("journal:  \(store.counts.journalDepth) job(s), \(store.counts.deadLetters) dead letter(s)")
+            lines.append("orders:   \(store.counts.orders)" + (store.owner.map { " (user \($0))" } ?? ""))
+        } else {
+            lines.append("orders:   no local order database yet")
+        }
+        lines.append("state:    \(stateDirectory)")
+        return lines
+    }
+
+    /// A user or store id as JSON: a number when it is all digits, else a string.
+    static func jsonIdentifier(_ value: String?) -> String {
+        guard let value else { return "null" }
+        if !value.isEmpty, value.count < 16, value.allSatisfy(\.isASCII), value.allSatisfy(\.isNumber) { return value }
+        return JSONText.string(value)
+    }
+
+    /// Unix seconds as RFC 3339 UTC.
+    static func rfc3339(_ seconds: Double) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.string(from: Date(timeIntervalSince1970: seconds))
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import OrderStore
+
+/// The state directory (`store.state_dir`, DESIGN §7) and the files orderlive keeps in it: the order
+/// database with its WAL files and the stream-status file (the credentials file is the credential
+/// store's own). The one place that knows their names.
+public struct StateDirectory: Sendable, Hashable {
+    /// The directory's path.
+    public let path: String
+
+    /// The state directory at `path`.
+    public init(_ path: String) {
+        self.path = path
+    }
+
+    /// The order database.
+    public var databasePath: String { path + "/orderlive.sqlite" }
+
+    /// The stream-status file the running agent keeps up to date for `status`.
+    public var streamStatusPath: String { path + "/stream-status.json" }
+
+    /// Opens the order database, creating it when there is none.
+    public func openStore(durability: StoreDurability = .normal) throws -> OrderStore {
+        try OrderStore(path: databasePath, durability: durability)
+    }
+
+    /// Opens the order database when it exists; never creates one (with none, there are no orders yet).
+    public func openExistingStore() throws -> OrderStore? {
+        guard FileManager.default.fileExists(atPath: databasePath) else { return nil }
+        return try OrderStore(path: databasePath)
+    }
+
+    /// The store part of `status`; nil when there is no database yet.
+    public func storeStatus() throws -> StoreStatus? {
+        guard let store = try openExistingStore() else { return nil }
+        return try StoreStatus(store)
+    }
+
+    /// Deletes the order database and its WAL files (`logout --wipe`); returns the files removed.
+    public func wipeOrders() throws -> [String] {
+        var removed: [String] = []
+        for suffix in ["", "-wal", "-shm"] {
+            let file = databasePath + suffix
+            if FileManager.default.fileExists(atPath: file) {
+                try FileManager.default.removeItem(atPath: file)
+                removed.append(file)
+            }
+        }
+        return removed
+    }
+}
+
+/// The store part of `status` (stream cursor, counts, owner).
+public struct StoreStatus: Sendable, Hashable {
+    /// The stored stream cursor.
+    public var cursor: String
+    /// Counts.
+    public var counts: StoreCounts
+    /// The user the data belongs to.
+    public var owner: String?
+
+    /// Reads it from a store.
+    public init(_ store: OrderStore) throws {
+        cursor = try store.streamCursor()
+        counts = try store.counts()
+        owner = try store.owner()
+    }
+}
