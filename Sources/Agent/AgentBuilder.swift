@@ -260,7 +260,7 @@ public enum AgentBuilder {
 /// `/readyz`, `/api/status` and `/metrics` of the running agent.
 struct AgentOperations: OperationsProvider {
     let session: Session
-    let store: OrderStore
+    let store: any OrderReader
     let state: AgentState
     let metrics: AgentMetrics
 

@@ -60,7 +60,7 @@ public struct StoreStatus: Sendable, Hashable {
     public var owner: String?
 
     /// Reads it from a store.
-    public init(_ store: OrderStore) throws {
+    public init(_ store: any OrderReader) throws {
         cursor = try store.streamCursor()
         counts = try store.counts()
         owner = try store.owner()

@@ -19,7 +19,7 @@ public struct StreamService: Service {
     public let source: EventSourceConfiguration
     let loop: CurlLoop
     let session: Session
-    let store: OrderStore
+    let store: any JobJournal
     let wake: WakeSignal
     let observer: any StreamObserver
     let now: @Sendable () -> Double
@@ -27,7 +27,7 @@ public struct StreamService: Service {
 
     /// Creates the service. `now` is the wall clock (Unix seconds) stamped on journaled jobs.
     public init(
-        source: EventSourceConfiguration, loop: CurlLoop, session: Session, store: OrderStore, wake: WakeSignal,
+        source: EventSourceConfiguration, loop: CurlLoop, session: Session, store: any JobJournal, wake: WakeSignal,
         observer: any StreamObserver = NoStreamObserver(),
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }, logger: Logger
     ) {

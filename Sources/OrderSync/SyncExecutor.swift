@@ -46,7 +46,7 @@ public final class SyncExecutor: Sendable {
         }
     }
 
-    private let store: OrderStore
+    private let store: any JobApplier
     private let source: any OrderSource
     private let configuration: Configuration
     private let now: @Sendable () -> Double
@@ -58,7 +58,7 @@ public final class SyncExecutor: Sendable {
     /// Creates an executor over a store and an order source; `now` is the wall clock in Unix seconds;
     /// `observe` hears every job's outcome (for metrics).
     public init(
-        store: OrderStore, source: any OrderSource, configuration: Configuration = .init(),
+        store: any JobApplier, source: any OrderSource, configuration: Configuration = .init(),
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         observe: @escaping @Sendable (JobKind, Outcome) -> Void = { _, _ in }, logger: Logger
     ) {
@@ -196,7 +196,7 @@ public final class SyncExecutor: Sendable {
                     return .deadLettered
                 }
                 let delay = min(configuration.retryMaximum, configuration.retryBase * pow(2, Double(min(max(job.attempts, 0), 64))))
-                if let id = job.id { try store.recordFailure(jobID: id, reason: reason, retryAt: now() + delay) }
+                if let id = job.id { try store.recordFailure(jobID: id, reason: reason, retryAt: now() + delay, countsAttempt: true) }
                 logger.warning("sync job failed; will retry", metadata: [
                     "sync.job.kind": "\(job.kind.rawValue)", "sync.job.order_id": "\(job.orderID ?? "")",
                     "sync.job.attempts": "\(attempts)", "sync.reason": "\(reason)",

@@ -129,10 +129,10 @@ public final class PushEndpoint: Sendable {
         case .failure(let error): return (.badRequest, Self.body(.badRequest, error.body))
         }
         let receivedAt = now()
-        let submission = PushSubmission(
+        let submission = IdempotentSubmission(
             requestKey: request.headers.value(named: "webhook-id").flatMap { $0.isEmpty ? nil : $0 },
-            notifications: parsed.notifications.map { notification in
-                PushSubmission.Notification(
+            parts: parsed.notifications.map { notification in
+                IdempotentSubmission.Part(
                     key: notification.notifID.flatMap { $0.isEmpty ? nil : $0 },
                     jobs: PushTranslator.jobs(for: notification, now: receivedAt))
             },

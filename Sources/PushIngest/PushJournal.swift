@@ -11,12 +11,12 @@ import Synchronization
 /// task of their own carries on, so no request waits for a queue that may never empty under load.
 public final class PushJournal: Sendable {
     private struct State {
-        var queue: [(PushSubmission, Ticket)] = []
+        var queue: [(IdempotentSubmission, Ticket)] = []
         var committing = false
         var lastPurge: Double = 0
     }
 
-    private let store: OrderStore
+    private let store: any JobJournal
     private let dedupeWindow: Double
     private let highWaterJobs: Int
     private let maximumBatch: Int
@@ -27,7 +27,7 @@ public final class PushJournal: Sendable {
     /// Creates a journal over `store`. `journaled` runs after each commit that added jobs (it wakes
     /// the executor); `now` is Unix seconds.
     public init(
-        store: OrderStore, dedupeWindow: Double, highWaterJobs: Int, maximumBatch: Int = 512,
+        store: any JobJournal, dedupeWindow: Double, highWaterJobs: Int, maximumBatch: Int = 512,
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         journaled: @escaping @Sendable () -> Void = {}
     ) {
@@ -40,7 +40,7 @@ public final class PushJournal: Sendable {
     }
 
     /// Journals one submission, durably, and says what became of it.
-    public func submit(_ submission: PushSubmission) async -> PushAcceptance {
+    public func submit(_ submission: IdempotentSubmission) async -> SubmissionOutcome {
         let ticket = Ticket()
         let leads = state.withLock { state in
             state.queue.append((submission, ticket))
@@ -57,7 +57,7 @@ public final class PushJournal: Sendable {
     private func commitQueued(leader ticket: Ticket?) async {
         while true {
             let now = self.now()
-            let (batch, purge) = state.withLock { state -> ([(PushSubmission, Ticket)], Double?) in
+            let (batch, purge) = state.withLock { state -> ([(IdempotentSubmission, Ticket)], Double?) in
                 let batch = Array(state.queue.prefix(maximumBatch))
                 state.queue.removeFirst(batch.count)
                 if batch.isEmpty { state.committing = false }
@@ -67,9 +67,9 @@ public final class PushJournal: Sendable {
                 return (batch, now - dedupeWindow)
             }
             if batch.isEmpty { return }
-            let outcomes = await store.acceptPushes(
+            let outcomes = await store.accept(
                 batch.map(\.0),
-                policy: PushAcceptancePolicy(
+                policy: SubmissionPolicy(
                     dedupeSince: now - dedupeWindow, highWaterJobs: highWaterJobs, purgeKeysBefore: purge))
             var added = false
             for (index, entry) in batch.enumerated() {
@@ -92,11 +92,11 @@ public final class PushJournal: Sendable {
 
 /// A one-shot answer slot: fulfilled once by the committing leader, awaited once by its request.
 private final class Ticket: Sendable {
-    private let slot = Mutex<(outcome: PushAcceptance?, waiter: CheckedContinuation<PushAcceptance, Never>?)>((nil, nil))
+    private let slot = Mutex<(outcome: SubmissionOutcome?, waiter: CheckedContinuation<SubmissionOutcome, Never>?)>((nil, nil))
 
     var isFulfilled: Bool { slot.withLock { $0.outcome != nil } }
 
-    func fulfil(_ outcome: PushAcceptance) {
+    func fulfil(_ outcome: SubmissionOutcome) {
         let waiter = slot.withLock { slot in
             slot.outcome = outcome
             defer { slot.waiter = nil }
@@ -105,10 +105,10 @@ private final class Ticket: Sendable {
         waiter?.resume(returning: outcome)
     }
 
-    var value: PushAcceptance {
+    var value: SubmissionOutcome {
         get async {
             await withCheckedContinuation { continuation in
-                let ready = slot.withLock { slot -> PushAcceptance? in
+                let ready = slot.withLock { slot -> SubmissionOutcome? in
                     if let outcome = slot.outcome { return outcome }
                     slot.waiter = continuation
                     return nil

@@ -1,42 +1,43 @@
 import Foundation
 import GRDB
 
-/// One push request to accept (DESIGN §4): the jobs of each notification with its `notif_id` key,
-/// the request's `webhook-id` key, and the answer to replay to a duplicate.
-public struct PushSubmission: Sendable, Hashable {
-    /// One notification's jobs and its idempotency key.
-    public struct Notification: Sendable, Hashable {
-        /// `notif_id`, when the sender gave one.
+/// One request to accept exactly once (a push request, DESIGN §4): the jobs of each of its parts with
+/// the part's idempotency key (a push's `notif_id`), the request's own key (`webhook-id`), and the
+/// answer to replay to a duplicate.
+public struct IdempotentSubmission: Sendable, Hashable {
+    /// One part's jobs and its idempotency key (a push's notification).
+    public struct Part: Sendable, Hashable {
+        /// The part's key (`notif_id`), when the sender gave one.
         public var key: String?
-        /// The jobs it makes (none for a notification about something else).
+        /// The jobs it makes (none for a part about something else).
         public var jobs: [NewJob]
 
-        /// Creates a notification's share of a submission.
+        /// Creates a part of a submission.
         public init(key: String?, jobs: [NewJob]) {
             self.key = key
             self.jobs = jobs
         }
     }
 
-    /// `webhook-id`, when the sender gave one.
+    /// The request's key (`webhook-id`), when the sender gave one.
     public var requestKey: String?
-    /// The notifications, in request order.
-    public var notifications: [Notification]
+    /// The parts, in request order.
+    public var parts: [Part]
     /// The body answered with the 200, stored with the request's key.
     public var response: String
 
     /// Creates a submission.
-    public init(requestKey: String?, notifications: [Notification], response: String) {
+    public init(requestKey: String?, parts: [Part], response: String) {
         self.requestKey = requestKey
-        self.notifications = notifications
+        self.parts = parts
         self.response = response
     }
 }
 
-/// What became of one push submission.
-public enum PushAcceptance: Sendable, Hashable {
-    /// Journaled: `jobs` new jobs (after collapsing); `duplicateNotifications` were seen before.
-    case accepted(jobs: Int, duplicateNotifications: Int)
+/// What became of one submission.
+public enum SubmissionOutcome: Sendable, Hashable {
+    /// Journaled: `jobs` new jobs (after collapsing); `duplicateParts` were seen before.
+    case accepted(jobs: Int, duplicateParts: Int)
     /// The request's key was accepted within the dedupe window: nothing new; answer as before.
     case duplicate(response: String)
     /// The journal is at or over its high-water mark: nothing of the request was accepted.
@@ -46,7 +47,7 @@ public enum PushAcceptance: Sendable, Hashable {
 }
 
 /// Limits that apply to one batch of submissions.
-public struct PushAcceptancePolicy: Sendable, Hashable {
+public struct SubmissionPolicy: Sendable, Hashable {
     /// Keys accepted at or after this Unix time count as duplicates.
     public var dedupeSince: Double
     /// Journal depth at which submissions are refused.
@@ -63,19 +64,19 @@ public struct PushAcceptancePolicy: Sendable, Hashable {
 }
 
 extension OrderStore {
-    /// Accepts a batch of push submissions in one transaction (group commit). Each submission is
+    /// Accepts a batch of submissions in one transaction (group commit). Each submission is
     /// all-or-nothing inside its own savepoint: its jobs and keys are journaled together or not at
     /// all, and a failing submission does not fail the others. Returns one outcome per submission,
     /// in order; nothing is acknowledged until the transaction has committed.
-    public func acceptPushes(_ submissions: [PushSubmission], policy: PushAcceptancePolicy) async -> [PushAcceptance] {
+    public func accept(_ submissions: [IdempotentSubmission], policy: SubmissionPolicy) async -> [SubmissionOutcome] {
         let now = self.now()
         do {
-            return try await pool.write { db in
+            return try await writer.write { db in
                 if let cutoff = policy.purgeKeysBefore {
                     try db.execute(sql: "DELETE FROM dedupe_key WHERE accepted_at < ?", arguments: [cutoff])
                 }
                 var depth = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM job")) ?? 0
-                var outcomes: [PushAcceptance] = []
+                var outcomes: [SubmissionOutcome] = []
                 outcomes.reserveCapacity(submissions.count)
                 for submission in submissions {
                     if let key = submission.requestKey,
@@ -91,15 +92,15 @@ extension OrderStore {
                         var journaled = 0
                         var duplicates = 0
                         try db.inSavepoint {
-                            for notification in submission.notifications {
-                                if let key = notification.key.map({ "notification:" + $0 }) {
+                            for part in submission.parts {
+                                if let key = part.key.map({ "notification:" + $0 }) {
                                     if try Self.acceptedResponse(for: key, since: policy.dedupeSince, in: db) != nil {
                                         duplicates += 1
                                         continue
                                     }
                                     try Self.remember(key, response: "", at: now, in: db)
                                 }
-                                for job in notification.jobs {
+                                for job in part.jobs {
                                     if try Self.insert(job, at: now, in: db) { journaled += 1 }
                                 }
                             }
@@ -109,7 +110,7 @@ extension OrderStore {
                             return .commit
                         }
                         depth += journaled
-                        outcomes.append(.accepted(jobs: journaled, duplicateNotifications: duplicates))
+                        outcomes.append(.accepted(jobs: journaled, duplicateParts: duplicates))
                     } catch {
                         outcomes.append(.failed(reason: "\(error)"))
                     }

@@ -1,0 +1,32 @@
+import GRDB
+
+/// Journaling jobs with the stream cursor (the stream service's side of the journal, DESIGN §3).
+extension OrderStore {
+    /// Journals jobs and, in the same transaction, advances the stream cursor (DESIGN §3: the cursor
+    /// moves only with the job of its event). Jobs collapse as ``insert(_:at:in:)`` says.
+    @discardableResult
+    public func journal(_ jobs: [NewJob], cursor: String? = nil, deadLetters: [DeadLetterRecord] = []) throws -> Int {
+        let now = self.now()
+        return try writer.write { db in
+            var journaled = 0
+            for job in jobs {
+                if try Self.insert(job, at: now, in: db) { journaled += 1 }
+            }
+            for var letter in deadLetters { try letter.insert(db) }
+            if let cursor {
+                try db.execute(
+                    sql: "INSERT INTO stream_cursor (id, value, updated_at) VALUES ('stream', ?, ?) "
+                        + "ON CONFLICT(id) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                    arguments: [cursor, now])
+            }
+            return journaled
+        }
+    }
+
+    /// The stream cursor (`Last-Event-ID`), "" when none.
+    public func streamCursor() throws -> String {
+        try writer.read { db in
+            try String.fetchOne(db, sql: "SELECT value FROM stream_cursor WHERE id = 'stream'") ?? ""
+        }
+    }
+}

@@ -1,0 +1,31 @@
+import GRDB
+
+/// Whose data the store holds (FIELD-NOTES 15).
+extension OrderStore {
+    /// The user the data belongs to.
+    public func owner() throws -> String? {
+        try writer.read { db in try String.fetchOne(db, sql: "SELECT user_id FROM owner WHERE id = 1") }
+    }
+
+    /// Makes `userID` the owner. A different user's orders, tombstones, journal, cursor and dedupe keys
+    /// are cleared first, in the same transaction (FIELD-NOTES 15); the same user keeps everything.
+    /// Returns true when a previous user's data was cleared.
+    @discardableResult
+    public func claim(for userID: String) throws -> Bool {
+        let now = self.now()
+        return try writer.write { db in
+            let current = try String.fetchOne(db, sql: "SELECT user_id FROM owner WHERE id = 1")
+            if current == userID { return false }
+            if current != nil {
+                for table in ["\"order\"", "tombstone", "job", "stream_cursor", "dedupe_key", "dead_letter"] {
+                    try db.execute(sql: "DELETE FROM \(table)")
+                }
+            }
+            try db.execute(
+                sql: "INSERT INTO owner (id, user_id, since) VALUES (1, ?, ?) "
+                    + "ON CONFLICT(id) DO UPDATE SET user_id = excluded.user_id, since = excluded.since",
+                arguments: [userID, now])
+            return current != nil
+        }
+    }
+}

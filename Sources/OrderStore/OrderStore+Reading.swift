@@ -1,0 +1,39 @@
+import GRDB
+
+/// Reading the stored orders and the counts of `status` and `/metrics`.
+extension OrderStore {
+    /// Stored orders sorted by id (numeric ids numerically), optionally of one status.
+    public func orders(status: String? = nil) throws -> [OrderRecord] {
+        try writer.read { db in
+            var request = OrderRecord.all()
+            if let status { request = request.filter(Column("status") == status) }
+            return try request.order(sql: "length(id), id").fetchAll(db)
+        }
+    }
+
+    /// One order, if stored.
+    public func order(id: String) throws -> OrderRecord? {
+        try writer.read { db in try OrderRecord.fetchOne(db, key: id) }
+    }
+
+    /// The tombstone of an order, if it was deleted.
+    public func tombstone(id: String) throws -> TombstoneRecord? {
+        try writer.read { db in try TombstoneRecord.fetchOne(db, key: id) }
+    }
+
+    /// Dead letters, oldest first.
+    public func deadLetters() throws -> [DeadLetterRecord] {
+        try writer.read { db in try DeadLetterRecord.order(Column("id")).fetchAll(db) }
+    }
+
+    /// Counts for `status`.
+    public func counts() throws -> StoreCounts {
+        try writer.read { db in
+            StoreCounts(
+                orders: try OrderRecord.fetchCount(db),
+                journalDepth: try JobRecord.fetchCount(db),
+                oldestJobCreatedAt: try Double.fetchOne(db, sql: "SELECT MIN(created_at) FROM job"),
+                deadLetters: try DeadLetterRecord.fetchCount(db))
+        }
+    }
+}

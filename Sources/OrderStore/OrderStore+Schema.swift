@@ -1,0 +1,79 @@
+import GRDB
+
+/// The schema: migrations are frozen history with string table names (STYLE 11).
+extension OrderStore {
+    /// Frozen history: never edit a shipped migration, add a new one.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE "order" (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    status TEXT NOT NULL,
+                    store_id TEXT,
+                    courier_id TEXT,
+                    version INTEGER,
+                    updated_at TEXT,
+                    body TEXT NOT NULL,
+                    applied_at REAL NOT NULL
+                );
+                CREATE INDEX order_status ON "order"(status);
+                CREATE INDEX order_store_id ON "order"(store_id);
+                CREATE INDEX order_courier_id ON "order"(courier_id);
+                CREATE TABLE tombstone (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    version INTEGER,
+                    updated_at TEXT,
+                    deleted_at REAL NOT NULL
+                );
+                CREATE TABLE job (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    kind TEXT NOT NULL,
+                    order_id TEXT,
+                    version INTEGER,
+                    payload TEXT,
+                    source TEXT NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    not_before REAL NOT NULL DEFAULT 0,
+                    last_error TEXT,
+                    created_at REAL NOT NULL
+                );
+                CREATE INDEX job_order_id ON job(order_id);
+                CREATE TABLE stream_cursor (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    value TEXT NOT NULL,
+                    updated_at REAL NOT NULL
+                );
+                CREATE TABLE dedupe_key (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    response TEXT NOT NULL,
+                    accepted_at REAL NOT NULL
+                );
+                CREATE TABLE dead_letter (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    kind TEXT NOT NULL,
+                    order_id TEXT,
+                    raw TEXT NOT NULL,
+                    reason TEXT NOT NULL,
+                    attempts INTEGER NOT NULL,
+                    created_at REAL NOT NULL
+                );
+                CREATE TABLE owner (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    user_id TEXT NOT NULL,
+                    since REAL NOT NULL
+                );
+                """)
+        }
+        migrator.registerMigration("v2-job-order-columns") { db in
+            // Upsert jobs carry the order's indexed fields, so applying them parses no JSON.
+            try db.execute(sql: """
+                ALTER TABLE job ADD COLUMN status TEXT;
+                ALTER TABLE job ADD COLUMN store_id TEXT;
+                ALTER TABLE job ADD COLUMN courier_id TEXT;
+                ALTER TABLE job ADD COLUMN updated_at TEXT;
+                """)
+        }
+        return migrator
+    }
+}

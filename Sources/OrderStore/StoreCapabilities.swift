@@ -1,0 +1,62 @@
+// The store as its callers use it, one protocol per capability (STYLE 17): the stream service and
+// the push journal write the journal, the serial executor applies it, and everything that shows
+// orders reads them. `OrderStore` (SQLite) implements all three; a second engine plugs in here.
+
+/// Writing the journal: jobs with the stream cursor, idempotent submissions, and the store's owner
+/// (claimed before each stream).
+public protocol JobJournal: Sendable {
+    /// The stream cursor (`Last-Event-ID`), "" when none.
+    func streamCursor() throws -> String
+    /// Journals jobs and dead letters and, in the same transaction, advances the stream cursor
+    /// (DESIGN §3); returns how many jobs were journaled after collapsing.
+    @discardableResult
+    func journal(_ jobs: [NewJob], cursor: String?, deadLetters: [DeadLetterRecord]) throws -> Int
+    /// Accepts a batch of submissions in one transaction, each all-or-nothing; one outcome each, in
+    /// order, and none before the commit.
+    func accept(_ submissions: [IdempotentSubmission], policy: SubmissionPolicy) async -> [SubmissionOutcome]
+    /// Makes `userID` the owner, clearing a different user's data first; true when data was cleared.
+    @discardableResult
+    func claim(for userID: String) throws -> Bool
+}
+
+/// Applying the journal, one job at a time in journal order (the serial executor, DESIGN §4 and §8).
+public protocol JobApplier: Sendable {
+    /// Up to `limit` jobs from the head of the journal, in order.
+    func headJobs(limit: Int) throws -> [JobRecord]
+    /// Applies consecutive whole-order jobs and completes them in one transaction; returns how many.
+    func applyInOneTransaction(_ jobs: [JobRecord]) throws -> Int
+    /// Applies an upsert and completes its job in one transaction.
+    @discardableResult
+    func applyUpsert(_ order: OrderRecord, completing jobID: Int64?) throws -> UpsertOutcome
+    /// Applies a delete and completes its job in one transaction.
+    @discardableResult
+    func applyDelete(orderID: String, version: Int64?, completing jobID: Int64?) throws -> DeleteOutcome
+    /// Upserts one page of a full sync.
+    func applyPage(_ orders: [OrderRecord]) throws
+    /// Ends a full sync: removes what the backend no longer has; returns how many were removed.
+    func completeFullSync(keeping ids: Set<String>, completing jobID: Int64?) throws -> Int
+    /// Keeps a failed job journaled, to be tried again at `retryAt`.
+    func recordFailure(jobID: Int64, reason: String, retryAt: Double, countsAttempt: Bool) throws
+    /// Moves a job that will never succeed to the dead letters.
+    func deadLetter(job: JobRecord, reason: String) throws
+}
+
+/// Reading what the store holds: `orders`, `status`, `/metrics`, the demo.
+public protocol OrderReader: Sendable {
+    /// Stored orders sorted by id (numeric ids numerically), optionally of one status.
+    func orders(status: String?) throws -> [OrderRecord]
+    /// One order, if stored.
+    func order(id: String) throws -> OrderRecord?
+    /// The tombstone of an order, if it was deleted.
+    func tombstone(id: String) throws -> TombstoneRecord?
+    /// Dead letters, oldest first.
+    func deadLetters() throws -> [DeadLetterRecord]
+    /// Counts for `status` and `/metrics`.
+    func counts() throws -> StoreCounts
+    /// The user the data belongs to.
+    func owner() throws -> String?
+    /// The stream cursor, "" when none.
+    func streamCursor() throws -> String
+}
+
+extension OrderStore: JobJournal, JobApplier, OrderReader {}
