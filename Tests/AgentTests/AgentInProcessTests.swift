@@ -1,0 +1,78 @@
+import Agent
+import CurlHTTP
+import Foundation
+import Logging
+import Sandbox
+import TestSupport
+import Testing
+
+/// The whole agent built in this process by the same ``AgentBuilder`` `orderlive run` uses, on port 0,
+/// against the Sandbox (STYLE 2: tests call the same builder).
+@Suite struct AgentInProcessTests {
+    @Test func theBuiltAgentStreamsAppliesAPushAndStopsOnShutdown() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-inprocess-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let sandboxConfiguration = SandboxConfiguration(
+            port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true), feed: .orderBook)
+        try await Sandbox.withRunning(sandboxConfiguration) { sandbox in
+            let book = sandbox.orders
+            let ids = (0..<3).map { _ in book.create() }
+            var configuration = OrderliveConfiguration()
+            configuration.upstream.baseURL = await sandbox.baseURL
+            configuration.auth.identifier = SandboxUser.demo.identifier
+            configuration.ingest.listen = "127.0.0.1:0"
+            configuration.store.stateDirectory = directory
+            let (lines, sink) = AsyncStream.makeStream(of: String.self)
+            var logger = Logger(label: "orderlive") { label in JSONLogHandler(label: label, write: { sink.yield($0) }) }
+            logger.logLevel = .debug
+            let logs = LogWatch()
+            let reader = Task { await logs.follow(lines) }
+            // A failure must not hang the suite: ending the log stream makes every wait below fail.
+            let watchdog = Task {
+                try await Task.sleep(for: .seconds(60))
+                sink.finish()
+            }
+            defer { watchdog.cancel() }
+
+            let program = try AgentBuilder.build(
+                configuration: configuration, logger: logger,
+                environment: ["ORDERLIVE_AUTH_PASSWORD": SandboxUser.demo.password])
+            let running = Task { try await program.run(handlingSignals: false) }
+            let port = try #require(await program.pushServer?.port)
+            #expect(port > 0)
+
+            // The stream brings the book's orders in.
+            let streamed = try #require(await logs.wait(message: "event journaled", ["stream.event.id": "\(book.latestSequence)"]))
+            _ = try #require(await logs.wait(from: streamed.index, message: "journal drained"))
+            #expect(Set(try program.store.orders(status: nil).map(\.id)) == Set(ids.map { "\($0)" }))
+
+            // A change only a push announces.
+            book.update(ids[0], status: "delivering", announce: .silent)
+            let before = logs.count
+            let loop = try CurlLoop(logger: quietLogger)
+            let push = try await loop.perform(HTTPRequest(
+                url: "http://127.0.0.1:\(port)/api/push", method: "POST", headers: ["Content-Type": "application/json"],
+                body: Array(#"{"notifications":[{"tokens":["t"],"platform":2,"data":{"type":"order.status_changed","order_id":\#(ids[0])}}]}"#.utf8)))
+            #expect(push.status == 200)
+            let applied = try #require(await logs.wait(
+                from: before, message: "sync job applied", ["sync.job.kind": "fetch", "sync.job.order_id": "\(ids[0])"]))
+            _ = try #require(await logs.wait(from: applied.index, message: "journal drained"))
+            #expect(try program.store.order(id: "\(ids[0])")?.status == "delivering")
+            #expect(program.state.snapshot.stream == .open)
+            let ready = try await loop.perform(HTTPRequest(url: "http://127.0.0.1:\(port)/readyz"))
+            #expect(ready.status == 200)
+            await loop.shutdown()
+
+            // Graceful shutdown ends every service; the run returns.
+            await program.shutdown()
+            try await running.value
+            #expect(program.state.snapshot.shuttingDown)
+            #expect(!program.state.snapshot.executorRunning)
+            sink.finish()
+            await reader.value
+            let text = logs.raw.joined(separator: "\n")
+            #expect(!text.contains(SandboxUser.demo.password))
+            #expect(!text.contains("at-") && !text.contains("rt-"), "a token reached the log")
+        }
+    }
+}
