@@ -17,6 +17,7 @@ let package = Package(
     products: [
         .executable(name: "orderlive", targets: ["orderlive"]),
         .library(name: "CheckedInput", targets: ["CheckedInput"]),
+        .library(name: "JSONToolkit", targets: ["JSONToolkit"]),
         .library(name: "ServerSentEvents", targets: ["ServerSentEvents"]),
         .library(name: "CurlHTTP", targets: ["CurlHTTP"]),
         .library(name: "EventStream", targets: ["EventStream"]),
@@ -51,6 +52,11 @@ let package = Package(
         ),
         .target(
             name: "CheckedInput",
+            swiftSettings: strict
+        ),
+        .target(
+            name: "JSONToolkit",
+            dependencies: ["CheckedInput"],
             swiftSettings: strict
         ),
         .target(
@@ -92,13 +98,13 @@ let package = Package(
         ),
         .target(
             name: "OrderStore",
-            dependencies: ["CheckedInput", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["CheckedInput", "JSONToolkit", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict
         ),
         .target(
             name: "OrderSync",
             dependencies: [
-                "CheckedInput", "OrderStore", "ServerSentEvents", "AuthSession", "CurlHTTP", "EventStream",
+                "CheckedInput", "JSONToolkit", "OrderStore", "ServerSentEvents", "AuthSession", "CurlHTTP", "EventStream",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -107,7 +113,7 @@ let package = Package(
         .target(
             name: "PushIngest",
             dependencies: [
-                "CheckedInput", "COpenSSL", "OrderStore",
+                "CheckedInput", "COpenSSL", "JSONToolkit", "OrderStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -123,6 +129,7 @@ let package = Package(
             name: "Sandbox",
             dependencies: [
                 "CheckedInput",
+                "JSONToolkit",
                 "ServerSentEvents",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -135,6 +142,7 @@ let package = Package(
             name: "Agent",
             dependencies: [
                 "CheckedInput",
+                "JSONToolkit",
                 "ServerSentEvents",
                 "CurlHTTP",
                 "EventStream",
@@ -155,7 +163,8 @@ let package = Package(
         .executableTarget(
             name: "orderlive",
             dependencies: [
-                "Agent", "AuthSession", "CheckedInput", "CurlHTTP", "EventStream", "OrderStore", "OrderSync", "Sandbox",
+                "Agent", "AuthSession", "CheckedInput", "CurlHTTP", "EventStream", "JSONToolkit", "OrderStore", "OrderSync",
+                "Sandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -171,6 +180,11 @@ let package = Package(
         .testTarget(
             name: "CheckedInputTests",
             dependencies: ["CheckedInput"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "JSONToolkitTests",
+            dependencies: ["JSONToolkit"],
             swiftSettings: strict
         ),
         .testTarget(
@@ -217,7 +231,7 @@ let package = Package(
         .testTarget(
             name: "PushIngestTests",
             dependencies: [
-                "PushIngest", "OrderStore", "OrderSync", "CurlHTTP", "TestSupport",
+                "PushIngest", "JSONToolkit", "OrderStore", "OrderSync", "CurlHTTP", "TestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

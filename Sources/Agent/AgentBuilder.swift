@@ -2,6 +2,8 @@ import AuthSession
 import CurlHTTP
 import EventStream
 import Foundation
+import Glibc
+import JSONToolkit
 import Logging
 import OrderStore
 import OrderSync

@@ -1,4 +1,5 @@
 import Foundation
+import JSONToolkit
 import Logging
 
 /// `log.format: json`: one JSON object per line on stderr with `time`, `level`, `label`, `message`

@@ -1,5 +1,7 @@
 import CheckedInput
 import Foundation
+import Glibc
+import JSONToolkit
 import Logging
 import ServiceLifecycle
 

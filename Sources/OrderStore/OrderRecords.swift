@@ -106,45 +106,6 @@ public struct OrderRecord: Sendable, Hashable, FetchableRecord, PersistableRecor
         container["body"] = body
         container["applied_at"] = appliedAt
     }
-
-    /// Reads an order object (DESIGN §3: `id` integer or string and `status` are required). With
-    /// `rawText` — the object's exact text as received — that text is stored as the body; otherwise
-    /// the object is serialised.
-    public static func parse(
-        _ object: [String: Any], rawText: Substring? = nil, appliedAt: Double
-    ) throws(OrderParseError) -> OrderRecord {
-        guard let id = identifier(object["id"]) else { throw OrderParseError("the order has no usable id") }
-        guard let status = object["status"] as? String, !status.isEmpty else {
-            throw OrderParseError("order \(id) has no status")
-        }
-        let body: String
-        if let rawText {
-            body = String(rawText)
-        } else {
-            guard JSONSerialization.isValidJSONObject(object),
-                  let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]),
-                  let text = String(data: data, encoding: .utf8)
-            else { throw OrderParseError("order \(id) cannot be stored as JSON") }
-            body = text
-        }
-        var version: Int64?
-        if let value = object["version"], !(value is NSNull), !(value is String) {
-            // DESIGN §10: a version out of range is an error, never a trap or a silent wrap.
-            guard let checked = Checked.jsonInteger(value) else {
-                throw OrderParseError("order \(id) has a version that is not an integer within ±2^53")
-            }
-            version = checked
-        }
-        return OrderRecord(
-            id: id, status: status, storeID: identifier(object["store_id"]), courierID: identifier(object["courier_id"]),
-            version: version, updatedAt: object["updated_at"] as? String, body: body, appliedAt: appliedAt)
-    }
-
-    /// An id that may be an integer or a string, as a string.
-    public static func identifier(_ value: Any?) -> String? {
-        if let string = value as? String, !string.isEmpty { return string }
-        return Checked.jsonInteger(value).map { String($0) }
-    }
 }
 
 /// Why an order object could not be read.

@@ -1,7 +1,7 @@
 // OrderSync: order events and silent pushes become sync jobs; the serial executor applies them.
 // (This slice holds the pure translator; the executor and the stream service build on it.)
 
-import Foundation
+import JSONToolkit
 import OrderStore
 import ServerSentEvents
 
@@ -31,11 +31,6 @@ public struct EventTranslation: Sendable, Hashable {
 public enum EventTranslator {
     /// Translates one event received at `now` (Unix seconds).
     public static func translate(_ event: ServerSentEvent, now: Double) -> EventTranslation {
-        translate(event, now: now, decoder: JSONDecoder())
-    }
-
-    /// Translates one event with a decoder the caller reuses across a batch.
-    public static func translate(_ event: ServerSentEvent, now: Double, decoder: JSONDecoder) -> EventTranslation {
         let type = event.type
         switch type {
         case "ping", "heartbeat":
@@ -48,10 +43,10 @@ public enum EventTranslator {
         guard type.hasPrefix("order.") else {
             return EventTranslation(jobs: [], deadLetter: nil, disposition: .unknownType)
         }
-        // JSONDecoder (swift-foundation's parser) validates the whole text but materialises only the
-        // fields the translator needs; the order's body is kept as the exact text received.
-        let data = try? decoder.decode(EventData.self, from: Data(event.data.utf8))
-        let orderID = data?.orderID?.text ?? data?.order?.object?.id?.text
+        // The one JSON reader validates the whole text; the order's body is kept as the exact text
+        // received, and read by the one order decoder (DESIGN §3).
+        let data = JSONObjectText(Array(event.data.utf8), keepingTextOf: ["order"])
+        let orderID = data?.fields["order_id"]?.identifier ?? data?.fields["order"]?.object?["id"]?.identifier
         func malformed(_ reason: String) -> EventTranslation {
             // Never dropped: the raw text is kept, and the order (or everything) is fetched again.
             let letter = DeadLetterRecord(
@@ -62,98 +57,33 @@ public enum EventTranslator {
             return EventTranslation(jobs: [repair], deadLetter: letter, disposition: .malformed)
         }
         guard let data else { return malformed("the data of \(type) is not a JSON object") }
+        let version = data.fields["version"]?.integer
         if type == "order.deleted" {
-            guard let orderID = data.orderID?.text else { return malformed("order.deleted without a usable order_id") }
+            guard let orderID = data.fields["order_id"]?.identifier else {
+                return malformed("order.deleted without a usable order_id")
+            }
             return EventTranslation(
-                jobs: [NewJob(kind: .delete, orderID: orderID, version: data.version?.integer, source: "stream")],
+                jobs: [NewJob(kind: .delete, orderID: orderID, version: version, source: "stream")],
                 deadLetter: nil, disposition: .jobs)
         }
-        if let order = data.order {
+        if let order = data.fields["order"] {
             guard let fields = order.object else { return malformed("\(type): order is not an object") }
-            guard let id = fields.id?.text else { return malformed("\(type): the order has no usable id") }
-            guard let status = fields.status, !status.isEmpty else { return malformed("\(type): order \(id) has no status") }
-            guard let body = JSONSpan.member("order", in: event.data) else {
-                return malformed("\(type): the order's text could not be located")
+            guard let text = data.texts["order"] else { return malformed("\(type): the order's text could not be located") }
+            let record: OrderRecord
+            do {
+                record = try OrderRecord.decode(fields, text: text, appliedAt: now)
+            } catch {
+                return malformed("\(type): \(error.message)")
             }
-            let record = OrderRecord(
-                id: id, status: status, storeID: fields.storeID?.text, courierID: fields.courierID?.text,
-                version: fields.version?.integer, updatedAt: fields.updatedAt, body: String(body), appliedAt: now)
             return EventTranslation(
                 jobs: [NewJob(kind: .upsert, orderID: record.id, order: record, source: "stream")],
                 deadLetter: nil, disposition: .jobs)
         }
-        guard let orderID = data.orderID?.text else {
+        guard let orderID = data.fields["order_id"]?.identifier else {
             return malformed("\(type) has neither an order nor an order_id")
         }
         return EventTranslation(
-            jobs: [NewJob(kind: .fetch, orderID: orderID, version: data.version?.integer, source: "stream")],
+            jobs: [NewJob(kind: .fetch, orderID: orderID, version: version, source: "stream")],
             deadLetter: nil, disposition: .jobs)
-    }
-}
-
-/// The parts of an order event's data the translator reads (unknown fields are ignored).
-struct EventData: Decodable {
-    var order: OrderValue?
-    var orderID: FlexibleValue?
-    var version: FlexibleValue?
-
-    enum CodingKeys: String, CodingKey {
-        case order
-        case orderID = "order_id"
-        case version
-    }
-}
-
-/// `order` when it is an object; any other JSON value decodes as "not an object".
-struct OrderValue: Decodable {
-    var object: OrderFields?
-
-    init(from decoder: any Decoder) throws {
-        object = try? OrderFields(from: decoder)
-        if object == nil { _ = try decoder.singleValueContainer() }
-    }
-}
-
-/// The indexed fields of an order.
-struct OrderFields: Decodable {
-    var id: FlexibleValue?
-    var status: String?
-    var version: FlexibleValue?
-    var updatedAt: String?
-    var storeID: FlexibleValue?
-    var courierID: FlexibleValue?
-
-    enum CodingKeys: String, CodingKey {
-        case id, status, version
-        case updatedAt = "updated_at"
-        case storeID = "store_id"
-        case courierID = "courier_id"
-    }
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        id = try? container.decodeIfPresent(FlexibleValue.self, forKey: .id)
-        status = try? container.decodeIfPresent(String.self, forKey: .status)
-        version = try? container.decodeIfPresent(FlexibleValue.self, forKey: .version)
-        updatedAt = try? container.decodeIfPresent(String.self, forKey: .updatedAt)
-        storeID = try? container.decodeIfPresent(FlexibleValue.self, forKey: .storeID)
-        courierID = try? container.decodeIfPresent(FlexibleValue.self, forKey: .courierID)
-    }
-}
-
-/// An id or version that may arrive as an integer, a string, or something else (then unusable).
-struct FlexibleValue: Decodable {
-    var text: String?
-    var integer: Int64?
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if let number = try? container.decode(Int64.self) {
-            text = String(number)
-            integer = number
-        } else if let string = try? container.decode(String.self), !string.isEmpty {
-            text = string
-            integer = nil
-        }
     }
 }

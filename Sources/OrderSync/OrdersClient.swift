@@ -1,6 +1,7 @@
 import AuthSession
 import CurlHTTP
 import Foundation
+import JSONToolkit
 import OrderStore
 
 /// Why talking to the orders API failed. Never holds a token.
@@ -67,12 +68,12 @@ public struct OrdersClient: OrderSource {
 
     /// Decodes a single-order body (DESIGN §3), keeping its exact text. Pure, for the fuzzer too.
     public static func decodeOrder(_ body: [UInt8], id: String, appliedAt: Double) throws(SyncError) -> OrderRecord {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+        let text = String(decoding: body, as: UTF8.self).trimming(" \t\r\n")
+        guard let object = JSONObjectText(Array(text.utf8)) else {
             throw SyncError("GET order \(id): the body is not a JSON object")
         }
         do {
-            let text = String(decoding: body, as: UTF8.self).trimming(" \t\r\n")
-            return try OrderRecord.parse(object, rawText: text[...], appliedAt: appliedAt)
+            return try OrderRecord.decode(object.fields, text: text, appliedAt: appliedAt)
         } catch {
             throw SyncError("GET order \(id): \(error.message)")
         }
@@ -88,28 +89,54 @@ public struct OrdersClient: OrderSource {
         return try Self.decodePage(response.body, appliedAt: now())
     }
 
-    /// Decodes a page body: a bare array, or `{"orders": [...], "next_cursor": ...}`. Pure, for the
-    /// fuzzer too.
+    /// Decodes a page body: a bare array, or `{"orders": [...], "next_cursor": ...}`; each order is
+    /// kept as its exact text. Pure, for the fuzzer too.
     public static func decodePage(
         _ body: [UInt8], appliedAt: Double
     ) throws(SyncError) -> (orders: [OrderRecord], next: String?) {
-        let json = try? JSONSerialization.jsonObject(with: Data(body))
-        // Either a bare array (one page) or {"orders": [...], "next_cursor": ...}.
-        let list: [Any]
+        let shapeError = SyncError("GET orders: the body is neither an array nor {\"orders\": [...]}")
+        var entries: [(fields: [String: JSONValue]?, text: String)]?
         var next: String?
-        if let array = json as? [Any] {
-            list = array
-        } else if let object = json as? [String: Any], let orders = object["orders"] as? [Any] {
-            list = orders
-            next = OrderRecord.identifier(object["next_cursor"])
-        } else {
-            throw SyncError("GET orders: the body is neither an array nor {\"orders\": [...]}")
-        }
-        var records: [OrderRecord] = []
-        for item in list {
-            guard let object = item as? [String: Any] else { throw SyncError("GET orders: an entry is not an object") }
+        let read: Bool = body.withUnsafeBufferPointer { buffer in
+            var reader = JSONReader(buffer)
+            func readList(_ reader: inout JSONReader) throws(JSONReader.Failure) {
+                var list: [(fields: [String: JSONValue]?, text: String)] = []
+                try reader.array { (reader) throws(JSONReader.Failure) in
+                    reader.skipWhitespace()
+                    let start = reader.index
+                    let value = try reader.value(depth: 2)
+                    list.append((value.object, reader.text(start..<reader.index)))
+                }
+                entries = list
+            }
             do {
-                records.append(try OrderRecord.parse(object, appliedAt: appliedAt))
+                switch reader.peek() {
+                case 0x5B:
+                    try readList(&reader)
+                case 0x7B:
+                    try reader.object { (reader, key) throws(JSONReader.Failure) in
+                        switch key {
+                        case "orders" where reader.peek() == 0x5B: try readList(&reader)
+                        case "next_cursor": next = try reader.value(depth: 1).identifier
+                        default: _ = try reader.value(depth: 1)
+                        }
+                    }
+                default:
+                    return false
+                }
+            } catch {
+                return false
+            }
+            reader.skipWhitespace()
+            return reader.atEnd
+        }
+        guard read, let entries else { throw shapeError }
+        var records: [OrderRecord] = []
+        records.reserveCapacity(entries.count)
+        for entry in entries {
+            guard let fields = entry.fields else { throw SyncError("GET orders: an entry is not an object") }
+            do {
+                records.append(try OrderRecord.decode(fields, text: entry.text, appliedAt: appliedAt))
             } catch {
                 throw SyncError("GET orders: \(error.message)")
             }

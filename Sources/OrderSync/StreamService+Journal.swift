@@ -27,10 +27,9 @@ extension StreamService {
         var letters: [DeadLetterRecord] = []
         var dispositions: [EventTranslation.Disposition] = []
         var cursor: String?
-        let decoder = JSONDecoder()
         let receivedAt = now()
         for event in events {
-            let translation = EventTranslator.translate(event, now: receivedAt, decoder: decoder)
+            let translation = EventTranslator.translate(event, now: receivedAt)
             switch translation.disposition {
             case .unknownType:
                 logger.debug("unknown event type; cursor advances", metadata: ["stream.event.type": "\(event.type)"])

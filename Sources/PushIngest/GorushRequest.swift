@@ -3,16 +3,7 @@
 // any 200. It must never parse a refused body, never answer 500 for an expected condition, never hang.
 
 import Foundation
-
-/// Any JSON value, for Gorush's free-form fields such as `data`.
-public enum JSONValue: Sendable, Hashable {
-    case null
-    case bool(Bool)
-    case number(Double)
-    case string(String)
-    case array([JSONValue])
-    case object([String: JSONValue])
-}
+import JSONToolkit
 
 /// One Gorush notification: the fields orderlive reads, typed as Gorush types them (a value of the
 /// wrong type makes the whole request a 400, as it does in Gorush); every other key is ignored.
@@ -164,7 +155,6 @@ public struct GorushError: Error, Sendable, Hashable {
 
     /// `{"code": 400, "message": "..."}`
     public var body: String {
-        let escaped = message.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-        return #"{"code":400,"message":"\#(escaped)"}"#
+        #"{"code":400,"message":\#(JSONText.string(message))}"#
     }
 }

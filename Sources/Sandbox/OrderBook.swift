@@ -1,5 +1,6 @@
 import CheckedInput
 import Foundation
+import JSONToolkit
 import Synchronization
 
 /// How a Sandbox mutation is announced on the event stream.
@@ -53,8 +54,8 @@ public final class OrderBook: Sendable {
         mutate { state in
             let id = state.nextID
             state.nextID += 1
-            state.orders[id] = ["id": "\(id)", "status": Self.quoted(status), "store_id": "\(storeID)",
-                                "courier_id": "null", "note": Self.quoted("order \(id) \u{2014} ünïcode")]
+            state.orders[id] = ["id": "\(id)", "status": JSONText.string(status), "store_id": "\(storeID)",
+                                "courier_id": "null", "note": JSONText.string("order \(id) \u{2014} ünïcode")]
             return (id, "order.created", announce)
         }
     }
@@ -63,7 +64,7 @@ public final class OrderBook: Sendable {
     public func update(_ id: Int, status: String, announce: OrderAnnouncement = .fullBody) {
         _ = mutate { state in
             guard state.orders[id] != nil else { return nil }
-            state.orders[id]?["status"] = Self.quoted(status)
+            state.orders[id]?["status"] = JSONText.string(status)
             return (id, "order.status_changed", announce)
         }
     }
@@ -232,13 +233,7 @@ public final class OrderBook: Sendable {
     private static func json(_ fields: [String: String], version: Int) -> String {
         var all = fields
         all["version"] = "\(version)"
-        all["updated_at"] = quoted("2026-11-21T10:00:00Z")
+        all["updated_at"] = JSONText.string("2026-11-21T10:00:00Z")
         return "{" + all.keys.sorted().map { #""\#($0)":\#(all[$0] ?? "null")"# }.joined(separator: ",") + "}"
-    }
-
-    private static func quoted(_ text: String) -> String {
-        let data = (try? JSONSerialization.data(withJSONObject: [text])) ?? Data("[\"\"]".utf8)
-        let array = String(decoding: data, as: UTF8.self)
-        return String(array.dropFirst().dropLast())
     }
 }

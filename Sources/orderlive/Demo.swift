@@ -1,6 +1,7 @@
 import Agent
 import CheckedInput
 import Foundation
+import JSONToolkit
 import Logging
 import OrderStore
 import OrderSync

@@ -1,6 +1,7 @@
 import AuthSession
 import CheckedInput
 import Foundation
+import JSONToolkit
 
 /// `status` and `status --json` (DESIGN §5), from the session, the store and the stream's state.
 /// Never a token.

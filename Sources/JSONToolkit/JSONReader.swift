@@ -1,25 +1,32 @@
 import CheckedInput
 
-/// A strict RFC 8259 JSON reader over raw bytes, for the push endpoint's hot path. Foundation's
+/// A strict RFC 8259 JSON reader over raw bytes: the one JSON reader of the pushes, the events and the
+/// orders client. Foundation's
 /// `JSONDecoder` with `Codable` and a `JSONSerialization` round trip for the order cost about 250 µs
 /// per one-notification request (docs/PERFORMANCE.md, push ingest); this reads the body once, keeps
 /// the exact text of `data.order`, and never re-serialises. Nesting is capped at
 /// ``maximumDepth`` so a hostile body cannot exhaust the stack.
-struct JSONReader {
-    struct Failure: Error {}
+public struct JSONReader {
+    /// The input is not JSON (or not the JSON the caller expects).
+    public struct Failure: Error {
+        /// Creates a failure.
+        public init() {}
+    }
 
     /// Deeper documents are refused.
-    static let maximumDepth = 64
+    public static let maximumDepth = 64
 
     private let bytes: UnsafeBufferPointer<UInt8>
-    private(set) var index = 0
+    /// The offset of the next byte to read.
+    public private(set) var index = 0
 
-    init(_ bytes: UnsafeBufferPointer<UInt8>) {
+    /// A reader over `bytes`, which must outlive it.
+    public init(_ bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
     }
 
     /// Parses one whole document: a value and nothing but whitespace after it.
-    static func parse(_ bytes: [UInt8]) -> JSONValue? {
+    public static func parse(_ bytes: [UInt8]) -> JSONValue? {
         bytes.withUnsafeBufferPointer { buffer in
             var reader = JSONReader(buffer)
             guard let value = try? reader.value(depth: 0) else { return nil }
@@ -28,14 +35,16 @@ struct JSONReader {
         }
     }
 
-    var atEnd: Bool { index >= bytes.count }
+    /// True when every byte has been read.
+    public var atEnd: Bool { index >= bytes.count }
 
     /// The text of `range` (valid UTF-8, as the reader has already read it).
-    func text(_ range: Range<Int>) -> String {
+    public func text(_ range: Range<Int>) -> String {
         String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
     }
 
-    mutating func skipWhitespace() {
+    /// Skips JSON whitespace.
+    public mutating func skipWhitespace() {
         while index < bytes.count {
             switch bytes[index] {
             case 0x20, 0x0A, 0x0D, 0x09: index += 1
@@ -45,14 +54,14 @@ struct JSONReader {
     }
 
     /// Consumes `byte` after whitespace, or fails.
-    mutating func expect(_ byte: UInt8) throws(Failure) {
+    public mutating func expect(_ byte: UInt8) throws(Failure) {
         skipWhitespace()
         guard index < bytes.count, bytes[index] == byte else { throw Failure() }
         index += 1
     }
 
     /// Consumes `byte` after whitespace if it is next.
-    mutating func consume(_ byte: UInt8) -> Bool {
+    public mutating func consume(_ byte: UInt8) -> Bool {
         skipWhitespace()
         guard index < bytes.count, bytes[index] == byte else { return false }
         index += 1
@@ -60,13 +69,13 @@ struct JSONReader {
     }
 
     /// The next non-whitespace byte, not consumed.
-    mutating func peek() -> UInt8? {
+    public mutating func peek() -> UInt8? {
         skipWhitespace()
         return index < bytes.count ? bytes[index] : nil
     }
 
     /// Walks the members of an object, calling `member` with each key; `member` must read the value.
-    mutating func object(_ member: (inout JSONReader, String) throws(Failure) -> Void) throws(Failure) {
+    public mutating func object(_ member: (inout JSONReader, String) throws(Failure) -> Void) throws(Failure) {
         try expect(0x7B)
         if consume(0x7D) { return }
         repeat {
@@ -79,7 +88,7 @@ struct JSONReader {
     }
 
     /// Walks the elements of an array, calling `element` for each; `element` must read the value.
-    mutating func array(_ element: (inout JSONReader) throws(Failure) -> Void) throws(Failure) {
+    public mutating func array(_ element: (inout JSONReader) throws(Failure) -> Void) throws(Failure) {
         try expect(0x5B)
         if consume(0x5D) { return }
         repeat { try element(&self) } while consume(0x2C)
@@ -87,20 +96,20 @@ struct JSONReader {
     }
 
     /// Consumes `null` if it is next.
-    mutating func consumeNull() -> Bool {
+    public mutating func consumeNull() -> Bool {
         guard peek() == 0x6E, (try? literal("null")) != nil else { return false }
         return true
     }
 
     /// A string or null.
-    mutating func optionalString() throws(Failure) -> String? {
+    public mutating func optionalString() throws(Failure) -> String? {
         if consumeNull() { return nil }
         guard peek() == 0x22 else { throw Failure() }
         return try string()
     }
 
     /// A boolean or null.
-    mutating func optionalBool() throws(Failure) -> Bool? {
+    public mutating func optionalBool() throws(Failure) -> Bool? {
         switch peek() {
         case 0x6E: try literal("null"); return nil
         case 0x74: try literal("true"); return true
@@ -110,7 +119,7 @@ struct JSONReader {
     }
 
     /// An integer (a number without a fraction, in range) or null.
-    mutating func optionalInteger() throws(Failure) -> Int? {
+    public mutating func optionalInteger() throws(Failure) -> Int? {
         if consumeNull() { return nil }
         guard let next = peek(), next == 0x2D || (0x30...0x39).contains(next) else { throw Failure() }
         guard let integer = Checked.jsonInteger(try number()), let value = Int(exactly: integer) else { throw Failure() }
@@ -118,7 +127,7 @@ struct JSONReader {
     }
 
     /// Any value.
-    mutating func value(depth: Int) throws(Failure) -> JSONValue {
+    public mutating func value(depth: Int) throws(Failure) -> JSONValue {
         guard depth < Self.maximumDepth, let next = peek() else { throw Failure() }
         switch next {
         case 0x7B:
@@ -153,35 +162,53 @@ struct JSONReader {
     }
 
     /// A number by JSON's grammar: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
-    mutating func number() throws(Failure) -> Double {
+    public mutating func number() throws(Failure) -> Double {
         let start = index
         func digits() -> Int {
             let from = index
             while index < bytes.count, bytes[index] >= 0x30, bytes[index] <= 0x39 { index += 1 }
             return index - from
         }
-        if index < bytes.count, bytes[index] == 0x2D { index += 1 }
+        let negative = index < bytes.count && bytes[index] == 0x2D
+        if negative { index += 1 }
         guard index < bytes.count else { throw Failure() }
+        let integerStart = index
         if bytes[index] == 0x30 {
             index += 1
         } else if digits() == 0 {
             throw Failure()
         }
+        let integerDigits = integerStart..<index
+        var exponent = false
         if index < bytes.count, bytes[index] == 0x2E {
             index += 1
             guard digits() > 0 else { throw Failure() }
         }
         if index < bytes.count, bytes[index] == 0x65 || bytes[index] == 0x45 {
+            exponent = true
             index += 1
             if index < bytes.count, bytes[index] == 0x2B || bytes[index] == 0x2D { index += 1 }
             guard digits() > 0 else { throw Failure() }
         }
-        guard let value = Double(text(start..<index)), value.isFinite else { throw Failure() }
+        guard var value = Double(text(start..<index)), value.isFinite else { throw Failure() }
+        // 2^53 + 1 rounds to 2^53 as a Double: an integer part past ±2^53 must never read as one
+        // within it, or an out-of-range id or version would pass the check (DESIGN §10).
+        if !exponent, Self.exceedsTwoToThe53(text(integerDigits)), value.magnitude <= Self.twoToThe53 {
+            value = negative ? -Self.twoToThe53.nextUp : Self.twoToThe53.nextUp
+        }
         return value
     }
 
+    private static let twoToThe53 = 9_007_199_254_740_992.0
+
+    /// True when the decimal digits (no sign, no leading zero) are greater than 2^53.
+    private static func exceedsTwoToThe53(_ digits: String) -> Bool {
+        let limit = "9007199254740992"
+        return digits.count > limit.count || (digits.count == limit.count && digits > limit)
+    }
+
     /// A string, unescaped; control characters, bad escapes, lone surrogates and invalid UTF-8 fail.
-    mutating func string() throws(Failure) -> String {
+    public mutating func string() throws(Failure) -> String {
         guard index < bytes.count, bytes[index] == 0x22 else { throw Failure() }
         index += 1
         let start = index

@@ -1,0 +1,59 @@
+import CheckedInput
+import Foundation
+import JSONToolkit
+
+/// DESIGN §3's reading of an order object, written once: the stream's events, the pushes and the
+/// orders client all decode orders here.
+extension OrderRecord {
+    /// Reads an order object: `id` (an integer or a non-empty string) and a non-empty `status` are
+    /// required; `version` is an integer within ±2^53 when it is a number (a string or null counts as
+    /// none; anything else is an error); `store_id` and `courier_id` are ids; `updated_at` is kept
+    /// as its text. `text`, the object's exact text as received, is stored as the body.
+    public static func decode(
+        _ fields: [String: JSONValue], text: String, appliedAt: Double
+    ) throws(OrderParseError) -> OrderRecord {
+        guard let id = fields["id"]?.identifier else { throw OrderParseError("the order has no usable id") }
+        guard let status = fields["status"]?.string, !status.isEmpty else {
+            throw OrderParseError("order \(id) has no status")
+        }
+        var version: Int64?
+        switch fields["version"] {
+        case nil, .null?, .string?:
+            break
+        case .number(let number)?:
+            // DESIGN §10: a version out of range is an error, never a trap or a silent wrap.
+            guard let checked = Checked.jsonInteger(number) else {
+                throw OrderParseError("order \(id) has a version that is not an integer within ±2^53")
+            }
+            version = checked
+        default:
+            throw OrderParseError("order \(id) has a version that is not an integer within ±2^53")
+        }
+        return OrderRecord(
+            id: id, status: status, storeID: fields["store_id"]?.identifier,
+            courierID: fields["courier_id"]?.identifier, version: version, updatedAt: fields["updated_at"]?.string,
+            body: text, appliedAt: appliedAt)
+    }
+
+    /// Reads one order from its exact text (surrounding whitespace is not stored).
+    public static func decode(text: String, appliedAt: Double) throws(OrderParseError) -> OrderRecord {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let object = JSONObjectText(Array(trimmed.utf8)) else {
+            throw OrderParseError("the order is not a JSON object")
+        }
+        return try decode(object.fields, text: trimmed, appliedAt: appliedAt)
+    }
+
+    /// Reads an order object built in memory (tests and tools): it is serialised with sorted keys, and
+    /// that text, or `rawText` when given, is decoded by the same rules.
+    public static func parse(
+        _ object: [String: Any], rawText: Substring? = nil, appliedAt: Double
+    ) throws(OrderParseError) -> OrderRecord {
+        guard JSONSerialization.isValidJSONObject(object),
+              let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]),
+              let fields = JSONObjectText(Array(data))?.fields
+        else { throw OrderParseError("the order cannot be read as a JSON object") }
+        return try decode(fields, text: rawText.map(String.init) ?? String(decoding: data, as: UTF8.self),
+                          appliedAt: appliedAt)
+    }
+}
