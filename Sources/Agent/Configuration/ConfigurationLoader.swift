@@ -1,4 +1,3 @@
-import CheckedInput
 import Configuration
 import Foundation
 import Logging
@@ -25,19 +24,13 @@ public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
 /// type, an out-of-range number, a malformed URL or an unreadable secret file is an error naming
 /// the key — never a silent fallback to the default.
 public enum ConfigurationLoader {
-    /// Every key the file and the environment may set.
-    public static let keys: [String] = [
-        "upstream.base_url", "upstream.events_path", "upstream.login_path", "upstream.refresh_path",
-        "upstream.logout_path", "upstream.orders_path", "upstream.connect_timeout_ms", "upstream.request_timeout_ms",
-        "upstream.ca_file", "upstream.pinned_public_key",
-        "auth.identifier", "auth.password_file", "auth.refresh_ahead_s", "auth.credentials_key_file",
-        "stream.initial_delay_ms", "stream.max_delay_ms", "stream.reset_after_s", "stream.idle_timeout_ms",
-        "ingest.listen", "ingest.auth", "ingest.secret_file", "ingest.max_body_bytes", "ingest.max_notifications",
-        "ingest.dedupe_window_s", "ingest.high_water_jobs", "ingest.read_timeout_ms", "ingest.max_connections",
-        "sync.max_attempts", "sync.page_size",
-        "store.state_dir", "store.durability",
-        "log.level", "log.format",
-    ]
+    /// Every key the file and the environment may set: those the section readers ask for (read once
+    /// over no providers, so every key is asked and none is set).
+    public static let keys: [String] = {
+        let asked = AskedKeys()
+        _ = try? OrderliveConfiguration(reading: ConfigurationReader(ConfigReader(providers: [InMemoryProvider(values: [:])]), asked: asked))
+        return asked.all
+    }()
 
     /// The environment variable holding the password, when no password file is configured.
     public static let passwordVariable = "ORDERLIVE_AUTH_PASSWORD"
@@ -78,10 +71,8 @@ public enum ConfigurationLoader {
                 throw ConfigurationError("\(file) is not valid YAML: \(error)")
             }
         }
-        let values = Values(reader: ConfigReader(providers: providers))
-        var configuration = OrderliveConfiguration()
+        var configuration = try OrderliveConfiguration(reading: ConfigurationReader(ConfigReader(providers: providers)))
         configuration.sourceFile = file
-        try read(into: &configuration, from: values)
         configuration.store.stateDirectory = try resolveStateDirectory(configuration.store.stateDirectory, environment)
         return configuration
     }
@@ -165,143 +156,6 @@ public enum ConfigurationLoader {
             previous = current
         }
         return previous[b.count]
-    }
-
-    // MARK: Values
-
-    /// Typed, strict reads over the layered providers.
-    struct Values {
-        let reader: ConfigReader
-
-        func raw(_ key: String) -> String? {
-            reader.string(forKey: ConfigKey(key))
-        }
-
-        func string(_ key: String, _ current: inout String) {
-            if let value = raw(key) { current = value }
-        }
-
-        /// A whole number within `minimum...maximum`. Every integer key has an upper bound, so no
-        /// value from a file or the environment can overflow where it is used (DESIGN §10).
-        func integer(_ key: String, minimum: Int, maximum: Int, _ current: inout Int) throws(ConfigurationError) {
-            guard let text = raw(key) else { return }
-            let trimmed = text.trimmingCharacters(in: .whitespaces)
-            guard let value = Checked.int64(decimal: trimmed) else {
-                throw ConfigurationError("'\(key)' must be a whole number, got '\(text)'")
-            }
-            guard value >= Int64(minimum) else { throw ConfigurationError("'\(key)' must be at least \(minimum), got \(value)") }
-            guard value <= Int64(maximum), let int = Int(exactly: value) else {
-                throw ConfigurationError("'\(key)' must be at most \(maximum), got \(trimmed)")
-            }
-            current = int
-        }
-
-        func milliseconds(_ key: String, minimum: Int, maximum: Int = Values.longestMilliseconds,
-                          _ current: inout Duration) throws(ConfigurationError) {
-            var value = Int(Checked.milliseconds(of: current))
-            try integer(key, minimum: minimum, maximum: maximum, &value)
-            current = .milliseconds(value)
-        }
-
-        func seconds(_ key: String, minimum: Int, maximum: Int = Values.longestSeconds,
-                     _ current: inout Duration) throws(ConfigurationError) {
-            var value = Int(current.components.seconds)
-            try integer(key, minimum: minimum, maximum: maximum, &value)
-            current = .seconds(value)
-        }
-
-        /// The longest time any `_ms` key accepts: one day.
-        static let longestMilliseconds = 86_400_000
-        /// The longest time any `_s` key accepts: 366 days.
-        static let longestSeconds = 31_622_400
-
-        func choice<Choice: RawRepresentable & CaseIterable>(
-            _ key: String, _ current: inout Choice
-        ) throws(ConfigurationError) where Choice.RawValue == String {
-            guard let text = raw(key) else { return }
-            guard let value = Choice(rawValue: text) else {
-                let allowed = Choice.allCases.map(\.rawValue).joined(separator: ", ")
-                throw ConfigurationError("'\(key)' must be one of \(allowed), got '\(text)'")
-            }
-            current = value
-        }
-
-        func readableFile(_ key: String, _ current: inout String) throws(ConfigurationError) {
-            string(key, &current)
-            if !current.isEmpty, !FileManager.default.isReadableFile(atPath: current) {
-                throw ConfigurationError("'\(key)': cannot read \(current); check the path and its permissions")
-            }
-        }
-    }
-
-    static func read(into configuration: inout OrderliveConfiguration, from values: Values) throws(ConfigurationError) {
-        var upstream = configuration.upstream
-        values.string("upstream.base_url", &upstream.baseURL)
-        do {
-            try InspectOptions.validateURL(upstream.baseURL)
-        } catch {
-            throw ConfigurationError("'upstream.base_url': \(error.message)")
-        }
-        while upstream.baseURL.hasSuffix("/") { upstream.baseURL.removeLast() }
-        for (key, path) in [("upstream.events_path", \UpstreamConfiguration.eventsPath),
-                            ("upstream.login_path", \.loginPath), ("upstream.refresh_path", \.refreshPath),
-                            ("upstream.logout_path", \.logoutPath), ("upstream.orders_path", \.ordersPath)] {
-            values.string(key, &upstream[keyPath: path])
-            guard upstream[keyPath: path].hasPrefix("/") else {
-                throw ConfigurationError("'\(key)' must start with '/', got '\(upstream[keyPath: path])'")
-            }
-        }
-        try values.milliseconds("upstream.connect_timeout_ms", minimum: 1, &upstream.connectTimeout)
-        try values.milliseconds("upstream.request_timeout_ms", minimum: 1, &upstream.requestTimeout)
-        try values.readableFile("upstream.ca_file", &upstream.caFile)
-        values.string("upstream.pinned_public_key", &upstream.pinnedPublicKey)
-        if !upstream.pinnedPublicKey.isEmpty, !upstream.pinnedPublicKey.hasPrefix("sha256//") {
-            throw ConfigurationError("'upstream.pinned_public_key' must look like sha256//<base64>")
-        }
-        configuration.upstream = upstream
-
-        var auth = configuration.auth
-        values.string("auth.identifier", &auth.identifier)
-        try values.readableFile("auth.password_file", &auth.passwordFile)
-        try values.seconds("auth.refresh_ahead_s", minimum: 0, &auth.refreshAhead)
-        try values.readableFile("auth.credentials_key_file", &auth.credentialsKeyFile)
-        configuration.auth = auth
-
-        var stream = configuration.stream
-        try values.milliseconds("stream.initial_delay_ms", minimum: 0, &stream.initialDelay)
-        try values.milliseconds("stream.max_delay_ms", minimum: 1, &stream.maximumDelay)
-        try values.seconds("stream.reset_after_s", minimum: 1, &stream.resetAfter)
-        try values.milliseconds("stream.idle_timeout_ms", minimum: 1, &stream.idleTimeout)
-        configuration.stream = stream
-
-        var ingest = configuration.ingest
-        values.string("ingest.listen", &ingest.listen)
-        if !ingest.listen.isEmpty, ingest.listenAddress == nil {
-            throw ConfigurationError("'ingest.listen' must be host:port (or \"\" to disable), got '\(ingest.listen)'")
-        }
-        try values.choice("ingest.auth", &ingest.auth)
-        try values.readableFile("ingest.secret_file", &ingest.secretFile)
-        try values.integer("ingest.max_body_bytes", minimum: 1, maximum: 1 << 30, &ingest.maximumBodyBytes)
-        try values.integer("ingest.max_notifications", minimum: 1, maximum: 1_000_000, &ingest.maximumNotifications)
-        try values.seconds("ingest.dedupe_window_s", minimum: 0, &ingest.dedupeWindow)
-        try values.integer("ingest.high_water_jobs", minimum: 1, maximum: 100_000_000, &ingest.highWaterJobs)
-        try values.milliseconds("ingest.read_timeout_ms", minimum: 1, &ingest.readTimeout)
-        try values.integer("ingest.max_connections", minimum: 1, maximum: 1_000_000, &ingest.maximumConnections)
-        configuration.ingest = ingest
-
-        try values.integer("sync.max_attempts", minimum: 1, maximum: 1_000, &configuration.sync.maximumAttempts)
-        try values.integer("sync.page_size", minimum: 1, maximum: 100_000, &configuration.sync.pageSize)
-
-        values.string("store.state_dir", &configuration.store.stateDirectory)
-        try values.choice("store.durability", &configuration.store.durability)
-
-        if let text = values.raw("log.level") {
-            guard let level = Logger.Level(rawValue: text) else {
-                throw ConfigurationError("'log.level' must be one of trace, debug, info, notice, warning, error, critical, got '\(text)'")
-            }
-            configuration.log.level = level
-        }
-        try values.choice("log.format", &configuration.log.format)
     }
 
     /// `store.state_dir`, else `$STATE_DIRECTORY`, else `$XDG_STATE_HOME/orderlive`, else

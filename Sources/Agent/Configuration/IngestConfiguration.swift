@@ -1,0 +1,64 @@
+/// How the push endpoint authenticates senders.
+public enum IngestAuthMode: String, Sendable, Hashable, CaseIterable {
+    /// No authentication (refused unless the listener is loopback).
+    case none
+    /// `Authorization: Bearer <secret>`.
+    case bearer
+    /// Standard Webhooks signatures.
+    case standardWebhooks = "standard-webhooks"
+}
+
+/// `ingest.*`: the push endpoint.
+public struct IngestConfiguration: Sendable, Hashable {
+    /// `host:port` to listen on; "" disables the endpoint.
+    public var listen = "127.0.0.1:8080"
+    /// How senders authenticate.
+    public var auth = IngestAuthMode.none
+    /// The file holding the bearer or webhook secret.
+    public var secretFile = ""
+    /// The largest request body accepted.
+    public var maximumBodyBytes = 262_144
+    /// The most notifications in one request.
+    public var maximumNotifications = 100
+    /// How long a webhook id or notif_id is remembered.
+    public var dedupeWindow = Duration.seconds(345_600)
+    /// Journal depth at which pushes are refused with 429.
+    public var highWaterJobs = 100_000
+    /// A request head, and then its body, must each arrive within this time (else close / 408).
+    public var readTimeout = Duration.milliseconds(10_000)
+    /// Connections the push listener holds open at once; more are closed as soon as accepted.
+    public var maximumConnections = 1_024
+
+    /// `listen` as host (IPv6 brackets removed) and port; nil when empty or not `host:port`.
+    public var listenAddress: (host: String, port: Int)? {
+        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
+              (0...65_535).contains(port)
+        else { return nil }
+        var host = String(listen[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return host.isEmpty ? nil : (host, port)
+    }
+
+    /// The built-in defaults.
+    public init() {}
+
+    /// Reads and validates `ingest.listen` (`host:port` or ""), `auth`,
+    /// `secret_file` (readable), `max_body_bytes`, `max_notifications`, `dedupe_window_s`,
+    /// `high_water_jobs`, `read_timeout_ms` and `max_connections`.
+    public init(reading section: ConfigurationSection) throws(ConfigurationError) {
+        listen = section.string("listen", default: listen)
+        if !listen.isEmpty, listenAddress == nil {
+            throw ConfigurationError("'ingest.listen' must be host:port (or \"\" to disable), got '\(listen)'")
+        }
+        auth = try section.choice("auth", default: auth)
+        secretFile = try section.readableFile("secret_file", default: secretFile)
+        maximumBodyBytes = try section.integer("max_body_bytes", minimum: 1, maximum: 1 << 30, default: maximumBodyBytes)
+        maximumNotifications = try section.integer(
+            "max_notifications", minimum: 1, maximum: 1_000_000, default: maximumNotifications)
+        dedupeWindow = try section.seconds("dedupe_window_s", minimum: 0, default: dedupeWindow)
+        highWaterJobs = try section.integer("high_water_jobs", minimum: 1, maximum: 100_000_000, default: highWaterJobs)
+        readTimeout = try section.milliseconds("read_timeout_ms", minimum: 1, default: readTimeout)
+        maximumConnections = try section.integer(
+            "max_connections", minimum: 1, maximum: 1_000_000, default: maximumConnections)
+    }
+}
