@@ -17,6 +17,7 @@ let package = Package(
     products: [
         .executable(name: "orderlive", targets: ["orderlive"]),
         .library(name: "CheckedInput", targets: ["CheckedInput"]),
+        .library(name: "AsyncSignals", targets: ["AsyncSignals"]),
         .library(name: "JSONToolkit", targets: ["JSONToolkit"]),
         .library(name: "ServerSentEvents", targets: ["ServerSentEvents"]),
         .library(name: "CurlHTTP", targets: ["CurlHTTP"]),
@@ -52,6 +53,10 @@ let package = Package(
         ),
         .target(
             name: "CheckedInput",
+            swiftSettings: strict
+        ),
+        .target(
+            name: "AsyncSignals",
             swiftSettings: strict
         ),
         .target(
@@ -104,7 +109,8 @@ let package = Package(
         .target(
             name: "OrderSync",
             dependencies: [
-                "CheckedInput", "JSONToolkit", "OrderStore", "ServerSentEvents", "AuthSession", "CurlHTTP", "EventStream",
+                "AsyncSignals", "CheckedInput", "JSONToolkit", "OrderStore", "ServerSentEvents", "AuthSession", "CurlHTTP",
+                "EventStream",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -113,7 +119,7 @@ let package = Package(
         .target(
             name: "PushIngest",
             dependencies: [
-                "CheckedInput", "COpenSSL", "JSONToolkit", "OrderStore",
+                "AsyncSignals", "CheckedInput", "COpenSSL", "JSONToolkit", "OrderStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -128,6 +134,7 @@ let package = Package(
         .target(
             name: "Sandbox",
             dependencies: [
+                "AsyncSignals",
                 "CheckedInput",
                 "JSONToolkit",
                 "ServerSentEvents",
@@ -141,6 +148,7 @@ let package = Package(
         .target(
             name: "Agent",
             dependencies: [
+                "AsyncSignals",
                 "CheckedInput",
                 "JSONToolkit",
                 "ServerSentEvents",
@@ -163,7 +171,7 @@ let package = Package(
         .executableTarget(
             name: "orderlive",
             dependencies: [
-                "Agent", "AuthSession", "CheckedInput", "CurlHTTP", "EventStream", "JSONToolkit", "OrderStore", "OrderSync",
+                "Agent", "AsyncSignals", "AuthSession", "CheckedInput", "CurlHTTP", "EventStream", "JSONToolkit", "OrderStore", "OrderSync",
                 "Sandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -180,6 +188,11 @@ let package = Package(
         .testTarget(
             name: "CheckedInputTests",
             dependencies: ["CheckedInput"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "AsyncSignalsTests",
+            dependencies: ["AsyncSignals"],
             swiftSettings: strict
         ),
         .testTarget(
@@ -223,8 +236,8 @@ let package = Package(
         .testTarget(
             name: "OrderSyncTests",
             dependencies: [
-                "OrderSync", "OrderStore", "ServerSentEvents", "Sandbox", "AuthSession", "CurlHTTP", "EventStream",
-                "TestSupport", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
+                "OrderSync", "AsyncSignals", "OrderStore", "ServerSentEvents", "Sandbox", "AuthSession", "CurlHTTP",
+                "EventStream", "TestSupport", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strict
         ),

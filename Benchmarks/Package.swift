@@ -19,6 +19,7 @@ let package = Package(
                 .product(name: "ServerSentEvents", package: "orderlive"),
                 .product(name: "CurlHTTP", package: "orderlive"),
                 .product(name: "AuthSession", package: "orderlive"),
+                .product(name: "AsyncSignals", package: "orderlive"),
                 .product(name: "EventStream", package: "orderlive"),
                 .product(name: "Sandbox", package: "orderlive"),
                 .product(name: "OrderStore", package: "orderlive"),

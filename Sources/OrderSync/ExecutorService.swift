@@ -1,3 +1,4 @@
+import AsyncSignals
 import ServiceLifecycle
 
 /// The serial executor as a service, on a thread of its own (``ThreadTaskExecutor``). Graceful

@@ -1,3 +1,4 @@
+import AsyncSignals
 import AuthSession
 import CheckedInput
 import CurlHTTP

@@ -2,6 +2,7 @@ import CheckedInput
 import Foundation
 import HTTPTypes
 import Hummingbird
+import JSONToolkit
 import Logging
 import OrderStore
 import Synchronization
@@ -170,7 +171,7 @@ public final class PushEndpoint: Sendable {
 
     /// `{"code": N, "message": "..."}`, Gorush's error shape, for every refusal.
     static func json(_ status: HTTPResponse.Status, _ message: String, retryAfter: Int? = nil, close: Bool = false) -> Response {
-        var response = body(status, #"{"code":\#(status.code),"message":\#(JSONString.quote(message))}"#)
+        var response = body(status, #"{"code":\#(status.code),"message":\#(JSONText.string(message))}"#)
         if let retryAfter { response.headers[.retryAfter] = String(retryAfter) }
         if close { response.headers[.connection] = "close" }
         return response
@@ -180,24 +181,5 @@ public final class PushEndpoint: Sendable {
         var headers = HTTPFields()
         headers[.contentType] = "application/json; charset=utf-8"
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
-    }
-}
-
-/// JSON string quoting for the few bodies written by hand.
-enum JSONString {
-    static func quote(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 }

@@ -1,3 +1,4 @@
+import AsyncSignals
 import Foundation
 import OrderStore
 import Synchronization
@@ -75,10 +76,10 @@ public final class PushJournal: Sendable {
             for (index, entry) in batch.enumerated() {
                 let outcome = index < outcomes.count ? outcomes[index] : .failed(reason: "no outcome")
                 if case .accepted(let jobs, _) = outcome, jobs > 0 { added = true }
-                entry.1.fulfil(outcome)
+                entry.1.give(outcome)
             }
             if added { journaled() }
-            if let ticket, ticket.isFulfilled {
+            if let ticket, ticket.current != nil {
                 let more = state.withLock { state in
                     if state.queue.isEmpty { state.committing = false }
                     return !state.queue.isEmpty
@@ -90,31 +91,5 @@ public final class PushJournal: Sendable {
     }
 }
 
-/// A one-shot answer slot: fulfilled once by the committing leader, awaited once by its request.
-private final class Ticket: Sendable {
-    private let slot = Mutex<(outcome: SubmissionOutcome?, waiter: CheckedContinuation<SubmissionOutcome, Never>?)>((nil, nil))
-
-    var isFulfilled: Bool { slot.withLock { $0.outcome != nil } }
-
-    func fulfil(_ outcome: SubmissionOutcome) {
-        let waiter = slot.withLock { slot in
-            slot.outcome = outcome
-            defer { slot.waiter = nil }
-            return slot.waiter
-        }
-        waiter?.resume(returning: outcome)
-    }
-
-    var value: SubmissionOutcome {
-        get async {
-            await withCheckedContinuation { continuation in
-                let ready = slot.withLock { slot -> SubmissionOutcome? in
-                    if let outcome = slot.outcome { return outcome }
-                    slot.waiter = continuation
-                    return nil
-                }
-                if let ready { continuation.resume(returning: ready) }
-            }
-        }
-    }
-}
+/// A request's answer: given once by the committing leader, awaited by its request.
+private typealias Ticket = OneShot<SubmissionOutcome>

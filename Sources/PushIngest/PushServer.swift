@@ -1,3 +1,4 @@
+import AsyncSignals
 import CheckedInput
 import Hummingbird
 import HummingbirdCore
@@ -75,7 +76,7 @@ public final class PushServer: Service, Sendable {
     private let endpoint: PushEndpoint
     private let operations: any OperationsProvider
     private let logger: Logger
-    private let bound = Mutex<(port: Int?, waiters: [CheckedContinuation<Int, Never>])>((nil, []))
+    private let bound = OneShot<Int>()
 
     /// Creates the server; it does not listen until ``run()``.
     public init(configuration: Configuration, endpoint: PushEndpoint, operations: any OperationsProvider, logger: Logger) {
@@ -87,16 +88,7 @@ public final class PushServer: Service, Sendable {
 
     /// The bound port, once listening.
     public var port: Int {
-        get async {
-            await withCheckedContinuation { continuation in
-                let known = bound.withLock { state -> Int? in
-                    if let port = state.port { return port }
-                    state.waiters.append(continuation)
-                    return nil
-                }
-                if let known { continuation.resume(returning: known) }
-            }
-        }
+        get async { await bound.value }
     }
 
     /// Serves until graceful shutdown or cancellation.
@@ -132,12 +124,7 @@ public final class PushServer: Service, Sendable {
                                  backlog: min(max(256, configuration.maximumConnections), 4_096)),
             onServerRunning: { [self] channel in
                 let port = channel.localAddress?.port ?? configuration.port
-                let waiters = bound.withLock { state in
-                    state.port = port
-                    defer { state.waiters = [] }
-                    return state.waiters
-                }
-                for waiter in waiters { waiter.resume(returning: port) }
+                bound.give(port)
                 logger.info("push endpoint listening", metadata: [
                     "push.listen": "\(configuration.host):\(port)",
                 ])

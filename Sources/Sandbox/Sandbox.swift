@@ -2,6 +2,7 @@
 // loopback for `orderlive demo`, `orderlive sandbox`, the tests and the benchmarks, and can be
 // scripted byte for byte to misbehave. It must never be needed by the agent itself.
 
+import AsyncSignals
 import CheckedInput
 import HTTPTypes
 import Hummingbird
@@ -86,14 +87,13 @@ public final class Sandbox: Sendable {
         var scripts: [StreamScript] = []
         var released: Set<String> = []
         var gateWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
-        var port: Int?
-        var portWaiters: [CheckedContinuation<Int, Never>] = []
         var streamRequests = 0
     }
 
     /// The configuration it was made with.
     public let configuration: SandboxConfiguration
     private let state = Mutex(State())
+    private let bound = OneShot<Int>()
     let authority: SandboxAuthority
     /// The orders `GET /v1/orders` serves and the order-book feed announces.
     public let orders: OrderBook
@@ -158,16 +158,7 @@ public final class Sandbox: Sendable {
 
     /// The bound port, once listening.
     public var port: Int {
-        get async {
-            await withCheckedContinuation { continuation in
-                let known: Int? = state.withLock { state in
-                    if let port = state.port { return port }
-                    state.portWaiters.append(continuation)
-                    return nil
-                }
-                if let known { continuation.resume(returning: known) }
-            }
-        }
+        get async { await bound.value }
     }
 
     /// `http://host:port` once listening.
@@ -192,13 +183,7 @@ public final class Sandbox: Sendable {
                                  serverName: "orderlive-sandbox"),
             onServerRunning: { [self] channel in
                 let port = channel.localAddress?.port ?? configuration.port
-                let waiters = state.withLock { state in
-                    state.port = port
-                    let waiters = state.portWaiters
-                    state.portWaiters = []
-                    return waiters
-                }
-                for waiter in waiters { waiter.resume(returning: port) }
+                bound.give(port)
                 await onRunning(port)
             },
             logger: logger

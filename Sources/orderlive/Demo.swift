@@ -1,4 +1,5 @@
 import Agent
+import AsyncSignals
 import CheckedInput
 import Foundation
 import JSONToolkit

@@ -1,11 +1,12 @@
+import AsyncSignals
 import CurlHTTP
 import EventStream
 import Foundation
 import OrderStore
 import OrderSync
 import Sandbox
-import TestSupport
 import Testing
+import TestSupport
 
 @Suite struct StreamSyncTests {
     /// Streams the book's log into the store, restarting the connection at random points, until the

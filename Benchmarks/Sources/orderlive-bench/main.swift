@@ -1,6 +1,7 @@
 // orderlive benchmarks: every figure next to a reference measured in the same run on the same bytes
 // (DESIGN §9). Release builds only: `make bench`.
 
+import AsyncSignals
 import AuthSession
 import CurlHTTP
 import EventStream
