@@ -1,0 +1,172 @@
+import AsyncSignals
+import AuthSession
+import CurlHTTP
+import EventStream
+import Foundation
+import OrderStore
+import OrderSync
+import Sandbox
+import ServerSentEvents
+import Synchronization
+
+// MARK: Store
+
+/// Full-order events from the Sandbox's order book into SQLite (journal per event, then applied),
+/// next to a count-only consumer of the same stream.
+func storeBenchmark() async throws {
+    let events = 50_000
+    try await Sandbox.withRunning(SandboxConfiguration(port: 0, feed: .orderBook, orderRetention: events + 10)) { sandbox in
+        for _ in 0..<events { sandbox.orders.create() }
+        let url = await sandbox.baseURL + "/v1/events"
+        let target = "\(sandbox.orders.latestSequence)"
+        try await CurlLoop.withLoop(logger: quiet) { loop in
+            let reference = try await measure(3) {
+                var count = 0
+                let source = EventSource(configuration: EventSourceConfiguration(url: url, idleTimeout: nil),
+                                         loop: loop, clock: ContinuousClock(), logger: quiet)
+                _ = try await source.run { update in
+                    if case .event(let event) = update {
+                        count += 1
+                        if event.lastEventID == target { source.stop() }
+                    }
+                }
+                return count
+            }
+            report("stream → SQLite, \(events) full-order events", "count-only consumer (reference)",
+                   bytes: 0, seconds: reference.seconds, events: reference.count)
+            let stored = try await measure(3) {
+                let pipeline = try Pipeline(loop: loop, eventsURL: url)
+                defer { pipeline.remove() }
+                let (store, ingest, executor, wake) = (pipeline.store, pipeline.ingest, pipeline.executor, pipeline.wake)
+                // As `orderlive run` does it: the executor runs beside the stream, woken after each
+                // group commit; at the end it is stopped (between jobs) and whatever is left applied.
+                let journalOnly = ProcessInfo.processInfo.environment["JOURNAL_ONLY"] != nil
+                let executorTask = Task { if !journalOnly { await executor.run(wake: wake) } }
+                var count = 0
+                var pending: [ServerSentEvents.ServerSentEvent] = []
+                let source = EventSource(configuration: EventSourceConfiguration(url: url, idleTimeout: nil),
+                                         loop: loop, clock: ContinuousClock(), logger: quiet)
+                _ = try await source.run({ update in
+                    if case .event(let event) = update {
+                        pending.append(event)
+                        count += 1
+                        if event.lastEventID == target { source.stop() }
+                    }
+                }, batchEnded: {
+                    // Group commit: the batch's jobs and last cursor in one transaction.
+                    try ingest.journal(batch: pending)
+                    pending.removeAll(keepingCapacity: true)
+                    wake.signal()
+                })
+                executorTask.cancel()
+                await executorTask.value
+                if journalOnly { return count }
+                try await executor.runReadyJobs()
+                let storedOrders = try store.counts().orders
+                precondition(storedOrders == events, "stored \(storedOrders) of \(events)")
+                return count
+            }
+            report("stream → SQLite, \(events) full-order events", "journaled per parser batch, applied beside the stream",
+                   bytes: 0, seconds: stored.seconds, events: stored.count,
+                   note: "\(format(reference.seconds / stored.seconds, 2))× of the reference")
+        }
+    }
+}
+
+/// Event creation at the Sandbox → committed in the journal, at 1,000 events/s for 5 s: p50 and p99.
+/// The clock starts when the Sandbox creates the change, so the figure includes the server and the
+/// network as well as the parse and the commit.
+func commitLatency() async throws {
+    try await Sandbox.withRunning(SandboxConfiguration(port: 0, feed: .orderBook)) { sandbox in
+        let url = await sandbox.baseURL + "/v1/events"
+        let created = Timestamps()
+        let total = 5_000
+        try await CurlLoop.withLoop(logger: quiet) { loop in
+            let pipeline = try Pipeline(loop: loop, eventsURL: url)
+            defer { pipeline.remove() }
+            let (ingest, executor, wake) = (pipeline.ingest, pipeline.executor, pipeline.wake)
+            let executorTask = Task { await executor.run(wake: wake) }
+            let producer = Task {
+                let start = ContinuousClock.now
+                for index in 0..<total {
+                    try await Task.sleep(until: start.advanced(by: .microseconds(1_000 * index)), clock: .continuous)
+                    sandbox.orders.create()
+                    let sequence = "\(sandbox.orders.latestSequence)"
+                    created.map.withLock { $0[sequence] = .now }
+                }
+            }
+            var latencies: [Double] = []
+            var pending: [ServerSentEvents.ServerSentEvent] = []
+            let source = EventSource(configuration: EventSourceConfiguration(url: url, idleTimeout: nil),
+                                     loop: loop, clock: ContinuousClock(), logger: quiet)
+            _ = try await source.run({ update in
+                if case .event(let event) = update { pending.append(event) }
+            }, batchEnded: {
+                guard !pending.isEmpty else { return }
+                try ingest.journal(batch: pending)
+                let committed = ContinuousClock.now
+                wake.signal()
+                for event in pending {
+                    if let at = created.map.withLock({ $0[event.lastEventID] }) {
+                        let elapsed = at.duration(to: committed)
+                        latencies.append(Double(elapsed.components.seconds) * 1000
+                                         + Double(elapsed.components.attoseconds) / 1e15)
+                    }
+                }
+                if pending.last?.lastEventID == "\(total)" { source.stop() }
+                pending.removeAll(keepingCapacity: true)
+            })
+            try await producer.value
+            executorTask.cancel()
+            await executorTask.value
+            latencies.sort()
+            let p50 = latencies[latencies.count / 2]
+            let p99 = latencies[min(latencies.count - 1, latencies.count * 99 / 100)]
+            report("creation → committed at 1,000 events/s (5 s)", "journaled per parser batch",
+                   bytes: 0, seconds: 5, events: latencies.count,
+                   note: "p50 \(format(p50, 2)) ms, p99 \(format(p99, 2)) ms, max \(format(latencies.last ?? 0, 2)) ms")
+        }
+    }
+}
+
+/// A fresh store in a temporary directory with the stream service, executor and wake signal
+/// `orderlive run` builds around it. Only the stream service's journaling is used (the benchmark
+/// drives the event source itself), so its session never logs in.
+struct Pipeline {
+    let directory = NSTemporaryDirectory() + "orderlive-bench-\(UUID().uuidString)"
+    let store: OrderStore
+    let ingest: StreamService
+    let executor: SyncExecutor
+    let wake = WakeSignal()
+
+    init(loop: CurlLoop, eventsURL: String) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        store = try OrderStore(path: directory + "/orderlive.sqlite")
+        let session = Session(
+            dependencies: .init(
+                client: AuthClient(loop: loop, endpoints: .init(baseURL: eventsURL)),
+                store: CredentialStore(directory: directory), identifier: "bench"),
+            logger: quiet)
+        ingest = StreamService(
+            source: EventSourceConfiguration(url: eventsURL), loop: loop, session: session, store: store, wake: wake,
+            logger: quiet)
+        executor = SyncExecutor(store: store, source: NoSource(), logger: quiet)
+    }
+
+    func remove() {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// Creation times by event id, shared between the producer task and the consumer.
+final class Timestamps: Sendable {
+    let map = Mutex<[String: ContinuousClock.Instant]>([:])
+}
+
+/// The store benchmark's events all carry full orders: nothing is fetched.
+struct NoSource: OrderSource {
+    func fetchOrder(id: String) async throws(SyncError) -> OrderRecord? { throw SyncError("no fetches here") }
+    func fetchPage(cursor: String?, limit: Int) async throws(SyncError) -> (orders: [OrderRecord], next: String?) {
+        throw SyncError("no full sync here")
+    }
+}
