@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "CheckedInput", targets: ["CheckedInput"]),
         .library(name: "AsyncSignals", targets: ["AsyncSignals"]),
         .library(name: "JSONToolkit", targets: ["JSONToolkit"]),
+        .library(name: "RetryTiming", targets: ["RetryTiming"]),
         .library(name: "ServerSentEvents", targets: ["ServerSentEvents"]),
         .library(name: "CurlHTTP", targets: ["CurlHTTP"]),
         .library(name: "EventStream", targets: ["EventStream"]),
@@ -60,6 +61,10 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            name: "RetryTiming",
+            swiftSettings: strict
+        ),
+        .target(
             name: "JSONToolkit",
             dependencies: ["CheckedInput"],
             swiftSettings: strict
@@ -80,6 +85,7 @@ let package = Package(
             name: "EventStream",
             dependencies: [
                 "CheckedInput",
+                "RetryTiming",
                 "ServerSentEvents",
                 "CurlHTTP",
                 .product(name: "Logging", package: "swift-log"),
@@ -95,6 +101,7 @@ let package = Package(
             name: "AuthSession",
             dependencies: [
                 "CheckedInput",
+                "RetryTiming",
                 "CurlHTTP",
                 "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),
@@ -110,7 +117,7 @@ let package = Package(
             name: "OrderSync",
             dependencies: [
                 "AsyncSignals", "CheckedInput", "JSONToolkit", "OrderStore", "ServerSentEvents", "AuthSession", "CurlHTTP",
-                "EventStream",
+                "EventStream", "RetryTiming",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -193,6 +200,11 @@ let package = Package(
         .testTarget(
             name: "AsyncSignalsTests",
             dependencies: ["AsyncSignals"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "RetryTimingTests",
+            dependencies: ["RetryTiming"],
             swiftSettings: strict
         ),
         .testTarget(

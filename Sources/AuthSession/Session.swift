@@ -1,6 +1,7 @@
 import CheckedInput
 import Foundation
 import Logging
+import RetryTiming
 
 /// The one owner of token state (FIELD-NOTES 5): hands out a valid access token on demand,
 /// refreshing ahead of expiry, with exactly one refresh (or login) in flight however many callers
@@ -339,9 +340,8 @@ public actor Session {
     }
 
     private func backoff(attempt: Int) async {
-        let base = 0.25 * Double(1 << min(attempt - 1, 6))
-        let seconds = base * (0.5 + 0.5 * dependencies.random())
-        try? await dependencies.sleep(Checked.duration(seconds: seconds, maximum: .seconds(60)))
+        try? await dependencies.sleep(ExponentialDelay.delay(
+            attempt: attempt - 1, base: .milliseconds(250), maximum: .seconds(16), unit: dependencies.random()))
     }
 
     private func setState(_ new: State) {

@@ -3,6 +3,7 @@
 // policy; it knows nothing about orders, tokens or storage (headers come from a provider).
 
 import CheckedInput
+import RetryTiming
 
 /// The reconnect delay policy: exponential from a base to a maximum, jittered within [d/2, d],
 /// reset once a connection has stayed up long enough. A pure value; the driver supplies time and
@@ -39,17 +40,9 @@ public struct Backoff: Sendable, Hashable {
     /// The delay before the next attempt. `unit` is a random number in [0, 1] that places the
     /// delay within [d/2, d]; `retryAfter` (from a 429/503) is a floor.
     public mutating func nextDelay(unit: Double, retryAfter: Duration? = nil) -> Duration {
-        let exponent = min(failures, 30)
-        failures += 1
-        var delay = base
-        for _ in 0..<exponent {
-            delay = delay * 2
-            if delay >= maximum { break }
-        }
-        delay = min(delay, max(maximum, base))
-        let fraction = 0.5 + 0.5 * min(max(unit, 0), 1)
-        var jittered = delay * fraction
-        if let retryAfter { jittered = max(jittered, retryAfter) }
-        return jittered
+        let delay = ExponentialDelay.delay(attempt: failures, base: base, maximum: maximum, unit: unit)
+        failures = min(failures, 1 << 20) + 1
+        if let retryAfter { return max(delay, retryAfter) }
+        return delay
     }
 }

@@ -3,6 +3,7 @@ import CheckedInput
 import Foundation
 import Logging
 import OrderStore
+import RetryTiming
 import Synchronization
 
 /// Applies journaled jobs strictly one at a time, in journal order (DESIGN §8 "Sync"). A job's
@@ -196,7 +197,9 @@ public final class SyncExecutor: Sendable {
                     ])
                     return .deadLettered
                 }
-                let delay = min(configuration.retryMaximum, configuration.retryBase * pow(2, Double(min(max(job.attempts, 0), 64))))
+                let delay = Checked.seconds(of: ExponentialDelay.delay(
+                    attempt: job.attempts, base: Checked.duration(seconds: configuration.retryBase, maximum: .seconds(86_400)),
+                    maximum: Checked.duration(seconds: configuration.retryMaximum, maximum: .seconds(86_400))))
                 if let id = job.id { try store.recordFailure(jobID: id, reason: reason, retryAt: now() + delay, countsAttempt: true) }
                 logger.warning("sync job failed; will retry", metadata: [
                     "sync.job.kind": "\(job.kind.rawValue)", "sync.job.order_id": "\(job.orderID ?? "")",
