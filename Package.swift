@@ -101,6 +101,7 @@ let package = Package(
             name: "AuthSession",
             dependencies: [
                 "CheckedInput",
+                "JSONToolkit",
                 "RetryTiming",
                 "CurlHTTP",
                 "COpenSSL",

@@ -4,6 +4,7 @@
 
 import CheckedInput
 import Foundation
+import JSONToolkit
 
 /// What a login or refresh returns (DESIGN §3 "Token pair"), with absolute expiry times.
 public struct TokenPair: Sendable, Hashable {
@@ -39,13 +40,13 @@ public struct TokenPair: Sendable, Hashable {
     /// Decodes a token-pair body received at `now` (Unix seconds). Expiry comes from `expires_in`,
     /// else `expires_at` (RFC 3339 or Unix seconds), else the access token's JWT `exp` claim.
     public static func decode(_ body: [UInt8], receivedAt now: Double) throws(AuthError) -> TokenPair {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+        guard let object = JSONObjectText(body)?.fields else {
             throw AuthError(.invalidResponse, "the token response is not a JSON object")
         }
-        guard let access = object["access_token"] as? String, !access.isEmpty else {
+        guard let access = object["access_token"]?.string, !access.isEmpty else {
             throw AuthError(.invalidResponse, "the token response has no access_token")
         }
-        guard let refresh = object["refresh_token"] as? String, !refresh.isEmpty else {
+        guard let refresh = object["refresh_token"]?.string, !refresh.isEmpty else {
             throw AuthError(.invalidResponse, "the token response has no refresh_token")
         }
         // Every number from the backend is checked before it is used (DESIGN §10): an id or an
@@ -65,8 +66,8 @@ public struct TokenPair: Sendable, Hashable {
             refreshExpiresAt = try instant(value, field: "refresh_expires_at")
         }
         var stores: [String] = []
-        if let list = object["store_ids"], !(list is NSNull) {
-            guard let list = list as? [Any] else {
+        if let list = object["store_ids"], list != .null {
+            guard case .array(let list) = list else {
                 throw AuthError(.invalidResponse, "the token response's store_ids is not a list")
             }
             for element in list {
@@ -76,19 +77,19 @@ public struct TokenPair: Sendable, Hashable {
         return TokenPair(
             accessToken: access, refreshToken: refresh, accessExpiresAt: accessExpiresAt,
             refreshExpiresAt: refreshExpiresAt, userID: try identifier(object["user_id"], field: "user_id"),
-            role: object["role"] as? String, storeIDs: stores)
+            role: object["role"]?.string, storeIDs: stores)
     }
 
     /// The longest token lifetime accepted: ten years, in seconds.
     static let longestLifetime: Double = 315_576_000
 
     /// A JSON number (not a string, not a Boolean), as a Double; nil when absent or another type.
-    static func number(_ value: Any?) -> Double? {
-        Checked.jsonNumber(value)
+    static func number(_ value: JSONValue?) -> Double? {
+        if case .number(let number)? = value { number } else { nil }
     }
 
     /// A lifetime in seconds (`expires_in`): a number from 0 to ten years, else a decoding error.
-    static func lifetime(_ value: Any?, field: String) throws(AuthError) -> Double? {
+    static func lifetime(_ value: JSONValue?, field: String) throws(AuthError) -> Double? {
         guard let seconds = number(value) else { return nil }
         guard let valid = Checked.finite(seconds, in: 0...longestLifetime) else {
             throw AuthError(.invalidResponse, "the token response's \(field) is out of range (0 to \(Int64(longestLifetime)) seconds)")
@@ -98,10 +99,10 @@ public struct TokenPair: Sendable, Hashable {
 
     /// An absolute time (`expires_at`): Unix seconds or RFC 3339, between 1970 and 9999, else a
     /// decoding error.
-    static func instant(_ value: Any, field: String) throws(AuthError) -> Double? {
-        if value is NSNull { return nil }
+    static func instant(_ value: JSONValue, field: String) throws(AuthError) -> Double? {
+        if value == .null { return nil }
         let range = Double(Checked.unixTimeRange.lowerBound)...Double(Checked.unixTimeRange.upperBound)
-        let seconds: Double? = if let text = value as? String { parseRFC3339(text) } else { number(value) }
+        let seconds: Double? = if let text = value.string { parseRFC3339(text) } else { number(value) }
         guard let seconds, let valid = Checked.finite(seconds, in: range) else {
             throw AuthError(.invalidResponse, "the token response's \(field) is not a time between 1970 and 9999")
         }
@@ -110,10 +111,10 @@ public struct TokenPair: Sendable, Hashable {
 
     /// An id that may be an integer or a string; compared as a string. Absent or null is nil; an
     /// integer beyond ±2^53, a fraction or another type is a decoding error.
-    static func identifier(_ value: Any?, field: String) throws(AuthError) -> String? {
-        guard let value, !(value is NSNull) else { return nil }
-        if let string = value as? String { return string }
-        if let integer = Checked.jsonInteger(value) { return String(integer) }
+    static func identifier(_ value: JSONValue?, field: String) throws(AuthError) -> String? {
+        guard let value, value != .null else { return nil }
+        if let string = value.string { return string }
+        if case .number = value, let integer = value.identifier { return integer }
         throw AuthError(.invalidResponse, "the token response's \(field) is not a string or an integer within ±2^53")
     }
 
@@ -128,9 +129,7 @@ public struct TokenPair: Sendable, Hashable {
         guard parts.count == 3 else { return nil }
         var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.count % 4 != 0 { base64 += "=" }
-        guard let data = Data(base64Encoded: base64),
-              let claims = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
-        else { return nil }
+        guard let data = Data(base64Encoded: base64), let claims = JSONObjectText(Array(data))?.fields else { return nil }
         guard let exp = claims["exp"] else { return nil }
         return try instant(exp, field: "access token's exp claim")
     }
