@@ -188,7 +188,7 @@ public enum AgentBuilder {
         if let push {
             let ingest = configuration.ingest
             let journal = PushJournal(
-                store: store, dedupeWindow: Double(ingest.dedupeWindow.components.seconds),
+                store: store, dedupeWindow: ingest.dedupeWindow,
                 highWaterJobs: ingest.highWaterJobs, journaled: { wake.signal() })
             let endpoint = PushEndpoint(
                 configuration: .init(authentication: push.authentication, maximumBodyBytes: ingest.maximumBodyBytes,

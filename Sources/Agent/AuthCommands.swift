@@ -51,7 +51,7 @@ public enum AuthCommands {
                 client: client, store: try makeStore(configuration: configuration),
                 identifier: identifier ?? configuredIdentifier,
                 password: password ?? passwordSource(configuration),
-                refreshAhead: Double(configuration.auth.refreshAhead.components.seconds), observe: observe),
+                refreshAhead: configuration.auth.refreshAhead, observe: observe),
             logger: logger)
     }
 }

@@ -50,7 +50,7 @@ public actor Session {
         /// Reads the password when a login is needed (a file or the environment); nil when none.
         public var password: @Sendable () -> String?
         /// Refresh when the access token expires within this many seconds.
-        public var refreshAhead: Double
+        public var refreshAhead: Duration
         /// Wall clock, Unix seconds.
         public var now: @Sendable () -> Double
         /// Waits between transient retries.
@@ -63,7 +63,7 @@ public actor Session {
         /// Creates dependencies with real time and randomness.
         public init(
             client: AuthClient, store: CredentialStore, identifier: String?,
-            password: @escaping @Sendable () -> String? = { nil }, refreshAhead: Double = 60,
+            password: @escaping @Sendable () -> String? = { nil }, refreshAhead: Duration = .seconds(60),
             now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
             sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
             random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) },
@@ -242,7 +242,7 @@ public actor Session {
 
     private func needsRefresh(_ current: StoredCredentials) -> Bool {
         guard let expiresAt = current.accessExpiresAt else { return false }
-        return dependencies.now() + dependencies.refreshAhead >= expiresAt
+        return dependencies.now() + Checked.seconds(of: dependencies.refreshAhead) >= expiresAt
     }
 
     private func performRefresh() async throws(AuthError) -> String {

@@ -14,7 +14,7 @@ import ServiceLifecycle
 /// `StreamService+Journal.swift`), until graceful shutdown. Before each stream the store is claimed
 /// for the session's user (a different user's data is cleared first, FIELD-NOTES 15). What happens
 /// is reported to a ``StreamObserver``; the executor is woken after every commit.
-public struct StreamService: Service {
+public struct StreamService<C: Clock>: Service where C.Duration == Duration {
     /// The event source every connection starts from; its `lastEventID` is replaced by the stored
     /// cursor at each connection.
     public let source: EventSourceConfiguration
@@ -23,13 +23,15 @@ public struct StreamService: Service {
     let store: any JobJournal
     let wake: WakeSignal
     let observer: any StreamObserver
+    let clock: C
     let now: @Sendable () -> Double
     let logger: Logger
 
-    /// Creates the service. `now` is the wall clock (Unix seconds) stamped on journaled jobs.
+    /// Creates the service. `clock` times reconnect waits, idle timeouts and the commit lag; `now`
+    /// is the wall clock (Unix seconds) stamped on journaled jobs.
     public init(
         source: EventSourceConfiguration, loop: CurlLoop, session: Session, store: any JobJournal, wake: WakeSignal,
-        observer: any StreamObserver = NoStreamObserver(),
+        observer: any StreamObserver = NoStreamObserver(), clock: C,
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }, logger: Logger
     ) {
         self.source = source
@@ -38,6 +40,7 @@ public struct StreamService: Service {
         self.store = store
         self.wake = wake
         self.observer = observer
+        self.clock = clock
         self.now = now
         self.logger = logger
     }
@@ -71,7 +74,7 @@ public struct StreamService: Service {
             configuration.lastEventID = cursor
             let events = EventSource(
                 configuration: configuration, loop: loop, headerProvider: SessionHeaderProvider(session: session),
-                clock: ContinuousClock(), logger: logger)
+                clock: clock, logger: logger)
             stopping.onStop { events.stop() }
             do {
                 if try await stream(events, from: cursor) == .serverRequestedStop {
@@ -91,14 +94,14 @@ public struct StreamService: Service {
 
     /// One event source until it ends: events are committed in the batches the parser hands over
     /// (group commit), one transaction journaling a batch's jobs with its last cursor.
-    private func stream(_ events: EventSource<ContinuousClock>, from cursor: String) async throws -> EventSourceEnd {
+    private func stream(_ events: EventSource<C>, from cursor: String) async throws -> EventSourceEnd {
         var pending: [ServerSentEvent] = []
-        var firstArrival: ContinuousClock.Instant?
+        var firstArrival: C.Instant?
         var resumeFrom = cursor  // what the next (re)connection sends as Last-Event-ID
         func flush() throws {
             guard !pending.isEmpty else { return }
             try journal(batch: pending)
-            observer.eventsJournaled(count: pending.count, commitLag: firstArrival.map { .now - $0 }, at: now())
+            observer.eventsJournaled(count: pending.count, commitLag: firstArrival.map { $0.duration(to: clock.now) }, at: now())
             if logger.logLevel <= .debug {
                 for event in pending {
                     logger.debug("event journaled", metadata: ["stream.event.id": "\(event.lastEventID)"])
@@ -112,7 +115,7 @@ public struct StreamService: Service {
         return try await events.run({ update in
             switch update {
             case .event(let event):
-                if firstArrival == nil { firstArrival = .now }
+                if firstArrival == nil { firstArrival = clock.now }
                 pending.append(event)
                 resumeFrom = event.lastEventID
             case .oversizedEventDiscarded(let id):
@@ -144,7 +147,7 @@ public struct StreamService: Service {
 
     private func pause(_ stopping: StopFlag) async throws {
         guard !stopping.isStopped else { return }
-        try await Task.sleep(for: .seconds(1))
+        try await clock.sleep(for: .seconds(1), tolerance: nil)
     }
 }
 
@@ -170,6 +173,18 @@ public enum StreamState: String, Sendable, Hashable {
     case backoff
     /// Not streaming (not started, stopped, or told to stop by a 204).
     case stopped
+}
+
+extension StreamService where C == ContinuousClock {
+    /// Creates the service on the continuous clock.
+    public init(
+        source: EventSourceConfiguration, loop: CurlLoop, session: Session, store: any JobJournal, wake: WakeSignal,
+        observer: any StreamObserver = NoStreamObserver(),
+        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }, logger: Logger
+    ) {
+        self.init(source: source, loop: loop, session: session, store: store, wake: wake, observer: observer,
+                  clock: ContinuousClock(), now: now, logger: logger)
+    }
 }
 
 /// An observer that ignores everything.

@@ -1,4 +1,5 @@
 import AsyncSignals
+import CheckedInput
 import Foundation
 import OrderStore
 import Synchronization
@@ -18,7 +19,7 @@ public final class PushJournal: Sendable {
     }
 
     private let store: any JobJournal
-    private let dedupeWindow: Double
+    private let dedupeWindow: Double  // seconds, as the wall clock `now` counts
     private let highWaterJobs: Int
     private let maximumBatch: Int
     private let now: @Sendable () -> Double
@@ -28,12 +29,12 @@ public final class PushJournal: Sendable {
     /// Creates a journal over `store`. `journaled` runs after each commit that added jobs (it wakes
     /// the executor); `now` is Unix seconds.
     public init(
-        store: any JobJournal, dedupeWindow: Double, highWaterJobs: Int, maximumBatch: Int = 512,
+        store: any JobJournal, dedupeWindow: Duration, highWaterJobs: Int, maximumBatch: Int = 512,
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         journaled: @escaping @Sendable () -> Void = {}
     ) {
         self.store = store
-        self.dedupeWindow = dedupeWindow
+        self.dedupeWindow = Checked.seconds(of: dedupeWindow)
         self.highWaterJobs = highWaterJobs
         self.maximumBatch = max(1, maximumBatch)
         self.now = now

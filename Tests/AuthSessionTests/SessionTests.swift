@@ -45,7 +45,7 @@ struct AuthHarness {
 
     var store: CredentialStore { CredentialStore(directory: directory, now: { [clock] in clock.now }) }
 
-    func session(password: String? = nil, store: CredentialStore? = nil, refreshAhead: Double = 60) -> Session {
+    func session(password: String? = nil, store: CredentialStore? = nil, refreshAhead: Duration = .seconds(60)) -> Session {
         let clock = self.clock
         let client = AuthClient(loop: loop, endpoints: .init(baseURL: baseURL), now: { clock.now })
         return Session(
@@ -84,7 +84,7 @@ struct AuthHarness {
 
     @Test func tokenInsideTheRefreshAheadWindowIsRefreshedAndAFreshOneIsNot() async throws {
         try await AuthHarness.run { harness in
-            let session = harness.session(refreshAhead: 60)
+            let session = harness.session(refreshAhead: .seconds(60))
             try await session.login(password: AuthHarness.password)
             let first = try await session.accessToken()
             harness.clock.advance(by: 900 - 30)  // expires in 30 s: inside the 60 s window

@@ -26,7 +26,7 @@ import Testing
                         client: AuthClient(loop: loop, endpoints: .init(baseURL: base), now: { wall.now }),
                         store: CredentialStore(directory: directory, now: { wall.now }),
                         identifier: SandboxUser.demo.identifier, password: { SandboxUser.demo.password },
-                        refreshAhead: 1, now: { wall.now }, sleep: { _ in }),
+                        refreshAhead: .seconds(1), now: { wall.now }, sleep: { _ in }),
                     logger: logs.logger(level: .trace))
                 let clock = ManualClock()
                 let source = EventSource(

@@ -52,7 +52,7 @@ struct PushServerHarness: Sendable {
         let logs = CapturedLogs()
         let logger = logs.logger(level: .debug)
         let registry = PrometheusCollectorRegistry()
-        let journal = PushJournal(store: store, dedupeWindow: 345_600, highWaterJobs: highWaterJobs, now: now)
+        let journal = PushJournal(store: store, dedupeWindow: .seconds(345_600), highWaterJobs: highWaterJobs, now: now)
         let endpoint = PushEndpoint(
             configuration: .init(authentication: authentication, maximumBodyBytes: maximumBodyBytes,
                                  maximumNotifications: maximumNotifications),

@@ -135,7 +135,7 @@ func commitLatency() async throws {
 struct Pipeline {
     let directory = NSTemporaryDirectory() + "orderlive-bench-\(UUID().uuidString)"
     let store: OrderStore
-    let ingest: StreamService
+    let ingest: StreamService<ContinuousClock>
     let executor: SyncExecutor
     let wake = WakeSignal()
 
