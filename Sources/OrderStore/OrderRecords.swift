@@ -77,16 +77,17 @@ public struct OrderRecord: Sendable, Hashable, FetchableRecord, PersistableRecor
         self.appliedAt = appliedAt
     }
 
-    /// Decodes a row by column position (much cheaper than Codable's by-name decoding).
-    public init(row: Row) {
-        id = row[0]
-        status = row[1]
-        storeID = row[2]
-        courierID = row[3]
-        version = row[4]
-        updatedAt = row[5]
-        body = row[6]
-        appliedAt = row[7]
+    /// Decodes a row by column position (much cheaper than Codable's by-name decoding). A value of
+    /// the wrong type (a database edited by hand) is an error, never a trap.
+    public init(row: Row) throws {
+        id = try row.decode(atIndex: 0)
+        status = try row.decode(atIndex: 1)
+        storeID = try row.decode(atIndex: 2)
+        courierID = try row.decode(atIndex: 3)
+        version = try row.decode(atIndex: 4)
+        updatedAt = try row.decode(atIndex: 5)
+        body = try row.decode(atIndex: 6)
+        appliedAt = try row.decode(atIndex: 7)
     }
 
     /// The columns in ``init(row:)``'s order.
@@ -236,22 +237,23 @@ public struct JobRecord: Sendable, Hashable, FetchableRecord, PersistableRecord 
         self.updatedAt = updatedAt
     }
 
-    /// Decodes a row by column position.
-    public init(row: Row) {
-        id = row[0]
-        kind = JobKind(rawValue: row[1]) ?? .fullSync
-        orderID = row[2]
-        version = row[3]
-        payload = row[4]
-        source = row[5]
-        attempts = row[6]
-        notBefore = row[7]
-        lastError = row[8]
-        createdAt = row[9]
-        status = row[10]
-        storeID = row[11]
-        courierID = row[12]
-        updatedAt = row[13]
+    /// Decodes a row by column position. A value of the wrong type is an error, never a trap; an
+    /// unknown kind reads as a full sync (the safe repair).
+    public init(row: Row) throws {
+        id = try row.decode(atIndex: 0)
+        kind = JobKind(rawValue: try row.decode(String.self, atIndex: 1)) ?? .fullSync
+        orderID = try row.decode(atIndex: 2)
+        version = try row.decode(atIndex: 3)
+        payload = try row.decode(atIndex: 4)
+        source = try row.decode(atIndex: 5)
+        attempts = try row.decode(atIndex: 6)
+        notBefore = try row.decode(atIndex: 7)
+        lastError = try row.decode(atIndex: 8)
+        createdAt = try row.decode(atIndex: 9)
+        status = try row.decode(atIndex: 10)
+        storeID = try row.decode(atIndex: 11)
+        courierID = try row.decode(atIndex: 12)
+        updatedAt = try row.decode(atIndex: 13)
     }
 
     /// The columns in ``init(row:)``'s order.

@@ -129,11 +129,13 @@ extension OrderStore {
         let currentRow = try Row.fetchOne(
             db.cachedStatement(sql: #"SELECT version, updated_at FROM "order" WHERE id = ?"#), arguments: [order.id])
         if let currentRow {
-            let current = OrderFreshness(version: currentRow[0], updatedAt: currentRow[1])
+            let current = OrderFreshness(
+                version: try currentRow.decode(atIndex: 0), updatedAt: try currentRow.decode(atIndex: 1))
             if !order.freshness.isNewer(than: current) { return .stale }
         } else if let tombstone = try Row.fetchOne(
             db.cachedStatement(sql: "SELECT version, updated_at FROM tombstone WHERE id = ?"), arguments: [order.id]) {
-            guard order.freshness.isNewer(than: OrderFreshness(version: tombstone[0], updatedAt: tombstone[1])) else {
+            guard order.freshness.isNewer(than: OrderFreshness(
+                version: try tombstone.decode(atIndex: 0), updatedAt: try tombstone.decode(atIndex: 1))) else {
                 return .stale
             }
             try db.cachedStatement(sql: "DELETE FROM tombstone WHERE id = ?").execute(arguments: [order.id])

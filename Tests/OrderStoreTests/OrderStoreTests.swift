@@ -134,4 +134,30 @@ import Testing
         let reader = try OrderStore(path: temporary.store.path)
         #expect(try reader.orders().map(\.id) == ["1"])
     }
+
+    /// A database edited by hand — here tables recreated without their NOT NULL constraints, and
+    /// NULLs where the store needs values — gives errors, never a trap (GRDB's row subscripts
+    /// stop the process on a NULL read as a non-optional value).
+    @Test func nullsWrittenByHandIntoRequiredColumnsAreErrorsNotTraps() throws {
+        let temporary = try TemporaryStore()
+        try temporary.store.applyUpsert(order(1, version: 1))
+        let vandal = try DatabaseQueue(path: temporary.store.path)
+        try vandal.write { db in
+            try db.execute(sql: """
+                DROP TABLE "order";
+                CREATE TABLE "order" (id TEXT, status TEXT, store_id TEXT, courier_id TEXT, version INTEGER,
+                                      updated_at TEXT, body TEXT, applied_at REAL);
+                INSERT INTO "order" VALUES ('1', NULL, NULL, NULL, 1, NULL, NULL, 1);
+                DROP TABLE job;
+                CREATE TABLE job (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT, order_id TEXT, version INTEGER,
+                                  payload TEXT, source TEXT, attempts INTEGER, not_before REAL, last_error TEXT,
+                                  created_at REAL, status TEXT, store_id TEXT, courier_id TEXT, updated_at TEXT);
+                INSERT INTO job (kind, order_id, source) VALUES ('fetch', '1', NULL);
+                """)
+        }
+        #expect(throws: (any Error).self) { try temporary.store.orders() }
+        #expect(throws: (any Error).self) { try temporary.store.order(id: "1") }
+        #expect(throws: (any Error).self) { try temporary.store.headJobs(limit: 10) }
+        #expect(try temporary.store.counts().orders == 1, "counting still works")
+    }
 }
