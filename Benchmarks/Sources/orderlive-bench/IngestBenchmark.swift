@@ -117,7 +117,7 @@ func withBareServer<T: Sendable>(_ body: @Sendable @escaping (Int) async throws 
 
 /// The agent as `orderlive run` builds it, in a fresh state directory; returns wrk's result and how
 /// many orders and jobs the store holds afterwards (every acknowledged request must be one of them).
-func withAgent(durability: Durability, _ body: @Sendable @escaping (Int) async throws -> LoadResult?)
+func withAgent(durability: StoreDurability, _ body: @Sendable @escaping (Int) async throws -> LoadResult?)
     async throws -> (LoadResult?, stored: Int)
 {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-ingest-bench-\(UUID().uuidString)").path
@@ -167,7 +167,7 @@ func ingestBenchmark() async throws {
                 + "| \(format(result.requestsPerSecond / bare.requestsPerSecond, 2))× | \(result.memory.isEmpty ? "—" : result.memory) |")
         }
         line("bare Hummingbird, 200 without work (reference)", bare, stored: "—")
-        for durability in [Durability.normal, .full] {
+        for durability in [StoreDurability.normal, .full] {
             let (result, stored) = try await withAgent(durability: durability) { port in
                 try runWrk(port: port, seconds: seconds, connections: connections, script: script)
             }
