@@ -189,7 +189,10 @@ let package = Package(
         ),
         .target(
             name: "TestSupport",
-            dependencies: ["OrderStore", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "AuthSession", "CurlHTTP", "EventStream", "OrderStore", "OrderSync", "PushIngest", "Sandbox",
+                .product(name: "Logging", package: "swift-log"), .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
             path: "Tests/TestSupport",
             swiftSettings: strict
         ),
@@ -257,10 +260,8 @@ let package = Package(
         .testTarget(
             name: "PushIngestTests",
             dependencies: [
-                "PushIngest", "JSONToolkit", "OrderStore", "OrderSync", "CurlHTTP", "TestSupport",
+                "PushIngest", "JSONToolkit", "OrderStore", "CurlHTTP", "TestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             exclude: ["Fixtures"],

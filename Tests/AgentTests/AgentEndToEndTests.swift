@@ -5,6 +5,7 @@ import OrderStore
 import Sandbox
 import Synchronization
 import Testing
+import TestSupport
 
 @Suite struct AgentEndToEndTests {
     /// A state directory, a password file, an ingest secret and a configuration file in a fresh

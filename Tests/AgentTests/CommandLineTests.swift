@@ -3,6 +3,7 @@ import OrderStore
 import Sandbox
 import Synchronization
 import Testing
+import TestSupport
 
 /// The built `orderlive` executable, run as a user would run it.
 struct OrderliveProcess {

@@ -1,6 +1,7 @@
 import Agent
 import Foundation
 import Testing
+import TestSupport
 
 /// Issue 11: every integer key, from a file or the environment, is checked text with an upper
 /// bound, so no configured value can overflow where it is used (a read timeout of Int.max

@@ -1,6 +1,7 @@
 import Agent
 import Foundation
 import Testing
+import TestSupport
 
 @Suite struct ConfigurationTests {
     private let home = ["HOME": "/home/courier"]

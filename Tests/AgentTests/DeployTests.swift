@@ -1,6 +1,7 @@
 import Agent
 import Foundation
 import Testing
+import TestSupport
 
 /// `Deploy/` cannot be run here (no systemd as PID 1, no container engine, no cluster); these keep
 /// it in step with the code: every configuration loads with the real loader, and points its secrets

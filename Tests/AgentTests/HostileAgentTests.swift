@@ -2,6 +2,7 @@ import CurlHTTP
 import Foundation
 import Logging
 import Testing
+import TestSupport
 
 /// Issue 11, against the real executable: the request that once stopped the agent, and 2,000 idle
 /// connections held by another process, leave `orderlive run` serving and exiting cleanly.

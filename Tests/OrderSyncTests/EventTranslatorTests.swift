@@ -3,6 +3,7 @@ import OrderStore
 import OrderSync
 import ServerSentEvents
 import Testing
+import TestSupport
 
 @Suite struct EventTranslatorTests {
     @Test func theStoredBodyIsByteForByteWhatTheBackendSent() {

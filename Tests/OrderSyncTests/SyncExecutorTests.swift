@@ -10,58 +10,6 @@ import TestSupport
 import Synchronization
 import Testing
 
-/// A Sandbox order book, a logged-in session, a fresh store and an executor over them.
-struct SyncHarness {
-    let sandbox: Sandbox
-    let store: OrderStore
-    let executor: SyncExecutor
-    let wall: WallClock
-    let loop: CurlLoop
-    let session: Session
-    let headers: any EventStreamHeaderProvider
-
-    static func run(
-        maximumAttempts: Int = 8, pageSize: Int = 500, retention: Int = 10_000,
-        _ body: (SyncHarness) async throws -> Void
-    ) async throws {
-        let wall = WallClock()
-        let configuration = SandboxConfiguration(
-            port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true, now: { wall.now }), feed: .orderBook,
-            orderRetention: retention)
-        let temporary = try TemporaryStore(now: { wall.now })
-        try await Sandbox.withRunning(configuration) { sandbox in
-            let base = await sandbox.baseURL
-            try await CurlLoop.withLoop(logger: quietLogger) { loop in
-                let session = Session(
-                    dependencies: Session.Dependencies(
-                        client: AuthClient(loop: loop, endpoints: .init(baseURL: base), now: { wall.now }),
-                        store: CredentialStore(directory: temporary.directory + "/state", now: { wall.now }),
-                        identifier: SandboxUser.demo.identifier, password: { SandboxUser.demo.password },
-                        now: { wall.now }, sleep: { _ in }),
-                    logger: quietLogger)
-                let source = OrdersClient(loop: loop, session: session, baseURL: base, now: { wall.now })
-                let executor = SyncExecutor(
-                    store: temporary.store, source: source,
-                    configuration: .init(maximumAttempts: maximumAttempts, pageSize: pageSize),
-                    now: { wall.now }, logger: quietLogger)
-                try await body(SyncHarness(
-                    sandbox: sandbox, store: temporary.store, executor: executor, wall: wall, loop: loop,
-                    session: session, headers: SessionHeaderProvider(session: session)))
-                _ = temporary
-            }
-        }
-    }
-
-    /// The store's orders as id → (status, version), to compare with the Sandbox's.
-    func local() throws -> [String: String] {
-        Dictionary(uniqueKeysWithValues: try store.orders().map { ($0.id, "\($0.status)@\($0.version ?? -1)") })
-    }
-
-    func upstream() -> [String: String] {
-        sandbox.orders.snapshot.mapValues { "\($0.status)@\($0.version)" }
-    }
-}
-
 @Suite struct SyncExecutorTests {
     @Test func fetchAnswering503IsRetriedAndSucceeds() async throws {
         try await SyncHarness.run { harness in

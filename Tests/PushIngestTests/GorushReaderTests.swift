@@ -1,6 +1,7 @@
 import Foundation
 import JSONToolkit
 import Testing
+import TestSupport
 
 @testable import PushIngest
 

@@ -4,6 +4,7 @@ import GRDB
 import OrderStore
 import PushIngest
 import Testing
+import TestSupport
 
 @Suite struct PushEndpointTests {
     private static let gorushDirectory = fixtures.appendingPathComponent("gorush")

@@ -2,6 +2,7 @@ import Foundation
 import OrderStore
 import PushIngest
 import Testing
+import TestSupport
 
 /// Copies of `shared/fixtures` (Gorush's own request bodies, the Standard Webhooks vectors), kept
 /// beside this file so the tests run wherever the repository is.

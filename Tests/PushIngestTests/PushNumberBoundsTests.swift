@@ -1,6 +1,7 @@
 import HTTPTypes
 import OrderStore
 import Testing
+import TestSupport
 
 @testable import PushIngest
 

@@ -3,9 +3,9 @@ import Foundation
 import Synchronization
 
 /// The JSON log lines of a running child, as they arrive; tests wait for a line matching a predicate.
-final class LogWatch: Sendable {
-    typealias Line = [String: String]
-    typealias Match = (index: Int, line: Line)
+public final class LogWatch: Sendable {
+    public typealias Line = [String: String]
+    public typealias Match = (index: Int, line: Line)
 
     private struct State {
         var lines: [Line] = []
@@ -18,8 +18,11 @@ final class LogWatch: Sendable {
 
     private let state = Mutex(State())
 
+    /// An empty watch.
+    public init() {}
+
     /// Reads `lines` until it ends (the child exited).
-    func follow(_ lines: AsyncStream<String>) async {
+    public func follow(_ lines: AsyncStream<String>) async {
         for await text in lines {
             let rawReady = state.withLock { state in
                 state.raw.append(text)
@@ -60,7 +63,7 @@ final class LogWatch: Sendable {
     }
 
     /// The first output line (JSON or not) matching `predicate`, or nil if the child exits first.
-    func waitForRaw(_ predicate: @escaping @Sendable (String) -> Bool) async -> String? {
+    public func waitForRaw(_ predicate: @escaping @Sendable (String) -> Bool) async -> String? {
         await withCheckedContinuation { continuation in
             let found: String?? = state.withLock { state in
                 if let line = state.raw.first(where: predicate) { return .some(line) }
@@ -73,10 +76,10 @@ final class LogWatch: Sendable {
     }
 
     /// Every output line as written.
-    var raw: [String] { state.withLock { $0.raw } }
+    public var raw: [String] { state.withLock { $0.raw } }
 
     /// The first line at or after index `from` matching `predicate`, or nil if the child exits first.
-    func wait(from: Int = 0, for predicate: @escaping @Sendable (Line) -> Bool) async -> Match? {
+    public func wait(from: Int = 0, for predicate: @escaping @Sendable (Line) -> Bool) async -> Match? {
         await withCheckedContinuation { continuation in
             let found: Match?? = state.withLock { state in
                 if let index = state.lines.indices.first(where: { $0 >= from && predicate(state.lines[$0]) }) {
@@ -91,29 +94,34 @@ final class LogWatch: Sendable {
     }
 
     /// Waits for a line whose `message` is `message` (and whose fields match `fields`).
-    func wait(from: Int = 0, message: String, _ fields: [String: String] = [:]) async -> Match? {
+    public func wait(from: Int = 0, message: String, _ fields: [String: String] = [:]) async -> Match? {
         await wait(from: from) { line in
             line["message"] == message && fields.allSatisfy { line[$0.key] == $0.value }
         }
     }
 
-    var lines: [Line] { state.withLock { $0.lines } }
-    var unparsable: [String] { state.withLock { $0.unparsable } }
-    var count: Int { state.withLock { $0.lines.count } }
+    public var lines: [Line] { state.withLock { $0.lines } }
+    public var unparsable: [String] { state.withLock { $0.unparsable } }
+    public var count: Int { state.withLock { $0.lines.count } }
 }
 
 /// A small HTTP client for the agent's own endpoints.
-struct AgentHTTP {
-    let loop: CurlLoop
+public struct AgentHTTP: Sendable {
+    public let loop: CurlLoop
 
-    func get(_ url: String) async throws -> (status: Int, body: String) {
+    /// A client over `loop`.
+    public init(loop: CurlLoop) {
+        self.loop = loop
+    }
+
+    public func get(_ url: String) async throws -> (status: Int, body: String) {
         let response = try await loop.perform(HTTPRequest(url: url))
         return (response.status, String(decoding: response.body, as: UTF8.self))
     }
 }
 
 /// Prometheus text: every line a comment or `name{labels} value`; returns the samples.
-func prometheusSamples(_ text: String) -> [String: Double]? {
+public func prometheusSamples(_ text: String) -> [String: Double]? {
     var samples: [String: Double] = [:]
     for line in text.split(separator: "\n", omittingEmptySubsequences: true) {
         if line.hasPrefix("# HELP ") || line.hasPrefix("# TYPE ") { continue }

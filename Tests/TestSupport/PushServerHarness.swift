@@ -5,35 +5,34 @@ import OrderStore
 import OrderSync
 import Prometheus
 import PushIngest
-import TestSupport
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Operations answers for the endpoint tests: ready, a fixed status, and the test's own registry.
-struct TestOperations: OperationsProvider {
-    let registry: PrometheusCollectorRegistry
+public struct TestOperations: OperationsProvider {
+    public let registry: PrometheusCollectorRegistry
 
-    func readiness() async -> Readiness { Readiness(isReady: true, json: #"{"ready":true}"#) }
-    func statusJSON() async -> String { #"{"test":true}"# }
-    func metricsText() async -> String { registry.emitToString() }
+    public func readiness() async -> Readiness { Readiness(isReady: true, json: #"{"ready":true}"#) }
+    public func statusJSON() async -> String { #"{"test":true}"# }
+    public func metricsText() async -> String { registry.emitToString() }
 }
 
 /// A real push server on 127.0.0.1:0 over a real store in a temporary directory, and a curl client.
-struct PushServerHarness: Sendable {
-    let store: OrderStore
-    let endpoint: PushEndpoint
-    let server: PushServer
-    let loop: CurlLoop
-    let registry: PrometheusCollectorRegistry
-    let logs: CapturedLogs
-    let port: Int
-    let directory: String
+public struct PushServerHarness: Sendable {
+    public let store: OrderStore
+    public let endpoint: PushEndpoint
+    public let server: PushServer
+    public let loop: CurlLoop
+    public let registry: PrometheusCollectorRegistry
+    public let logs: CapturedLogs
+    public let port: Int
+    public let directory: String
 
-    var url: String { "http://127.0.0.1:\(port)/api/push" }
+    public var url: String { "http://127.0.0.1:\(port)/api/push" }
 
-    static func with<Result: Sendable>(
+    public static func with<Result: Sendable>(
         authentication: PushAuthentication = .none,
         maximumBodyBytes: Int = 262_144,
         maximumNotifications: Int = 100,
@@ -75,35 +74,35 @@ struct PushServerHarness: Sendable {
     }
 
     /// POSTs `body` to `/api/push` with extra headers.
-    func push(_ body: [UInt8], headers: [String: String] = [:]) async throws -> HTTPResponse {
+    public func push(_ body: [UInt8], headers: [String: String] = [:]) async throws -> HTTPResponse {
         var fields = HTTPHeaders()
         fields.add(name: "Content-Type", value: "application/json")
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) { fields.add(name: name, value: value) }
         return try await loop.perform(HTTPRequest(url: url, method: "POST", headers: fields, body: body))
     }
 
-    func push(_ text: String, headers: [String: String] = [:]) async throws -> HTTPResponse {
+    public func push(_ text: String, headers: [String: String] = [:]) async throws -> HTTPResponse {
         try await push(Array(text.utf8), headers: headers)
     }
 
-    func get(_ path: String) async throws -> HTTPResponse {
+    public func get(_ path: String) async throws -> HTTPResponse {
         try await loop.perform(HTTPRequest(url: "http://127.0.0.1:\(port)\(path)"))
     }
 
     /// The journal's jobs, in order.
-    func jobs() throws -> [JobRecord] { try store.headJobs(limit: 1_000_000) }
+    public func jobs() throws -> [JobRecord] { try store.headJobs(limit: 1_000_000) }
 }
 
 extension HTTPResponse {
-    var text: String { String(decoding: body, as: UTF8.self) }
+    public var text: String { String(decoding: body, as: UTF8.self) }
 }
 
 /// A plain TCP client for what curl will not send: bodies that stall, heads that never end, chunked
 /// bodies without end. Every read has a timeout, so a test never hangs.
-final class RawConnection: Sendable {
+public final class RawConnection: Sendable {
     private let descriptor: Int32
 
-    init(port: Int, readTimeoutSeconds: Int = 5) throws {
+    public init(port: Int, readTimeoutSeconds: Int = 5) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var timeout = timeval(tv_sec: readTimeoutSeconds, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -123,20 +122,20 @@ final class RawConnection: Sendable {
 
     /// Sends bytes; false when the peer has closed (EPIPE / ECONNRESET).
     @discardableResult
-    func send(_ text: String) -> Bool {
+    public func send(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
         return bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
     }
 
     @discardableResult
-    func send(bytes: [UInt8]) -> Bool {
+    public func send(bytes: [UInt8]) -> Bool {
         bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
     }
 
     /// Everything the server sends until it closes the connection (or the read timeout passes:
     /// then `closed` is false). The blocking reads run on a thread of their own, never on the
     /// cooperative pool the server under test needs.
-    func readUntilClosed() async -> (text: String, closed: Bool) {
+    public func readUntilClosed() async -> (text: String, closed: Bool) {
         let descriptor = self.descriptor
         return await withCheckedContinuation { continuation in
             Thread.detachNewThread { continuation.resume(returning: Self.read(descriptor)) }
@@ -144,7 +143,7 @@ final class RawConnection: Sendable {
     }
 
     /// Reads until the end of a response head (or a close or the read timeout), on a thread of its own.
-    func readResponseHead() async -> String {
+    public func readResponseHead() async -> String {
         let descriptor = self.descriptor
         return await withCheckedContinuation { continuation in
             Thread.detachNewThread {

@@ -1,0 +1,59 @@
+import AuthSession
+import CurlHTTP
+import EventStream
+import Foundation
+import OrderStore
+import OrderSync
+import Sandbox
+
+/// A Sandbox order book, a logged-in session, a fresh store and an executor over them.
+public struct SyncHarness: Sendable {
+    public let sandbox: Sandbox
+    public let store: OrderStore
+    public let executor: SyncExecutor
+    public let wall: WallClock
+    public let loop: CurlLoop
+    public let session: Session
+    public let headers: any EventStreamHeaderProvider
+
+    public static func run(
+        maximumAttempts: Int = 8, pageSize: Int = 500, retention: Int = 10_000,
+        _ body: (SyncHarness) async throws -> Void
+    ) async throws {
+        let wall = WallClock()
+        let configuration = SandboxConfiguration(
+            port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true, now: { wall.now }), feed: .orderBook,
+            orderRetention: retention)
+        let temporary = try TemporaryStore(now: { wall.now })
+        try await Sandbox.withRunning(configuration) { sandbox in
+            let base = await sandbox.baseURL
+            try await CurlLoop.withLoop(logger: quietLogger) { loop in
+                let session = Session(
+                    dependencies: Session.Dependencies(
+                        client: AuthClient(loop: loop, endpoints: .init(baseURL: base), now: { wall.now }),
+                        store: CredentialStore(directory: temporary.directory + "/state", now: { wall.now }),
+                        identifier: SandboxUser.demo.identifier, password: { SandboxUser.demo.password },
+                        now: { wall.now }, sleep: { _ in }),
+                    logger: quietLogger)
+                let source = OrdersClient(loop: loop, session: session, baseURL: base, now: { wall.now })
+                let executor = SyncExecutor(
+                    store: temporary.store, source: source,
+                    configuration: .init(maximumAttempts: maximumAttempts, pageSize: pageSize),
+                    now: { wall.now }, logger: quietLogger)
+                try await body(SyncHarness(
+                    sandbox: sandbox, store: temporary.store, executor: executor, wall: wall, loop: loop,
+                    session: session, headers: SessionHeaderProvider(session: session)))
+                _ = temporary
+            }
+        }
+    }
+
+    /// The store's orders as id → (status, version), to compare with the Sandbox's.
+    public func local() throws -> [String: String] {
+        Dictionary(uniqueKeysWithValues: try store.orders().map { ($0.id, "\($0.status)@\($0.version ?? -1)") })
+    }
+
+    public func upstream() -> [String: String] {
+        sandbox.orders.snapshot.mapValues { "\($0.status)@\($0.version)" }
+    }
+}
