@@ -31,7 +31,7 @@ public struct AgentStartError: Error, Sendable, CustomStringConvertible {
 /// The whole program of `orderlive run`, built by ``AgentBuilder/build(configuration:logger:)`` and
 /// run by ``run(handlingSignals:)``.
 public struct AgentProgram: Sendable {
-    /// The services in dependency order: curl loop → stream-status recorder → stream → executor →
+    /// The services in dependency order: curl loop → session refresher → stream-status recorder → stream → executor →
     /// push endpoint → shutdown marker. The group stops them in reverse: pushes are refused first, the curl loop stops last.
     public let services: [any Service]
     /// The push listener, when `ingest.listen` is set.
@@ -176,6 +176,7 @@ public enum AgentBuilder {
             logger: logger)
         var services: [any Service] = [
             CurlLoopService(loop: loop),
+            SessionRefreshService(session: session),
             StreamStatusRecorder(state: state, stateDirectory: configuration.store.stateDirectory, logger: logger),
             StreamService(
                 source: streamSource(configuration), loop: loop, session: session, store: store, wake: wake,

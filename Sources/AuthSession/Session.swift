@@ -241,8 +241,72 @@ public actor Session {
     }
 
     private func needsRefresh(_ current: StoredCredentials) -> Bool {
-        guard let expiresAt = current.accessExpiresAt else { return false }
-        return dependencies.now() + Checked.seconds(of: dependencies.refreshAhead) >= expiresAt
+        guard let due = refreshDue(current) else { return false }
+        return dependencies.now() >= due
+    }
+
+    /// When `current`'s access token should be refreshed (DESIGN §8): `refresh_ahead` before it
+    /// expires, or at 80 % of its life when that comes first (a short-lived token is not refreshed
+    /// at once, nor only at its last second). Nil when its expiry is unknown.
+    private func refreshDue(_ current: StoredCredentials) -> Double? {
+        guard let expiresAt = current.accessExpiresAt else { return nil }
+        let ahead = Checked.seconds(of: dependencies.refreshAhead)
+        let life = max(0, expiresAt - current.savedAt)
+        return expiresAt - min(ahead, 0.2 * life)
+    }
+
+    /// When the current access token is due for a refresh, Unix seconds; nil without a session or
+    /// with an unknown expiry.
+    public var refreshDueAt: Double? {
+        hydrate()
+        guard state == .authenticated || state == .refreshing, let current = credentials else { return nil }
+        return refreshDue(current)
+    }
+
+    /// Keeps the access token fresh for a long-lived consumer (`run`, `inspect --auth`) until the task
+    /// is cancelled: sleeps until the token is due, then refreshes it through ``accessToken()`` (so
+    /// single-flight with every other caller, the rotated pair saved first, transient failures
+    /// retried per DESIGN §8, a rejection ending the session as it always does). With no session,
+    /// or after a failure, it looks again every `idleCheck`, so a later `login` is picked up.
+    public func keepFresh(idleCheck: Duration = .seconds(30)) async {
+        var refreshedLastTime = false
+        while !Task.isCancelled {
+            let wait: Duration
+            if let due = refreshDueAt {
+                let until = due - dependencies.now()
+                if until <= 0, refreshedLastTime {
+                    // The fresh token is due at once (a backend handing out tokens that expire
+                    // immediately): no loop of refreshes, but a look again in a second.
+                    refreshedLastTime = false
+                    wait = .seconds(1)
+                } else if until <= 0 {
+                    refreshedLastTime = true
+                    do {
+                        _ = try await accessToken()
+                        logger.debug("access token refreshed ahead of expiry", metadata: ["auth.event": "auth.refresh.ahead"])
+                        continue
+                    } catch {
+                        refreshedLastTime = false
+                        if error.kind != .transient {
+                            logger.warning("refresh ahead stopped: no usable session", metadata: [
+                                "auth.event": "auth.refresh.ahead_stopped", "auth.reason": "\(error.message)",
+                            ])
+                        }
+                        wait = idleCheck
+                    }
+                } else {
+                    refreshedLastTime = false
+                    wait = Checked.duration(seconds: until, maximum: idleCheck)
+                }
+            } else {
+                wait = idleCheck
+            }
+            do {
+                try await dependencies.sleep(wait)
+            } catch {
+                return
+            }
+        }
     }
 
     private func performRefresh() async throws(AuthError) -> String {

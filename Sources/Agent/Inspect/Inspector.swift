@@ -39,18 +39,33 @@ public struct Inspector: Sendable {
     public func run(authenticatedBy configuration: OrderliveConfiguration? = nil) async throws -> Outcome {
         try options.validate()
         return try await CurlLoop.withLoop(logger: logger) { loop in
-            var provider: any EventStreamHeaderProvider = FixedHeaders()
-            if let configuration {
-                let session = try AuthCommands.makeSession(configuration: configuration, loop: loop, logger: logger)
-                // Fail fast with the reason instead of retrying a stream that cannot authenticate.
-                do {
-                    _ = try await session.accessToken()
-                } catch let error as AuthError {
-                    return .failed("--auth: \(error.message)")
-                }
-                provider = SessionHeaderProvider(session: session)
+            guard let configuration else {
+                return try await run(loop: loop, clock: ContinuousClock(), handlesSignals: true)
             }
-            return try await run(loop: loop, clock: ContinuousClock(), headerProvider: provider, handlesSignals: true)
+            let session = try AuthCommands.makeSession(configuration: configuration, loop: loop, logger: logger)
+            // Fail fast with the reason instead of retrying a stream that cannot authenticate.
+            do {
+                _ = try await session.accessToken()
+            } catch let error as AuthError {
+                return .failed("--auth: \(error.message)")
+            }
+            // The token is refreshed ahead of expiry while the stream stays open (DESIGN §8).
+            return try await withThrowingTaskGroup(of: Outcome?.self) { group in
+                group.addTask {
+                    await session.keepFresh()
+                    return nil
+                }
+                group.addTask {
+                    try await run(
+                        loop: loop, clock: ContinuousClock(), headerProvider: SessionHeaderProvider(session: session),
+                        handlesSignals: true)
+                }
+                defer { group.cancelAll() }
+                while let outcome = try await group.next() {
+                    if let outcome { return outcome }
+                }
+                return .failed("--auth: the session ended")
+            }
         }
     }
 
