@@ -270,8 +270,8 @@ let package = Package(
         .testTarget(
             name: "AgentTests",
             dependencies: [
-                "Agent", "Sandbox", "OrderStore", "CurlHTTP", "EventStream", "ServerSentEvents", "TestSupport",
-                .product(name: "Logging", package: "swift-log"),
+                "Agent", "AuthSession", "Sandbox", "OrderStore", "CurlHTTP", "EventStream", "ServerSentEvents",
+                "TestSupport", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strict
         ),

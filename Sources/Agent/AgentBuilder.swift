@@ -140,7 +140,15 @@ public enum AgentBuilder {
         let store: OrderStore
         do {
             store = try StateDirectory(configuration.store.stateDirectory)
-                .openStore(durability: configuration.store.durability)
+                .openStore(durability: configuration.store.durability) { health in
+                    // Once per change, not per failed write (DESIGN §10: reported, never a storm).
+                    if let reason = health.reason {
+                        logger.error("the order store cannot be written; pushes get 503 and the stream waits",
+                                     metadata: ["store.reason": "\(reason)"])
+                    } else {
+                        logger.notice("the order store can be written again")
+                    }
+                }
         } catch {
             throw AgentStartError("cannot open the order database in \(configuration.store.stateDirectory): \(error)")
         }
@@ -258,59 +266,5 @@ public enum AgentBuilder {
                 throw AgentStartError("'ingest.secret_file': \(error.description)")
             }
         }
-    }
-}
-
-/// `/readyz`, `/api/status` and `/metrics` of the running agent.
-struct AgentOperations: OperationsProvider {
-    let session: Session
-    let store: any OrderReader
-    let state: AgentState
-    let metrics: AgentMetrics
-
-    func readiness() async -> Readiness {
-        let snapshot = state.snapshot
-        let auth = await session.snapshot
-        var reason: String?
-        var storeReadable = true
-        do {
-            _ = try store.counts()
-        } catch {
-            storeReadable = false
-        }
-        if snapshot.shuttingDown {
-            reason = "shutting down"
-        } else if !storeReadable {
-            reason = "the order store cannot be read"
-        } else if !snapshot.executorRunning {
-            reason = "the executor is not running"
-        }
-        var notes: [String] = []
-        switch auth.state {
-        case .unauthenticated: notes.append("no session: run orderlive login, or configure auth.password_file")
-        case .locked: notes.append("the stored credentials cannot be read now")
-        default: break
-        }
-        if snapshot.stream != .open, let error = snapshot.lastStreamError { notes.append("stream: \(error)") }
-        let json = "{" + [
-            #""ready":\#(reason == nil)"#,
-            #""reason":\#(reason.map(JSONText.string) ?? "null")"#,
-            #""auth":{"state":\#(JSONText.string(auth.state.rawValue))}"#,
-            #""stream":{"state":\#(JSONText.string(snapshot.stream.rawValue)),"reconnects":\#(snapshot.reconnects)}"#,
-            #""notes":[\#(notes.map(JSONText.string).joined(separator: ","))]"#,
-        ].joined(separator: ",") + "}"
-        return Readiness(isReady: reason == nil, json: json)
-    }
-
-    func statusJSON() async -> String {
-        let auth = await session.snapshot
-        return StatusOutput.json(auth, store: try? StoreStatus(store), stream: state.snapshot)
-    }
-
-    func metricsText() async -> String {
-        let auth = await session.snapshot
-        return metrics.text(
-            counts: try? store.counts(), now: Date().timeIntervalSince1970,
-            authenticated: auth.state == .authenticated || auth.state == .refreshing)
     }
 }

@@ -2,6 +2,7 @@ import AuthSession
 import OrderStore
 import OrderSync
 import Prometheus
+import Synchronization
 
 /// The agent's metrics in one Prometheus registry (DESIGN §4 `/metrics`; issue 6): stream state and
 /// reconnects, event-to-commit lag, journal depth and oldest job age, jobs by kind and outcome, auth
@@ -22,6 +23,9 @@ public final class AgentMetrics: Sendable {
     let deadLetters: Prometheus.Gauge
     let orders: Prometheus.Gauge
     let authenticated: Prometheus.Gauge
+    let storeWritable: Prometheus.Gauge
+    let storeWriteFailures: Prometheus.Counter
+    private let countedWriteFailures = Mutex(0)
     private let jobs: [String: Prometheus.Counter]
     private let authEvents: [AuthEvent: Prometheus.Counter]
 
@@ -41,6 +45,9 @@ public final class AgentMetrics: Sendable {
         deadLetters = registry.makeGauge(descriptor: Self.name("orderlive_dead_letters", "Dead letters kept"))
         orders = registry.makeGauge(descriptor: Self.name("orderlive_orders", "Orders in the local store"))
         authenticated = registry.makeGauge(descriptor: Self.name("orderlive_auth_authenticated", "1 while the session has usable credentials"))
+        storeWritable = registry.makeGauge(descriptor: Self.name("orderlive_store_writable", "1 while the order store's writes succeed"))
+        storeWriteFailures = registry.makeCounter(descriptor: Self.name(
+            "orderlive_store_write_failures_total", "Store writes that failed for a storage reason (full, read-only, I/O, locked)"))
         var jobs: [String: Prometheus.Counter] = [:]
         for kind in JobKind.allCases {
             for outcome in [SyncExecutor.Outcome.completed, .failed, .deadLettered] {
@@ -77,7 +84,15 @@ public final class AgentMetrics: Sendable {
     }
 
     /// The exposition text, with the store's gauges brought up to date first.
-    func text(counts: StoreCounts?, now: Double, authenticated isAuthenticated: Bool) -> String {
+    func text(
+        counts: StoreCounts?, health: StoreWriteHealth, now: Double, authenticated isAuthenticated: Bool
+    ) -> String {
+        storeWritable.set(Int64(health.writable ? 1 : 0))
+        let newFailures = countedWriteFailures.withLock { counted in
+            defer { counted = max(counted, health.failures) }
+            return max(0, health.failures - counted)
+        }
+        if newFailures > 0 { storeWriteFailures.increment(by: Int64(newFailures)) }
         if let counts {
             journalDepth.set(Int64(counts.journalDepth))
             oldestJobAge.set(counts.oldestJobCreatedAt.map { max(0, now - $0) } ?? 0)

@@ -38,7 +38,8 @@ public final class AgentState: Sendable {
     /// The current state.
     public var snapshot: Snapshot { state.withLock { $0 } }
 
-    func update(_ change: (inout Snapshot) -> Void) {
+    /// Changes the state (the services do) and wakes the stream-status recorder.
+    public func update(_ change: (inout Snapshot) -> Void) {
         state.withLock { change(&$0) }
         changes.signal()
     }

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import OrderStore
 
 /// The state directory (`store.state_dir`, DESIGN §7) and the files orderlive keeps in it: the order
@@ -19,9 +22,12 @@ public struct StateDirectory: Sendable, Hashable {
     /// The stream-status file the running agent keeps up to date for `status`.
     public var streamStatusPath: String { path + "/stream-status.json" }
 
-    /// Opens the order database, creating it when there is none.
-    public func openStore(durability: StoreDurability = .normal) throws -> OrderStore {
-        try OrderStore(path: databasePath, durability: durability)
+    /// Opens the order database, creating it when there is none; `healthChanged` hears when writes
+    /// start failing for a storage reason and when they succeed again.
+    public func openStore(
+        durability: StoreDurability = .normal, healthChanged: @escaping @Sendable (StoreWriteHealth) -> Void = { _ in }
+    ) throws -> OrderStore {
+        try OrderStore(path: databasePath, durability: durability, healthChanged: healthChanged)
     }
 
     /// Opens the order database when it exists; never creates one (with none, there are no orders yet).
@@ -33,7 +39,21 @@ public struct StateDirectory: Sendable, Hashable {
     /// The store part of `status`; nil when there is no database yet.
     public func storeStatus() throws -> StoreStatus? {
         guard let store = try openExistingStore() else { return nil }
-        return try StoreStatus(store)
+        var status = try StoreStatus(store)
+        status.writeProblem = status.writeProblem ?? writeProblem()
+        return status
+    }
+
+    /// What stops writes to the state directory now, seen from outside the agent (for `status` in
+    /// another process): a read-only file system or directory, or no free space. Nil when none is seen.
+    public func writeProblem() -> String? {
+        var stats = statvfs()
+        guard statvfs(path, &stats) == 0 else { return nil }
+        if stats.f_flag & UInt(ST_RDONLY) != 0 { return "the database or its directory is read-only" }
+        if access(path, W_OK) != 0 { return "the database or its directory is read-only" }
+        let free = UInt64(stats.f_bavail).multipliedReportingOverflow(by: UInt64(stats.f_frsize))
+        if !free.overflow, free.partialValue < 64 * 1024 { return "the disk is full" }
+        return nil
     }
 
     /// Deletes the order database and its WAL files (`logout --wipe`); returns the files removed.
@@ -58,11 +78,14 @@ public struct StoreStatus: Sendable, Hashable {
     public var counts: StoreCounts
     /// The user the data belongs to.
     public var owner: String?
+    /// Why the store cannot be written now, if it cannot (full disk, read-only, I/O error, locked).
+    public var writeProblem: String?
 
     /// Reads it from a store.
     public init(_ store: any OrderReader) throws {
         cursor = try store.streamCursor()
         counts = try store.counts()
         owner = try store.owner()
+        writeProblem = store.writeHealth.reason
     }
 }

@@ -11,7 +11,7 @@ extension OrderStore {
     @discardableResult
     public func applyUpsert(_ order: OrderRecord, completing jobID: Int64? = nil) throws -> UpsertOutcome {
         let now = self.now()
-        return try writer.write { db in
+        return try recordedWrite { db in
             let outcome = try Self.upsert(order, at: now, in: db)
             if let jobID { _ = try JobRecord.deleteOne(db, key: jobID) }
             return outcome
@@ -22,7 +22,7 @@ extension OrderStore {
     @discardableResult
     public func applyDelete(orderID: String, version: Int64?, completing jobID: Int64? = nil) throws -> DeleteOutcome {
         let now = self.now()
-        return try writer.write { db in
+        return try recordedWrite { db in
             let outcome = try Self.delete(orderID: orderID, version: version, at: now, in: db)
             if let jobID { _ = try JobRecord.deleteOne(db, key: jobID) }
             return outcome
@@ -47,7 +47,7 @@ extension OrderStore {
     @discardableResult
     public func applyInOneTransaction(_ jobs: [JobRecord]) throws -> Int {
         let now = self.now()
-        return try writer.write { db in
+        return try recordedWrite { db in
             var applied: [Int64] = []
             for job in jobs {
                 switch job.kind {
@@ -77,7 +77,7 @@ extension OrderStore {
     /// Upserts one page of a full sync in one transaction (each order by the usual freshness rule).
     public func applyPage(_ orders: [OrderRecord]) throws {
         let now = self.now()
-        try writer.write { db in
+        try recordedWrite { db in
             for order in orders { _ = try Self.upsert(order, at: now, in: db) }
         }
     }
@@ -87,7 +87,7 @@ extension OrderStore {
     @discardableResult
     public func completeFullSync(keeping ids: Set<String>, completing jobID: Int64?) throws -> Int {
         let now = self.now()
-        return try writer.write { db in
+        return try recordedWrite { db in
             var removed = 0
             for order in try OrderRecord.fetchAll(db) where !ids.contains(order.id) {
                 _ = try Self.delete(orderID: order.id, version: order.version, at: now, in: db)
@@ -102,7 +102,7 @@ extension OrderStore {
     /// `countsAttempt` false (the job could not run for a reason outside it, such as no session) the
     /// attempt is not counted towards `sync.max_attempts`.
     public func recordFailure(jobID: Int64, reason: String, retryAt: Double, countsAttempt: Bool = true) throws {
-        try writer.write { db in
+        try recordedWrite { db in
             try db.execute(
                 sql: "UPDATE job SET attempts = attempts + ?, last_error = ?, not_before = ? WHERE id = ?",
                 arguments: [countsAttempt ? 1 : 0, reason, retryAt, jobID])
@@ -112,7 +112,7 @@ extension OrderStore {
     /// Moves a job that keeps failing to the dead letters, in one transaction.
     public func deadLetter(job: JobRecord, reason: String) throws {
         let now = self.now()
-        try writer.write { db in
+        try recordedWrite { db in
             var letter = DeadLetterRecord(
                 kind: job.kind.rawValue, orderID: job.orderID, raw: job.payload ?? "", reason: reason,
                 attempts: job.attempts, createdAt: now)

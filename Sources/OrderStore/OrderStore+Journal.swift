@@ -7,7 +7,7 @@ extension OrderStore {
     @discardableResult
     public func journal(_ jobs: [NewJob], cursor: String? = nil, deadLetters: [DeadLetterRecord] = []) throws -> Int {
         let now = self.now()
-        return try writer.write { db in
+        return try recordedWrite { db in
             var journaled = 0
             for job in jobs {
                 if try Self.insert(job, at: now, in: db) { journaled += 1 }

@@ -13,7 +13,7 @@ extension OrderStore {
     @discardableResult
     public func claim(for userID: String) throws -> Bool {
         let now = self.now()
-        return try writer.write { db in
+        return try recordedWrite { db in
             let current = try String.fetchOne(db, sql: "SELECT user_id FROM owner WHERE id = 1")
             if current == userID { return false }
             if current != nil {

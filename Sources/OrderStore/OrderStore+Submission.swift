@@ -71,7 +71,7 @@ extension OrderStore {
     public func accept(_ submissions: [IdempotentSubmission], policy: SubmissionPolicy) async -> [SubmissionOutcome] {
         let now = self.now()
         do {
-            return try await writer.write { db in
+            let outcomes = try await writer.write { db in
                 if let cutoff = policy.purgeKeysBefore {
                     try db.execute(sql: "DELETE FROM dedupe_key WHERE accepted_at < ?", arguments: [cutoff])
                 }
@@ -112,12 +112,16 @@ extension OrderStore {
                         depth += journaled
                         outcomes.append(.accepted(jobs: journaled, duplicateParts: duplicates))
                     } catch {
+                        noteWrite(failure: error)
                         outcomes.append(.failed(reason: "\(error)"))
                     }
                 }
                 return outcomes
             }
+            if outcomes.contains(where: { if case .failed = $0 { false } else { true } }) { noteWrite(failure: nil) }
+            return outcomes
         } catch {
+            noteWrite(failure: error)
             return submissions.map { _ in .failed(reason: "\(error)") }
         }
     }

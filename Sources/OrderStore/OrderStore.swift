@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 
 /// What applying an upsert did.
 public enum UpsertOutcome: Sendable, Hashable {
@@ -49,12 +50,18 @@ public final class OrderStore: Sendable {
     public var path: String { writer.path }
     let writer: any DatabaseWriter
     let now: @Sendable () -> Double
+    let health = Mutex(StoreWriteHealth())
+    let healthChanged: @Sendable (StoreWriteHealth) -> Void
 
     /// A store over `writer`, migrated to the current schema. `now` is the wall clock (Unix seconds)
-    /// stamped on what is written.
-    public init(_ writer: any DatabaseWriter, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws {
+    /// stamped on what is written; `healthChanged` hears every change of ``writeHealth``.
+    public init(
+        _ writer: any DatabaseWriter, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+        healthChanged: @escaping @Sendable (StoreWriteHealth) -> Void = { _ in }
+    ) throws {
         self.writer = writer
         self.now = now
+        self.healthChanged = healthChanged
         try Self.migrator.migrate(writer)
     }
 
@@ -63,12 +70,13 @@ public final class OrderStore: Sendable {
     /// job stays journaled and is tried again).
     public convenience init(
         path: String, durability: StoreDurability = .normal, busyTimeout: Double = 5,
-        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
+        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+        healthChanged: @escaping @Sendable (StoreWriteHealth) -> Void = { _ in }
     ) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(busyTimeout)
         let pool = try DatabasePool(path: path, configuration: configuration)
-        try self.init(pool, now: now)
+        try self.init(pool, now: now, healthChanged: healthChanged)
         if durability == .full {
             // GRDB sets NORMAL on its writer after opening (STACK-NOTES); FULL must be set afterwards.
             try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }

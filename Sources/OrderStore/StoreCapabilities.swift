@@ -57,6 +57,8 @@ public protocol OrderReader: Sendable {
     func owner() throws -> String?
     /// The stream cursor, "" when none.
     func streamCursor() throws -> String
+    /// Whether writes succeed now, and why not when they do not.
+    var writeHealth: StoreWriteHealth { get }
 }
 
 extension OrderStore: JobJournal, JobApplier, OrderReader {}

@@ -35,6 +35,8 @@ public enum StatusOutput {
             sections.append(#""dead_letters":\#(store.counts.deadLetters)"#)
             sections.append(#""orders":\#(store.counts.orders)"#)
             sections.append(#""owner_user_id":\#(jsonIdentifier(store.owner ?? snapshot.userID))"#)
+            sections.append(
+                #""store":{"writable":\#(store.writeProblem == nil),"reason":\#(store.writeProblem.map(JSONText.string) ?? "null")}"#)
         } else {
             sections.append(#""owner_user_id":\#(jsonIdentifier(snapshot.userID))"#)
         }
@@ -62,6 +64,7 @@ public enum StatusOutput {
             }
             lines.append(streamLine)
             lines.append("journal:  \(store.counts.journalDepth) job(s), \(store.counts.deadLetters) dead letter(s)")
+            lines.append("store:    " + (store.writeProblem.map { "NOT WRITABLE: \($0)" } ?? "writable"))
             lines.append("orders:   \(store.counts.orders)" + (store.owner.map { " (user \($0))" } ?? ""))
         } else {
             lines.append("orders:   no local order database yet")

@@ -1,0 +1,72 @@
+import AuthSession
+import Foundation
+import JSONToolkit
+import OrderStore
+import PushIngest
+
+/// `/readyz`, `/api/status` and `/metrics` of the running agent.
+public struct AgentOperations: OperationsProvider {
+    let session: Session
+    let store: any OrderReader
+    let state: AgentState
+    let metrics: AgentMetrics
+
+    /// The operations of an agent made of these parts.
+    public init(session: Session, store: any OrderReader, state: AgentState, metrics: AgentMetrics) {
+        self.session = session
+        self.store = store
+        self.state = state
+        self.metrics = metrics
+    }
+
+    /// `/readyz`: 503 with the first reason the agent cannot do its work, else 200; notes on the side.
+    public func readiness() async -> Readiness {
+        let snapshot = state.snapshot
+        let auth = await session.snapshot
+        var reason: String?
+        var storeReadable = true
+        do {
+            _ = try store.counts()
+        } catch {
+            storeReadable = false
+        }
+        if snapshot.shuttingDown {
+            reason = "shutting down"
+        } else if !storeReadable {
+            reason = "the order store cannot be read"
+        } else if let problem = store.writeHealth.reason {
+            reason = "the order store cannot be written: \(problem)"
+        } else if !snapshot.executorRunning {
+            reason = "the executor is not running"
+        }
+        var notes: [String] = []
+        switch auth.state {
+        case .unauthenticated: notes.append("no session: run orderlive login, or configure auth.password_file")
+        case .locked: notes.append("the stored credentials cannot be read now")
+        default: break
+        }
+        if snapshot.stream != .open, let error = snapshot.lastStreamError { notes.append("stream: \(error)") }
+        let json = "{" + [
+            #""ready":\#(reason == nil)"#,
+            #""reason":\#(reason.map(JSONText.string) ?? "null")"#,
+            #""auth":{"state":\#(JSONText.string(auth.state.rawValue))}"#,
+            #""stream":{"state":\#(JSONText.string(snapshot.stream.rawValue)),"reconnects":\#(snapshot.reconnects)}"#,
+            #""notes":[\#(notes.map(JSONText.string).joined(separator: ","))]"#,
+        ].joined(separator: ",") + "}"
+        return Readiness(isReady: reason == nil, json: json)
+    }
+
+    /// `/api/status`: `status --json` of the running agent.
+    public func statusJSON() async -> String {
+        let auth = await session.snapshot
+        return StatusOutput.json(auth, store: try? StoreStatus(store), stream: state.snapshot)
+    }
+
+    /// `/metrics`.
+    public func metricsText() async -> String {
+        let auth = await session.snapshot
+        return metrics.text(
+            counts: try? store.counts(), health: store.writeHealth, now: Date().timeIntervalSince1970,
+            authenticated: auth.state == .authenticated || auth.state == .refreshing)
+    }
+}

@@ -1,0 +1,74 @@
+import GRDB
+import Synchronization
+
+/// Whether the store can write right now (DESIGN §10): a disk that is full, a read-only file
+/// system, an I/O error or a lock held past the busy timeout make it unwritable until a write
+/// succeeds again. Nothing acknowledged is lost meanwhile: the writes that failed were not
+/// acknowledged.
+public struct StoreWriteHealth: Sendable, Hashable {
+    /// False while writes fail for a storage reason.
+    public var writable = true
+    /// Why writes fail, when they do (never holds data, only the condition).
+    public var reason: String?
+    /// Since when, Unix seconds, when they do.
+    public var since: Double?
+    /// Writes that failed for a storage reason since the store was opened.
+    public var failures = 0
+
+    /// A healthy store.
+    public init() {}
+}
+
+extension OrderStore {
+    /// The store's write health now.
+    public var writeHealth: StoreWriteHealth { health.withLock { $0 } }
+
+    /// `writer.write`, with the outcome noted in ``writeHealth``.
+    func recordedWrite<T>(_ updates: (Database) throws -> T) throws -> T {
+        do {
+            let result = try writer.write(updates)
+            noteWrite(failure: nil)
+            return result
+        } catch {
+            noteWrite(failure: error)
+            throw error
+        }
+    }
+
+    /// Notes a write's outcome; `failure` nil is a success. Errors that are not storage faults
+    /// (a constraint, a bug) do not change the health. Tells the observer of every change.
+    func noteWrite(failure: (any Error)?) {
+        let reason = failure.flatMap(Self.storageFault)
+        if failure != nil, reason == nil { return }
+        let changed: StoreWriteHealth? = health.withLock { health in
+            if let reason {
+                health.failures += 1
+                guard health.writable || health.reason != reason else { return nil }
+                health.writable = false
+                health.reason = reason
+                health.since = health.since ?? now()
+                return health
+            }
+            guard !health.writable else { return nil }
+            health.writable = true
+            health.reason = nil
+            health.since = nil
+            return health
+        }
+        if let changed { healthChanged(changed) }
+    }
+
+    /// The condition behind a storage fault, in words an operator can act on; nil for other errors.
+    static func storageFault(_ error: any Error) -> String? {
+        guard let error = error as? DatabaseError else { return nil }
+        switch error.resultCode.primaryResultCode {
+        case .SQLITE_FULL: return "the disk is full (or the database reached its size limit)"
+        case .SQLITE_READONLY, .SQLITE_PERM: return "the database or its directory is read-only"
+        case .SQLITE_IOERR: return "an I/O error on the database file"
+        case .SQLITE_BUSY, .SQLITE_LOCKED: return "the database is locked by another process"
+        case .SQLITE_CANTOPEN: return "the database file cannot be opened"
+        case .SQLITE_CORRUPT, .SQLITE_NOTADB: return "the database file is damaged"
+        default: return nil
+        }
+    }
+}

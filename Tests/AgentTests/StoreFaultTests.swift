@@ -1,0 +1,106 @@
+import Agent
+import AuthSession
+import CurlHTTP
+import Foundation
+import GRDB
+import OrderStore
+import TestSupport
+import Testing
+
+/// DESIGN §10: a store that cannot be written is reported on `/readyz`, in `status` and in
+/// `/metrics`, and clears by itself when writes succeed again. Real SQLite faults, no mock: the
+/// database is kept from growing (`max_page_count`, as a full disk does), or made read-only.
+@Suite struct StoreFaultTests {
+    /// The agent's operations over a store on `queue`, its executor marked running.
+    private func operations(
+        _ queue: DatabaseQueue, directory: String, loop: CurlLoop
+    ) throws -> (store: OrderStore, operations: AgentOperations, changes: AsyncStream<StoreWriteHealth>) {
+        let (changes, sink) = AsyncStream.makeStream(of: StoreWriteHealth.self)
+        let store = try OrderStore(queue, healthChanged: { sink.yield($0) })
+        let session = Session(
+            dependencies: .init(
+                client: AuthClient(loop: loop, endpoints: .init(baseURL: "http://127.0.0.1:9")),
+                store: CredentialStore(directory: directory), identifier: nil),
+            logger: quietLogger)
+        let state = AgentState()
+        state.update { $0.executorRunning = true }
+        return (store, AgentOperations(session: session, store: store, state: state, metrics: AgentMetrics()), changes)
+    }
+
+    private func jobs(_ count: Int) -> [NewJob] {
+        (0..<count).map { NewJob(kind: .fetch, orderID: "order-\($0)-" + String(repeating: "x", count: 200), source: "test") }
+    }
+
+    @Test func aFullDatabaseIsReportedEverywhereAndClearsWhenSpaceReturns() async throws {
+        let temporary = try TemporaryStore()
+        let queue = try DatabaseQueue(path: temporary.directory + "/fault.sqlite")
+        try await CurlLoop.withLoop(logger: quietLogger) { loop in
+            let (store, operations, changes) = try operations(queue, directory: temporary.directory, loop: loop)
+            var health = changes.makeAsyncIterator()
+            let ready0 = await operations.readiness()
+            #expect(ready0.isReady)
+            // No room to grow: as a full disk does, SQLite answers SQLITE_FULL.
+            try await queue.writeWithoutTransaction { db in
+                let pages = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 1
+                try db.execute(sql: "PRAGMA max_page_count = \(pages)")
+            }
+            var refused = 0
+            for _ in 0..<20 {
+                do { try store.journal(jobs(50)) } catch { refused += 1 }
+            }
+            #expect(refused > 0)
+            let failing = try #require(await health.next())
+            #expect(!failing.writable && failing.reason?.contains("full") == true, "\(failing)")
+
+            let readiness = await operations.readiness()
+            #expect(!readiness.isReady)
+            #expect(readiness.json.contains(#""reason":"the order store cannot be written: the disk is full"#), "\(readiness.json)")
+            let status = await operations.statusJSON()
+            #expect(status.contains(#""store":{"writable":false,"reason":"the disk is full"#), "\(status)")
+            let metrics = try #require(prometheusSamples(await operations.metricsText()))
+            #expect(metrics["orderlive_store_writable"] == 0)
+            #expect((metrics["orderlive_store_write_failures_total"] ?? 0) >= Double(refused))
+
+            // Space returns: the next write succeeds and the condition clears by itself.
+            try await queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA max_page_count = 1073741823") }
+            try store.journal(jobs(50))
+            let cleared = try #require(await health.next())
+            #expect(cleared.writable && cleared.reason == nil)
+            let ready1 = await operations.readiness()
+            #expect(ready1.isReady)
+            #expect(await operations.statusJSON().contains(#""store":{"writable":true,"reason":null}"#))
+            let after = try #require(prometheusSamples(await operations.metricsText()))
+            #expect(after["orderlive_store_writable"] == 1)
+            #expect(after["orderlive_store_write_failures_total"] == metrics["orderlive_store_write_failures_total"])
+        }
+    }
+
+    @Test func aReadOnlyDatabaseIsReportedAndClears() async throws {
+        let temporary = try TemporaryStore()
+        let queue = try DatabaseQueue(path: temporary.directory + "/fault.sqlite")
+        try await CurlLoop.withLoop(logger: quietLogger) { loop in
+            let (store, operations, changes) = try operations(queue, directory: temporary.directory, loop: loop)
+            var health = changes.makeAsyncIterator()
+            try await queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA query_only = ON") }
+            #expect(throws: (any Error).self) { try store.journal(jobs(1)) }
+            let failing = try #require(await health.next())
+            #expect(failing.reason == "the database or its directory is read-only")
+            #expect(await operations.readiness().json.contains("read-only"))
+            // A push to a read-only store is refused, not acknowledged. (GRDB's reads toggle
+            // query_only on this one connection, so the fault is set again first.)
+            try await queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA query_only = ON") }
+            let outcome = await store.accept(
+                [IdempotentSubmission(requestKey: nil, parts: [.init(key: nil, jobs: jobs(1))], response: "")],
+                policy: SubmissionPolicy(dedupeSince: 0, highWaterJobs: 1_000))
+            guard case .failed = outcome.first else {
+                Issue.record("a read-only store acknowledged a push: \(outcome)")
+                return
+            }
+            try await queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA query_only = OFF") }
+            try store.journal(jobs(1))
+            #expect(try #require(await health.next()).writable)
+            let ready2 = await operations.readiness()
+            #expect(ready2.isReady)
+        }
+    }
+}
