@@ -53,7 +53,12 @@ bench: deps
 FUZZ_SECONDS ?= 300
 FUZZ_SMOKE_RUNS ?= 3000
 FUZZ_TARGETS ?= sse gorush webhooks token-pair response-policy orders events configuration
-FUZZ_BUILD := ORDERLIVE_FUZZ=1 $(SWIFT) build -c release --sanitize=fuzzer --sanitize=address --scratch-path .build-fuzz
+# swiftc keeps coverage only when it sees both sanitizers in one flag: given as two flags (as SwiftPM's
+# --sanitize passes them, in an order that varies between runs), `-sanitize=fuzzer -sanitize=address`
+# compiles without coverage and `-sanitize=address -sanitize=fuzzer` without ASan. The combined
+# -Xswiftc flag, last on every compile line, gives both; --sanitize still drives the link and C code.
+FUZZ_BUILD := ORDERLIVE_FUZZ=1 $(SWIFT) build -c release --sanitize=fuzzer --sanitize=address \
+	-Xswiftc -sanitize=fuzzer,address --scratch-path .build-fuzz
 
 fuzz-build: deps
 	$(FUZZ_BUILD) --product ParserFuzz && $(FUZZ_BUILD) --product InputFuzz

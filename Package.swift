@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "orderlive", targets: ["orderlive"]),
         .library(name: "CheckedInput", targets: ["CheckedInput"]),
         .library(name: "AsyncSignals", targets: ["AsyncSignals"]),
+        .library(name: "CoalescedLogging", targets: ["CoalescedLogging"]),
         .library(name: "JSONToolkit", targets: ["JSONToolkit"]),
         .library(name: "RetryTiming", targets: ["RetryTiming"]),
         .library(name: "ServerSentEvents", targets: ["ServerSentEvents"]),
@@ -58,6 +59,11 @@ let package = Package(
         ),
         .target(
             name: "AsyncSignals",
+            swiftSettings: strict
+        ),
+        .target(
+            name: "CoalescedLogging",
+            dependencies: [.product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         .target(
@@ -117,8 +123,8 @@ let package = Package(
         .target(
             name: "OrderSync",
             dependencies: [
-                "AsyncSignals", "CheckedInput", "JSONToolkit", "OrderStore", "ServerSentEvents", "AuthSession", "CurlHTTP",
-                "EventStream", "RetryTiming",
+                "AsyncSignals", "CheckedInput", "CoalescedLogging", "JSONToolkit", "OrderStore", "ServerSentEvents",
+                "AuthSession", "CurlHTTP", "EventStream", "RetryTiming",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -127,7 +133,7 @@ let package = Package(
         .target(
             name: "PushIngest",
             dependencies: [
-                "AsyncSignals", "CheckedInput", "COpenSSL", "JSONToolkit", "OrderStore",
+                "AsyncSignals", "CheckedInput", "COpenSSL", "CoalescedLogging", "JSONToolkit", "OrderStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -199,6 +205,11 @@ let package = Package(
         .testTarget(
             name: "CheckedInputTests",
             dependencies: ["CheckedInput"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "CoalescedLoggingTests",
+            dependencies: ["CoalescedLogging", "TestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         .testTarget(

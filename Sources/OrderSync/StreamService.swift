@@ -1,6 +1,7 @@
 import AsyncSignals
 import AuthSession
 import CheckedInput
+import CoalescedLogging
 import CurlHTTP
 import EventStream
 import Foundation
@@ -59,13 +60,16 @@ public struct StreamService<C: Clock>: Service where C.Duration == Duration {
     }
 
     private func streamUntilStopped(stopping: StopFlag) async throws {
+        // A store that stays unwritable is retried every second: one line, then one a minute.
+        let storeFaults = LogCoalescer(logger: logger, interval: .seconds(60))
         while !stopping.isStopped {
             let cursor: String
             do {
                 try await claimStore()
                 cursor = try self.cursor()
             } catch {
-                logger.error("cannot read the order store; retrying", metadata: ["store.reason": "\(error)"])
+                storeFaults.log(.error, "cannot read the order store; retrying", key: "store-read",
+                                metadata: ["store.reason": "\(error)"])
                 try await pause(stopping)
                 continue
             }
@@ -85,8 +89,8 @@ public struct StreamService<C: Clock>: Service where C.Duration == Duration {
                 // The journal could not be written: nothing after the stored cursor is lost, because the
                 // next stream starts from it.
                 observer.streamStateChanged(.backoff)
-                logger.error("could not journal an event; reconnecting from the stored cursor",
-                             metadata: ["store.reason": "\(error)"])
+                storeFaults.log(.error, "could not journal an event; reconnecting from the stored cursor",
+                                key: "store-journal", metadata: ["store.reason": "\(error)"])
                 try await pause(stopping)
             }
         }

@@ -1,4 +1,5 @@
 import CheckedInput
+import CoalescedLogging
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -39,7 +40,9 @@ public final class PushEndpoint: Sendable {
     private let metrics: PushMetrics
     private let now: @Sendable () -> Double
     private let logger: Logger
-    private let refusalLog = Mutex<ContinuousClock.Instant?>(nil)
+    /// Refusals repeat under a fault or an attack: one line per kind, then one per ten seconds with
+    /// the count (never a line per request).
+    private let refusals: LogCoalescer
     private let draining = Atomic<Bool>(false)
 
     /// Creates the endpoint; `now` is Unix seconds (the Standard Webhooks timestamp check).
@@ -52,6 +55,7 @@ public final class PushEndpoint: Sendable {
         self.metrics = metrics
         self.now = now
         self.logger = logger
+        refusals = LogCoalescer(logger: logger, interval: .seconds(10))
     }
 
     /// From now on every push is answered 503 with `Retry-After` (shutdown has begun).
@@ -66,15 +70,8 @@ public final class PushEndpoint: Sendable {
     /// once every ten seconds (a flood of refused connections must not become a flood of lines).
     func connectionRefused(limit: Int) {
         metrics.connectionsRefused.increment()
-        let now = ContinuousClock.now
-        let due = refusalLog.withLock { last -> Bool in
-            if let previous = last, now - previous < .seconds(10) { return false }
-            last = now
-            return true
-        }
-        if due {
-            logger.warning("push listener full: refusing new connections", metadata: ["push.max_connections": "\(limit)"])
-        }
+        refusals.log(.warning, "push listener full: refusing new connections", key: "connections-full",
+                     metadata: ["push.max_connections": "\(limit)"])
     }
 
     /// Answers one request.
@@ -83,8 +80,13 @@ public final class PushEndpoint: Sendable {
         let (outcome, response) = await answer(request)
         metrics.record(outcome)
         metrics.latency.recordNanoseconds(Checked.nanoseconds(of: ContinuousClock.now - started))
-        if outcome != .accepted && outcome != .duplicate {
-            logger.info("push refused", metadata: [
+        switch outcome {
+        case .accepted, .duplicate:
+            break
+        case .unauthorized, .unavailable:
+            break  // logged where the cause is known, at the level it deserves (one line, not two)
+        default:
+            refusals.log(.info, "push refused", key: "refused/\(outcome.rawValue)", metadata: [
                 "push.outcome": "\(outcome.rawValue)", "http.status": "\(response.status.code)",
             ])
         }
@@ -152,7 +154,9 @@ public final class PushEndpoint: Sendable {
                 .tooManyRequests, "the journal holds \(depth) jobs (ingest.high_water_jobs); send again later",
                 retryAfter: configuration.retryAfterSeconds))
         case .failed(let reason):
-            logger.error("a push could not be journaled", metadata: ["push.reason": "\(reason)"])
+            refusals.log(.error, "a push could not be journaled; answered 503", key: "journal-failed", metadata: [
+                "push.outcome": "\(PushMetrics.Outcome.unavailable.rawValue)", "push.reason": "\(reason)",
+            ])
             return (.unavailable, Self.json(.serviceUnavailable, "the journal could not be written; send again later",
                                             retryAfter: 1))
         }
@@ -165,7 +169,9 @@ public final class PushEndpoint: Sendable {
 
     private func unauthorized(_ reason: String) -> (PushMetrics.Outcome, Response) {
         metrics.authenticationFailures.increment()
-        logger.warning("push authentication failed", metadata: ["push.reason": "\(reason)"])
+        refusals.log(.warning, "push authentication failed", key: "unauthorized/\(reason)", metadata: [
+            "push.outcome": "\(PushMetrics.Outcome.unauthorized.rawValue)", "push.reason": "\(reason)",
+        ])
         return (.unauthorized, Self.json(.unauthorized, "authentication failed: \(reason)"))
     }
 

@@ -1,0 +1,52 @@
+import CoalescedLogging
+import Logging
+import Synchronization
+import TestSupport
+import Testing
+
+@Suite struct LogCoalescerTests {
+    /// A monotonic clock the test moves.
+    final class Uptime: Sendable {
+        private let value = Mutex(Duration.zero)
+        var now: Duration { value.withLock { $0 } }
+        func advance(by delta: Duration) { value.withLock { $0 += delta } }
+    }
+
+    @Test func theFirstLineIsWrittenThenOneLinePerIntervalWithTheCount() {
+        let logs = CapturedLogs()
+        let uptime = Uptime()
+        let coalescer = LogCoalescer(logger: logs.logger(level: .info), interval: .seconds(10), uptime: { uptime.now })
+        var written = 0
+        for _ in 0..<1_000 {
+            if coalescer.log(.warning, "push refused", key: "refused/unauthorized") { written += 1 }
+            uptime.advance(by: .milliseconds(1))  // 1,000 in one second
+        }
+        #expect(written == 1)
+        uptime.advance(by: .seconds(10))
+        #expect(coalescer.log(.warning, "push refused", key: "refused/unauthorized"))
+        let lines = logs.text.split(separator: "\n")
+        #expect(lines.count == 2)
+        #expect(lines.last?.contains("log.repeated") == true && lines.last?.contains("1000") == true, "\(lines)")
+    }
+
+    @Test func differentConditionsAreCoalescedApartAndLevelsBelowTheLoggerCostNothing() {
+        let logs = CapturedLogs()
+        let uptime = Uptime()
+        let coalescer = LogCoalescer(logger: logs.logger(level: .info), interval: .seconds(10), uptime: { uptime.now })
+        for _ in 0..<100 {
+            coalescer.log(.info, "push refused", key: "refused/too_large")
+            coalescer.log(.error, "a push could not be journaled", key: "journal")
+            coalescer.log(.debug, "ignored", key: "debug")
+        }
+        #expect(logs.text.split(separator: "\n").count == 2)
+        #expect(!logs.text.contains("ignored"))
+    }
+
+    @Test func memoryIsBoundedWhateverTheNumberOfKinds() {
+        let logs = CapturedLogs()
+        let coalescer = LogCoalescer(logger: logs.logger(level: .info), uptime: { .zero })
+        for index in 0..<(LogCoalescer.maximumKinds * 4) { coalescer.log(.info, "kind", key: "\(index)") }
+        // Every new kind is written once; memory was cleared as it filled, which only re-allows lines.
+        #expect(logs.text.split(separator: "\n").count == LogCoalescer.maximumKinds * 4)
+    }
+}
