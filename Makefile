@@ -1,9 +1,11 @@
 # orderlive — the two commands a newcomer needs are `make test` and `make demo`.
 SWIFT ?= swift
-SYSTEM_PACKAGES := libcurl4-openssl-dev libssl-dev libsqlite3-dev pkg-config openssl python3
+SYSTEM_PACKAGES := libcurl4-openssl-dev libssl-dev libsqlite3-dev pkg-config openssl python3 curl prometheus
+# From PyPI: schemathesis for `make fuzz-api` (pinned, so a new release cannot change what CI checks).
+PYTHON_PACKAGES := schemathesis==4.32.5
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: all deps build test check-imports demo sandbox release bench fuzz fuzz-build fuzz-smoke clean
+.PHONY: all deps build test check-imports demo sandbox release bench fuzz fuzz-build fuzz-smoke fuzz-api clean
 
 all: build
 
@@ -15,16 +17,26 @@ deps:
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "Installing system packages:$$missing"; \
-	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+	@python3 -m pip show schemathesis 2>/dev/null | grep -qx 'Version: $(patsubst schemathesis==%,%,$(PYTHON_PACKAGES))' \
+	  || { echo "Installing from PyPI: $(PYTHON_PACKAGES)"; python3 -m pip install -q $(PYTHON_PACKAGES); }
 
 build: deps
 	$(SWIFT) build --build-tests
 
-## Build everything and run every test (Swift Testing), then each fuzzer briefly over its seeds.
+## Build everything and run every test (Swift Testing), then schemathesis for a minute against a live
+## agent, then each fuzzer briefly over its seeds.
 test: build check-imports
 	$(SWIFT) test --skip-build
+	FUZZ_API_SECONDS=60 FUZZ_API_EXAMPLES=100 Scripts/fuzz-api.sh .build/debug/orderlive
 	$(MAKE) fuzz-smoke
+
+## schemathesis against a live agent and the Sandbox, every check, over GET /openapi.json (see
+## Scripts/fuzz-api.sh): FUZZ_API_SECONDS (default 600), FUZZ_API_EXAMPLES, FUZZ_API_SEED.
+fuzz-api: deps
+	$(SWIFT) build --product orderlive
+	Scripts/fuzz-api.sh .build/debug/orderlive
 
 ## Every target imports exactly what Package.swift declares for it (STYLE 16; Scripts/check-imports.py).
 check-imports: deps

@@ -32,7 +32,7 @@ public protocol OperationsProvider: Sendable {
 }
 
 /// The push listener (`ingest.listen`) as a `Service`: `POST /api/push`, `GET /healthz`,
-/// `GET /readyz`, `GET /metrics` and `GET /api/status` (DESIGN §4). On graceful shutdown pushes are
+/// `GET /readyz`, `GET /metrics`, `GET /api/status` and `GET /openapi.json` (DESIGN §4). On graceful shutdown pushes are
 /// answered 503 at once, and the server stops accepting connections.
 public final class PushServer: Service, Sendable {
     /// Where it listens and how long a request may take to arrive.
@@ -91,23 +91,48 @@ public final class PushServer: Service, Sendable {
         get async { await bound.value }
     }
 
+    /// One route of the listener: what `GET /openapi.json` documents, and what ``run()`` registers.
+    public struct Route: Sendable {
+        /// The method.
+        public var method: HTTPRequest.Method
+        /// The path, as the router matches it.
+        public var path: String
+        /// The handler.
+        var respond: @Sendable (Request, BasicRequestContext) async -> Response
+    }
+
+    /// Every route this listener serves, in the order registered: the push endpoint, the operations
+    /// endpoints and the OpenAPI document (DESIGN §4). ``run()`` registers exactly these, and answers a
+    /// known path asked with another method `405` with `Allow`.
+    public var routes: [Route] {
+        let endpoint = self.endpoint
+        let operations = self.operations
+        return [
+            Route(method: .post, path: "/api/push") { request, _ in await endpoint.respond(to: request) },
+            Route(method: .get, path: "/healthz") { _, _ in PushEndpoint.body(.ok, #"{"status":"ok"}"#) },
+            Route(method: .get, path: "/readyz") { _, _ in
+                let readiness = await operations.readiness()
+                return PushEndpoint.body(readiness.isReady ? .ok : .serviceUnavailable, readiness.json)
+            },
+            Route(method: .get, path: "/api/status") { _, _ in PushEndpoint.body(.ok, await operations.statusJSON()) },
+            Route(method: .get, path: "/metrics") { _, _ in
+                var headers = HTTPFields()
+                headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+                return Response(status: .ok, headers: headers,
+                                body: ResponseBody(byteBuffer: ByteBuffer(string: await operations.metricsText())))
+            },
+            Route(method: .get, path: "/openapi.json") { _, _ in PushEndpoint.body(.ok, OpenAPIDocument.json) },
+        ]
+    }
+
     /// Serves until graceful shutdown or cancellation.
     public func run() async throws {
         let router = Router()
         let endpoint = self.endpoint
-        let operations = self.operations
-        router.post("/api/push") { request, _ in await endpoint.respond(to: request) }
-        router.get("/healthz") { _, _ in PushEndpoint.body(.ok, #"{"status":"ok"}"#) }
-        router.get("/readyz") { _, _ in
-            let readiness = await operations.readiness()
-            return PushEndpoint.body(readiness.isReady ? .ok : .serviceUnavailable, readiness.json)
-        }
-        router.get("/api/status") { _, _ in PushEndpoint.body(.ok, await operations.statusJSON()) }
-        router.get("/metrics") { _, _ in
-            var headers = HTTPFields()
-            headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
-            return Response(status: .ok, headers: headers,
-                            body: ResponseBody(byteBuffer: ByteBuffer(string: await operations.metricsText())))
+        let routes = self.routes
+        router.add(middleware: MethodNotAllowedMiddleware(routes: routes))
+        for route in routes {
+            router.on(RouterPath(route.path), method: route.method, use: route.respond)
         }
         let limits = (configuration.maximumBodyBytes, TimeAmount.nanoseconds(Checked.nanoseconds(of: configuration.readTimeout)))
         let connections = ConnectionCounter(limit: configuration.maximumConnections)
