@@ -79,13 +79,14 @@ done
 
 echo "fuzz-api: schemathesis against $base/openapi.json ($examples examples per operation, at most $seconds s, seed $seed)"
 status=0
-timeout --kill-after=30 $((seconds + 120)) \
+# From the temporary directory: schemathesis keeps a cache folder where it runs.
+(cd "$work" && timeout --kill-after=30 $((seconds + 120)) \
   python3 -m schemathesis.cli run "$base/openapi.json" --url "$base" --checks all \
     --header "Authorization: Bearer $secret" \
     --max-examples "$examples" --max-time "$seconds" --seed "$seed" \
     --request-timeout 10 --max-response-time 5 --workers 2 \
     --generation-database none --no-color --output-sanitize true \
-    --report junit --report-dir "$work/report" || status=$?
+    --report junit --report-dir "$work/report") || status=$?
 
 kill -0 "$agent" 2>/dev/null || { echo "fuzz-api: the agent is no longer running" >&2; tail -n 40 "$work/agent.log" >&2; exit 1; }
 outcomes=$(curl -s "$base/metrics" | grep '^orderlive_push_requests_total' | grep -v ' 0$' \

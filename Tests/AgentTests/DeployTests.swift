@@ -101,26 +101,7 @@ import TestSupport
         let unit = directory.appendingPathComponent("orderlive.service")
         try Data(try Self.text("Deploy/orderlive.service").replacingOccurrences(of: "/usr/local/bin/orderlive", with: binary).utf8)
             .write(to: unit)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = ["verify", "--man=no", unit.path]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        // Read and wait on a plain thread: the test must not block the shared task pool.
-        let text = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<String, any Error>) in
-            do {
-                try process.run()
-            } catch {
-                continuation.resume(throwing: error)
-                return
-            }
-            Thread.detachNewThread {
-                let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                process.waitUntilExit()
-                continuation.resume(returning: text)
-            }
-        }
-        #expect(process.terminationStatus == 0 && text.isEmpty, "\(text)")
+        let run = try await runTool(tool, ["verify", "--man=no", unit.path])
+        #expect(run.status == 0 && run.output.isEmpty, "\(run.output)")
     }
 }

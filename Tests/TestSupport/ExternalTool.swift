@@ -1,0 +1,41 @@
+import Foundation
+
+/// What an external program printed (stdout and stderr together) and how it ended.
+public struct ToolRun: Sendable {
+    public var status: Int32
+    public var output: String
+}
+
+/// Runs `path` with `arguments` to its end. The output is read and the process waited for on a plain
+/// thread, so a test never blocks the shared task pool on a child process.
+public func runTool(_ path: String, _ arguments: [String], directory: URL? = nil,
+                    environment: [String: String]? = nil) async throws -> ToolRun {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    if let directory { process.currentDirectoryURL = directory }
+    if let environment { process.environment = environment }
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ToolRun, any Error>) in
+        do {
+            try process.run()
+        } catch {
+            continuation.resume(throwing: error)
+            return
+        }
+        Thread.detachNewThread {
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            continuation.resume(returning: ToolRun(status: process.terminationStatus, output: text))
+        }
+    }
+}
+
+/// The first of `candidates` that is an executable file, or of `name` on `PATH`.
+public func executable(_ name: String, candidates: [String] = []) -> String? {
+    let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+    let places = candidates + path.split(separator: ":").map { "\($0)/\(name)" }
+    return places.first { FileManager.default.isExecutableFile(atPath: $0) }
+}
