@@ -5,7 +5,7 @@ SYSTEM_PACKAGES := libcurl4-openssl-dev libssl-dev libsqlite3-dev pkg-config ope
 PYTHON_PACKAGES := schemathesis==4.32.5
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: all deps build test check-imports demo sandbox release bench fuzz fuzz-build fuzz-smoke fuzz-api clean
+.PHONY: all deps build test check-imports demo sandbox release bench fuzz fuzz-build fuzz-smoke fuzz-api soak clean
 
 all: build
 
@@ -54,6 +54,14 @@ sandbox: deps
 
 release: deps
 	$(SWIFT) build -c release --product orderlive
+
+## The agent against the Sandbox for SOAK_MINUTES (default 30) under steady changes, pushes, refused
+## pushes, stream cuts and token expiries; fails when memory, descriptors, journal, commit lag or log
+## volume grow after warm-up (Scripts/soak.py; results in docs/PERFORMANCE.md). Not part of `make test`.
+SOAK_MINUTES ?= 30
+soak: deps
+	$(SWIFT) build -c release --product orderlive
+	python3 Scripts/soak.py .build/release/orderlive --minutes $(SOAK_MINUTES)
 
 ## Release-mode benchmarks (see docs/PERFORMANCE.md); not part of `make test`.
 bench: deps
