@@ -63,7 +63,7 @@ let package = Package(
         ),
         .target(
             name: "CoalescedLogging",
-            dependencies: [.product(name: "Logging", package: "swift-log")],
+            dependencies: ["AsyncSignals", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         .target(
@@ -82,6 +82,7 @@ let package = Package(
         .target(
             name: "CurlHTTP",
             dependencies: [
+                "AsyncSignals",
                 "CCurl",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -90,6 +91,7 @@ let package = Package(
         .target(
             name: "EventStream",
             dependencies: [
+                "AsyncSignals",
                 "CheckedInput",
                 "RetryTiming",
                 "ServerSentEvents",
@@ -117,7 +119,7 @@ let package = Package(
         ),
         .target(
             name: "OrderStore",
-            dependencies: ["CheckedInput", "JSONToolkit", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["AsyncSignals", "CheckedInput", "JSONToolkit", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict
         ),
         .target(
@@ -196,7 +198,7 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
-                "AuthSession", "CurlHTTP", "EventStream", "OrderStore", "OrderSync", "PushIngest", "Sandbox",
+                "AsyncSignals", "AuthSession", "CurlHTTP", "EventStream", "OrderStore", "OrderSync", "PushIngest", "Sandbox",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             path: "Tests/TestSupport",
@@ -209,7 +211,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CoalescedLoggingTests",
-            dependencies: ["CoalescedLogging", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["AsyncSignals", "CoalescedLogging", "TestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         .testTarget(
@@ -234,13 +236,13 @@ let package = Package(
         ),
         .testTarget(
             name: "CurlHTTPTests",
-            dependencies: ["CurlHTTP", "Sandbox", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["AsyncSignals", "CurlHTTP", "Sandbox", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         .testTarget(
             name: "EventStreamTests",
             dependencies: [
-                "EventStream", "Sandbox", "CurlHTTP", "ServerSentEvents", "TestSupport",
+                "AsyncSignals", "EventStream", "Sandbox", "CurlHTTP", "ServerSentEvents", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -281,7 +283,8 @@ let package = Package(
         .testTarget(
             name: "AgentTests",
             dependencies: [
-                "Agent", "AuthSession", "Sandbox", "OrderStore", "CurlHTTP", "EventStream", "ServerSentEvents", "PushIngest",
+                "Agent", "AsyncSignals", "AuthSession", "Sandbox", "OrderStore", "CurlHTTP", "EventStream", "ServerSentEvents",
+                "PushIngest",
                 "TestSupport", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strict

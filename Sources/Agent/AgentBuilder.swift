@@ -10,7 +10,6 @@ import OrderStore
 import OrderSync
 import PushIngest
 import ServiceLifecycle
-import Synchronization
 import UnixSignals
 
 #if canImport(Glibc)
@@ -112,7 +111,7 @@ public struct AgentProgram: Sendable {
 
 /// The service group of a running program, for ``AgentProgram/shutdown()``.
 final class RunningGroup: Sendable {
-    private let state = Mutex<ServiceGroup?>(nil)
+    private let state = Locked<ServiceGroup?>(nil)
 
     var group: ServiceGroup? { state.withLock { $0 } }
 

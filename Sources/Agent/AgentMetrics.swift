@@ -1,8 +1,8 @@
+import AsyncSignals
 import AuthSession
 import OrderStore
 import OrderSync
 import Prometheus
-import Synchronization
 
 /// The agent's metrics in one Prometheus registry (DESIGN §4 `/metrics`; issue 6): stream state and
 /// reconnects, event-to-commit lag, journal depth and oldest job age, jobs by kind and outcome, auth
@@ -25,7 +25,7 @@ public final class AgentMetrics: Sendable {
     let authenticated: Prometheus.Gauge
     let storeWritable: Prometheus.Gauge
     let storeWriteFailures: Prometheus.Counter
-    private let countedWriteFailures = Mutex(0)
+    private let countedWriteFailures = Locked(0)
     private let jobs: [String: Prometheus.Counter]
     private let authEvents: [AuthEvent: Prometheus.Counter]
 

@@ -1,7 +1,6 @@
 import AsyncSignals
 import Foundation
 import OrderSync
-import Synchronization
 
 /// What the running agent knows about itself that is not on disk: the stream's state and counters,
 /// and whether the executor runs. Written by the services, read by `/readyz`, `/api/status` and
@@ -28,7 +27,7 @@ public final class AgentState: Sendable {
         public var shuttingDown = false
     }
 
-    private let state = Mutex(Snapshot())
+    private let state = Locked(Snapshot())
     /// Signalled on every update, for the stream-status recorder.
     let changes = WakeSignal()
 

@@ -2,7 +2,6 @@
 // given once and awaited by any number of tasks (`OneShot`), a wake-up that is never lost
 // (`WakeSignal`), and a stop flag with an action (`StopFlag`). No I/O, no other module.
 
-import Synchronization
 
 /// A value given once and awaited by any number of tasks: waiters before the value suspend and are
 /// resumed together when it is given; waiters after it get it at once. Giving it again changes
@@ -13,7 +12,7 @@ public final class OneShot<Value: Sendable>: Sendable {
         var waiters: [CheckedContinuation<Value, Never>] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Creates an empty one-shot.
     public init() {}

@@ -1,11 +1,10 @@
-import Synchronization
 
 /// Set once on shutdown; runs the registered stop action.
 public final class StopFlag: Sendable {
     /// Creates a flag that is not set.
     public init() {}
 
-    private let state = Mutex<(stopped: Bool, action: (@Sendable () -> Void)?)>((false, nil))
+    private let state = Locked<(stopped: Bool, action: (@Sendable () -> Void)?)>((false, nil))
 
     /// True once ``stop()`` was called.
     public var isStopped: Bool { state.withLock { $0.stopped } }

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Wakes the executor when jobs are journaled: `signal()` from anywhere, `wait(until:)` from the one
 /// consumer. A signal given while nobody waits is remembered (once), so none is lost.
@@ -8,7 +7,7 @@ public final class WakeSignal: Sendable {
         var waiter: CheckedContinuation<Void, Never>?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Creates a signal.
     public init() {}

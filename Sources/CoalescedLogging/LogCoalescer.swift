@@ -1,8 +1,8 @@
 // CoalescedLogging: a fault that repeats must not flood the log (issue 13). The first line of a
 // kind is written; while it repeats, one line per interval carries the count. No I/O of its own.
 
+import AsyncSignals
 import Logging
-import Synchronization
 
 /// Writes the first of a run of identical log lines, then at most one line per `interval` while
 /// they repeat, carrying `log.repeated`: how many occurred since the last line written (this one
@@ -17,7 +17,7 @@ public final class LogCoalescer: Sendable {
     private let logger: Logger
     private let interval: Duration
     private let uptime: @Sendable () -> Duration
-    private let runs = Mutex<[String: Run]>([:])
+    private let runs = Locked<[String: Run]>([:])
 
     /// At most this many kinds are remembered; past it the memory is cleared (a few lines more,
     /// never unbounded memory).

@@ -1,4 +1,4 @@
-import Synchronization
+import AsyncSignals
 
 /// A bounded hand-off from the curl loop thread (producer) to one async consumer, in batches.
 ///
@@ -16,7 +16,7 @@ public final class BackpressureChannel<Element: Sendable>: Sendable {
         var waiter: CheckedContinuation<[Element], any Error>?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let highWater: Int
     private let lowWater: Int
     private let resumeProducer: @Sendable () -> Void

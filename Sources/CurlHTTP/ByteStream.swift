@@ -1,4 +1,4 @@
-import Synchronization
+import AsyncSignals
 
 /// A streaming response as async values: the head, then the body in chunks, with backpressure.
 public struct StreamingResponse: Sendable {
@@ -76,7 +76,7 @@ final class ByteStreamDelegate: StreamingResponseDelegate {
         var headWaiter: CheckedContinuation<HTTPResponseHead, any Error>?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     let channel: BackpressureChannel<[UInt8]>
 
     private let slot = TransferSlot()

@@ -1,3 +1,4 @@
+import AsyncSignals
 import CCurl
 import Logging
 import Synchronization
@@ -34,7 +35,7 @@ public final class CurlLoop: Sendable {
     /// `curl_multi_wakeup`, which is called with the queue lock held and only while `closed` is
     /// false; the loop thread frees it after it has seen `closed` under that same lock.
     private nonisolated(unsafe) let multi: UnsafeMutableRawPointer
-    private let queue = Mutex(Queue())
+    private let queue = Locked(Queue())
     private let nextID = Atomic<Int>(1)
     private let logger: Logger
 
@@ -233,7 +234,7 @@ public final class CurlLoop: Sendable {
 
 /// Holds the transfer of a `perform` call for its cancellation handler.
 private final class TransferBox: Sendable {
-    let transfer = Mutex<Transfer?>(nil)
+    let transfer = Locked<Transfer?>(nil)
 }
 
 /// Runs `body` on a new detached POSIX thread; false when the thread could not be created.

@@ -1,4 +1,4 @@
-import Synchronization
+import AsyncSignals
 
 /// A running streaming transfer: cancel it, or resume it after its delegate paused it.
 public struct StreamingTransfer: Sendable {
@@ -24,7 +24,7 @@ public struct StreamingTransfer: Sendable {
 /// ``BackpressureChannel``'s resume callback, which must reach the transfer its delegate feeds.
 public final class TransferSlot: Sendable {
     /// The transfer, once started.
-    public let transfer = Mutex<StreamingTransfer?>(nil)
+    public let transfer = Locked<StreamingTransfer?>(nil)
 
     /// Creates an empty slot.
     public init() {}

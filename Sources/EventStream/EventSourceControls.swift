@@ -1,3 +1,4 @@
+import AsyncSignals
 import CurlHTTP
 import Synchronization
 
@@ -18,7 +19,7 @@ final class EventSourceControls: Sendable {
         var waiter: CheckedContinuation<Void, Never>?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Mirrors `State.stopped` so the per-event check on the hot path is one atomic load, not a lock.
     private let stopped = Atomic<Bool>(false)
 

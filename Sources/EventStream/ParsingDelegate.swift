@@ -1,6 +1,6 @@
+import AsyncSignals
 import CurlHTTP
 import ServerSentEvents
-import Synchronization
 
 /// What one connection's delegate hands the driver, in stream order.
 enum StreamItem: Sendable {
@@ -20,8 +20,8 @@ final class ParsingDelegate<C: Clock>: StreamingResponseDelegate where C.Duratio
     }
 
     let channel: BackpressureChannel<StreamItem>
-    private let parser: Mutex<ParserState>
-    private let activity: Mutex<C.Instant>
+    private let parser: Locked<ParserState>
+    private let activity: Locked<C.Instant>
     private let clock: C
     private let transferSlot = TransferSlot()
 
@@ -29,11 +29,11 @@ final class ParsingDelegate<C: Clock>: StreamingResponseDelegate where C.Duratio
         let parserConfiguration = ServerSentEventParser.Configuration(
             reportsComments: configuration.reportsComments,
             maximumEventBytes: configuration.maximumEventBytes)
-        parser = Mutex(ParserState(
+        parser = Locked(ParserState(
             parser: ServerSentEventParser(configuration: parserConfiguration, lastEventID: lastEventID),
             reportedLastEventID: lastEventID))
         self.clock = clock
-        activity = Mutex(clock.now)
+        activity = Locked(clock.now)
         let slot = transferSlot
         channel = BackpressureChannel(highWater: configuration.bufferLimit) { slot.resume() }
     }

@@ -1,6 +1,6 @@
+import AsyncSignals
 import Foundation
 import GRDB
-import Synchronization
 
 /// What applying an upsert did.
 public enum UpsertOutcome: Sendable, Hashable {
@@ -50,7 +50,7 @@ public final class OrderStore: Sendable {
     public var path: String { writer.path }
     let writer: any DatabaseWriter
     let now: @Sendable () -> Double
-    let health = Mutex(StoreWriteHealth())
+    let health = Locked(StoreWriteHealth())
     let healthChanged: @Sendable (StoreWriteHealth) -> Void
 
     /// A store over `writer`, migrated to the current schema. `now` is the wall clock (Unix seconds)

@@ -1,6 +1,6 @@
+import AsyncSignals
 import Dispatch
 import Foundation
-import Synchronization
 
 /// A task executor with one thread of its own, for the serial sync executor: its SQLite work is
 /// synchronous, and on the shared cooperative pool (two threads on a two-core box) every apply
@@ -11,7 +11,7 @@ final class ThreadTaskExecutor: TaskExecutor {
         var stopped = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let available = DispatchSemaphore(value: 0)
 
     /// Starts the thread, named `name`.

@@ -2,7 +2,6 @@ import AsyncSignals
 import CheckedInput
 import Foundation
 import OrderStore
-import Synchronization
 
 /// Journals push submissions with group commit (DESIGN §9: ≥ 10k requests/s even with an fsync
 /// per commit). Requests queue their submission; the first one to find no commit in progress
@@ -24,7 +23,7 @@ public final class PushJournal: Sendable {
     private let maximumBatch: Int
     private let now: @Sendable () -> Double
     private let journaled: @Sendable () -> Void
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Creates a journal over `store`. `journaled` runs after each commit that added jobs (it wakes
     /// the executor); `now` is Unix seconds.

@@ -1,7 +1,7 @@
+import AsyncSignals
 import CheckedInput
 import Foundation
 import JSONToolkit
-import Synchronization
 
 /// How a Sandbox mutation is announced on the event stream.
 public enum OrderAnnouncement: Sendable, Hashable {
@@ -37,7 +37,7 @@ public final class OrderBook: Sendable {
         var nextWatcher = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// How many events the log keeps; older cursors get `orders.resync`.
     public let retention: Int
 

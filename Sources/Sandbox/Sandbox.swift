@@ -8,7 +8,6 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
-import Synchronization
 
 /// How the Sandbox listens and what its live feed sends.
 public struct SandboxConfiguration: Sendable {
@@ -92,7 +91,7 @@ public final class Sandbox: Sendable {
 
     /// The configuration it was made with.
     public let configuration: SandboxConfiguration
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let bound = OneShot<Int>()
     let authority: SandboxAuthority
     /// The orders `GET /v1/orders` serves and the order-book feed announces.

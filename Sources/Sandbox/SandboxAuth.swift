@@ -1,8 +1,8 @@
+import AsyncSignals
 import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
-import Synchronization
 
 /// A user the Sandbox accepts at login.
 public struct SandboxUser: Sendable, Hashable {
@@ -71,7 +71,7 @@ public struct SandboxAuthCounters: Sendable, Hashable {
     public var rejectedStreams = 0
 }
 
-/// The Sandbox's token state. Thread rule: all state behind one `Mutex`.
+/// The Sandbox's token state. Thread rule: all state behind one `Locked`.
 final class SandboxAuthority: Sendable {
     private struct AccessToken {
         var userID: Int
@@ -96,7 +96,7 @@ final class SandboxAuthority: Sendable {
     }
 
     let configuration: SandboxAuthConfiguration
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(configuration: SandboxAuthConfiguration) {
         self.configuration = configuration

@@ -1,8 +1,8 @@
+import AsyncSignals
 import CurlHTTP
 import Foundation
 import GRDB
 import OrderStore
-import Synchronization
 import TestSupport
 import Testing
 
@@ -12,7 +12,7 @@ import Testing
 @Suite struct CrashUnderLoadTests {
     /// The notification ids the agent answered 200 for.
     final class Acknowledged: Sendable {
-        private let ids = Mutex<Set<String>>([])
+        private let ids = Locked<Set<String>>([])
         func add(_ id: String) { ids.withLock { _ = $0.insert(id) } }
         var all: Set<String> { ids.withLock { $0 } }
         var count: Int { ids.withLock { $0.count } }

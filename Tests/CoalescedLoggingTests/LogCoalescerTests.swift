@@ -1,13 +1,13 @@
+import AsyncSignals
 import CoalescedLogging
 import Logging
-import Synchronization
 import TestSupport
 import Testing
 
 @Suite struct LogCoalescerTests {
     /// A monotonic clock the test moves.
     final class Uptime: Sendable {
-        private let value = Mutex(Duration.zero)
+        private let value = Locked(Duration.zero)
         var now: Duration { value.withLock { $0 } }
         func advance(by delta: Duration) { value.withLock { $0 += delta } }
     }

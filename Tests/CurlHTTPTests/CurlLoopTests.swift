@@ -1,7 +1,7 @@
+import AsyncSignals
 import CurlHTTP
 import Logging
 import Sandbox
-import Synchronization
 import Testing
 
 /// The curl multi loop against the real Sandbox on 127.0.0.1.
@@ -227,7 +227,7 @@ private final class DelegateProbe: StreamingResponseDelegate {
         var pauses = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let channel: BackpressureChannel<Int>
     private let resumeTarget = TransferSlot()
     private let signals: AsyncStream<Signal>

@@ -1,9 +1,9 @@
+import AsyncSignals
 import CurlHTTP
 import EventStream
 import Logging
 import Sandbox
 import ServerSentEvents
-import Synchronization
 import TestSupport
 import Testing
 
@@ -366,7 +366,7 @@ private func events(_ updates: [EventSourceUpdate]) -> [ServerSentEvent] {
 
 /// Issues `token-1`, then `token-2` once told the first was rejected.
 private final class RotatingTokens: EventStreamHeaderProvider {
-    private let state = Mutex((current: 1, rejected: [String]()))
+    private let state = Locked((current: 1, rejected: [String]()))
 
     var rejected: [String] { state.withLock { $0.rejected } }
 

@@ -1,3 +1,4 @@
+import AsyncSignals
 import AuthSession
 import CurlHTTP
 import EventStream
@@ -7,7 +8,6 @@ import OrderStore
 import OrderSync
 import Sandbox
 import TestSupport
-import Synchronization
 import Testing
 
 @Suite struct SyncExecutorTests {
@@ -94,11 +94,11 @@ import Testing
 
 /// An order source with no session for its first `refusals` calls, then one order.
 final class SessionlessSource: OrderSource {
-    private let remaining: Mutex<Int>
+    private let remaining: Locked<Int>
     let record: OrderRecord
 
     init(refusals: Int, record: OrderRecord) {
-        remaining = Mutex(refusals)
+        remaining = Locked(refusals)
         self.record = record
     }
 

@@ -10,6 +10,7 @@ import Testing
             let small = #"{"notifications":[{"tokens":["t"],"platform":2}]}"#
             let large = String(repeating: "x", count: 200)
             var statuses: [Int: Int] = [:]
+            let started = ContinuousClock.now
             for batch in 0..<20 {
                 let answers = try await withThrowingTaskGroup(of: Int.self) { group in
                     for index in 0..<50 {
@@ -24,8 +25,11 @@ import Testing
             }
             #expect(statuses.values.reduce(0, +) == 1_000)
             #expect(statuses[200] == nil, "\(statuses)")
+            // Two kinds of refusal (401, 413), each told once and then at most once per 10 s interval:
+            // 4 lines for the second or so this takes, more only when the machine is slow (TSan).
+            let intervals = Int((ContinuousClock.now - started) / .seconds(10)) + 1
             let lines = harness.logs.text.split(separator: "\n").filter { $0.contains("push") }
-            #expect(lines.count <= 4, "\(lines.count) lines:\n\(lines.joined(separator: "\n"))")
+            #expect(lines.count <= 2 * (1 + intervals), "\(lines.count) lines:\n\(lines.joined(separator: "\n"))")
             #expect(lines.contains { $0.contains("push authentication failed") }, "the first refusal is still told")
             #expect(!harness.logs.text.contains("s3cret-token") && !harness.logs.text.contains("wrong-"))
         }

@@ -1,12 +1,12 @@
+import AsyncSignals
 import Logging
-import Synchronization
 
 /// Collects every log line (message and metadata) so tests can search them for secrets.
 public final class CapturedLogs: Sendable {
     /// Creates an empty capture.
     public init() {}
 
-    private let lines = Mutex<[String]>([])
+    private let lines = Locked<[String]>([])
 
     /// A logger writing here at `level`.
     public func logger(level: Logger.Level) -> Logger {

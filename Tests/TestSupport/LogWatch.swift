@@ -1,6 +1,6 @@
+import AsyncSignals
 import CurlHTTP
 import Foundation
-import Synchronization
 
 /// The JSON log lines of a running child, as they arrive; tests wait for a line matching a predicate.
 public final class LogWatch: Sendable {
@@ -16,7 +16,7 @@ public final class LogWatch: Sendable {
         var waiters: [(from: Int, predicate: @Sendable (Line) -> Bool, continuation: CheckedContinuation<Match?, Never>)] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// An empty watch.
     public init() {}

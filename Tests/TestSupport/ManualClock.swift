@@ -1,4 +1,4 @@
-import Synchronization
+import AsyncSignals
 
 /// A clock that moves only when a test calls ``advance(by:)``; sleepers wake in deadline order.
 public final class ManualClock: Clock, Sendable {
@@ -27,7 +27,7 @@ public final class ManualClock: Clock, Sendable {
         var nextID = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     public var now: Instant { state.withLock { $0.now } }
     public var minimumResolution: Swift.Duration { .zero }

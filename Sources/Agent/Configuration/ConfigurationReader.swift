@@ -1,7 +1,7 @@
+import AsyncSignals
 import CheckedInput
 import Configuration
 import Foundation
-import Synchronization
 
 /// Strict, typed reads of DESIGN §6's keys over the layered providers (environment over file over
 /// defaults). Every key asked for is noted, so the set of known keys — for the unknown-key check and
@@ -24,7 +24,7 @@ public struct ConfigurationReader: Sendable {
 
 /// The keys asked for, in the order they were first asked.
 final class AskedKeys: Sendable {
-    private let keys = Mutex<[String]>([])
+    private let keys = Locked<[String]>([])
 
     /// Notes `key`.
     func note(_ key: String) {
