@@ -5,7 +5,7 @@ SYSTEM_PACKAGES := libcurl4-openssl-dev libssl-dev libsqlite3-dev pkg-config ope
 PYTHON_PACKAGES := schemathesis==4.32.5
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: all deps build test check-imports demo sandbox release bench fuzz fuzz-build fuzz-smoke fuzz-api soak clean
+.PHONY: all deps build test check-imports demo sandbox release bench fuzz fuzz-build fuzz-smoke fuzz-api soak tsan clean
 
 all: build
 
@@ -63,6 +63,12 @@ soak: deps
 	$(SWIFT) build -c release --product orderlive
 	python3 Scripts/soak.py .build/release/orderlive --minutes $(SOAK_MINUTES)
 
+## The whole suite under ThreadSanitizer, child processes included; fails on any report not in
+## Scripts/tsan-suppressions.txt (docs/SANITIZERS.md). Not part of `make test` (about 6 minutes cold).
+tsan: deps
+	SWIFT_BACKTRACE=enable=no $(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
+	Scripts/tsan.sh
+
 ## Release-mode benchmarks (see docs/PERFORMANCE.md); not part of `make test`.
 bench: deps
 	cd Benchmarks && $(SWIFT) run -c release --scratch-path ../.build-bench orderlive-bench
@@ -101,4 +107,4 @@ fuzz-smoke: fuzz-build
 	done
 
 clean:
-	rm -rf .build .build-bench .build-fuzz
+	rm -rf .build .build-bench .build-fuzz .build-tsan
