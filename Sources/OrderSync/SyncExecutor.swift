@@ -18,12 +18,13 @@ public final class SyncExecutor: Sendable {
         /// Orders per page in a full sync.
         public var pageSize: Int
         /// The first retry delay; doubles per attempt.
-        public var retryBase: Double
-        /// The largest retry delay, seconds.
-        public var retryMaximum: Double
+        public var retryBase: Duration
+        /// The largest retry delay.
+        public var retryMaximum: Duration
 
         /// Creates a configuration with DESIGN §6's defaults.
-        public init(maximumAttempts: Int = 8, pageSize: Int = 500, retryBase: Double = 1, retryMaximum: Double = 300) {
+        public init(maximumAttempts: Int = 8, pageSize: Int = 500, retryBase: Duration = .seconds(1),
+                    retryMaximum: Duration = .seconds(300)) {
             self.maximumAttempts = max(1, maximumAttempts)
             self.pageSize = max(1, pageSize)
             self.retryBase = retryBase
@@ -176,7 +177,7 @@ public final class SyncExecutor: Sendable {
                 // Not the job's fault: it waits, uncounted, and runs once a session exists.
                 do {
                     try store.recordFailure(
-                        jobID: id, reason: reason, retryAt: now() + min(max(configuration.retryMaximum, 1), 5),
+                        jobID: id, reason: reason, retryAt: now() + Checked.seconds(of: min(max(configuration.retryMaximum, .seconds(1)), .seconds(5))),
                         countsAttempt: false)
                     logger.debug("sync job waits for a session", metadata: ["sync.job.kind": "\(job.kind.rawValue)"])
                 } catch {
@@ -198,8 +199,7 @@ public final class SyncExecutor: Sendable {
                     return .deadLettered
                 }
                 let delay = Checked.seconds(of: ExponentialDelay.delay(
-                    attempt: job.attempts, base: Checked.duration(seconds: configuration.retryBase, maximum: .seconds(86_400)),
-                    maximum: Checked.duration(seconds: configuration.retryMaximum, maximum: .seconds(86_400))))
+                    attempt: job.attempts, base: configuration.retryBase, maximum: configuration.retryMaximum))
                 if let id = job.id { try store.recordFailure(jobID: id, reason: reason, retryAt: now() + delay, countsAttempt: true) }
                 logger.warning("sync job failed; will retry", metadata: [
                     "sync.job.kind": "\(job.kind.rawValue)", "sync.job.order_id": "\(job.orderID ?? "")",
