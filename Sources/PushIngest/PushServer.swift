@@ -32,8 +32,8 @@ public protocol OperationsProvider: Sendable {
 }
 
 /// The push listener (`ingest.listen`) as a `Service`: `POST /api/push`, `GET /healthz`,
-/// `GET /readyz`, `GET /metrics`, `GET /api/status` and `GET /openapi.json` (DESIGN §4). On graceful shutdown pushes are
-/// answered 503 at once, and the server stops accepting connections.
+/// `GET /readyz`, `GET /metrics`, `GET /api/status` and `GET /openapi.json` (DESIGN §4). On graceful
+/// shutdown pushes are answered 503 at once, and the server stops accepting connections.
 public final class PushServer: Service, Sendable {
     /// Where it listens and how long a request may take to arrive.
     public struct Configuration: Sendable {

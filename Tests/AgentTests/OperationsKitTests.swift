@@ -173,7 +173,11 @@ import TestSupport
                     let label = parts[0].trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "=~!"))
                     let value = String(parts[1])
                     // Template variables ($instance) and regex wildcards say nothing about the values.
-                    guard !value.contains("$"), !value.contains(".*") else { labels[label, default: []].formUnion([]); continue }
+                    // The label is still checked to exist; no value is.
+                    guard !value.contains("$"), !value.contains(".*") else {
+                        if labels[label] == nil { labels[label] = [] }
+                        continue
+                    }
                     labels[label, default: []].formUnion(value.split(separator: "|").map(String.init))
                 }
             }

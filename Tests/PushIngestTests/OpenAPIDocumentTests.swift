@@ -8,14 +8,18 @@ import TestSupport
 /// and every documented operation is registered (DESIGN §4; issue 13 part 5), each answers on the real
 /// listener with a documented status and content type, and what is not a route is a JSON 404 or 405.
 @Suite struct OpenAPIDocumentTests {
-    /// `METHOD /path` for every operation in the document.
-    static func documentedOperations() throws -> Set<String> {
+    /// The document's `paths`: the one place the tests parse it.
+    static func paths() throws -> [String: [String: Any]] {
         let document = try #require(
             try JSONSerialization.jsonObject(with: Data(OpenAPIDocument.json.utf8)) as? [String: Any])
         #expect(document["openapi"] as? String == "3.1.0")
-        let paths = try #require(document["paths"] as? [String: [String: Any]])
+        return try #require(document["paths"] as? [String: [String: Any]])
+    }
+
+    /// `METHOD /path` for every operation in the document.
+    static func documentedOperations() throws -> Set<String> {
         var operations: Set<String> = []
-        for (path, item) in paths {
+        for (path, item) in try paths() {
             for method in item.keys where ["get", "put", "post", "delete", "patch", "head", "options", "trace"].contains(method) {
                 operations.insert("\(method.uppercased()) \(path)")
             }
@@ -25,9 +29,7 @@ import TestSupport
 
     /// The statuses and content types the document gives one operation.
     static func responses(_ method: String, _ path: String) throws -> [String: Set<String>] {
-        let document = try #require(try JSONSerialization.jsonObject(with: Data(OpenAPIDocument.json.utf8)) as? [String: Any])
-        let paths = try #require(document["paths"] as? [String: [String: Any]])
-        let operation = try #require(paths[path]?[method.lowercased()] as? [String: Any])
+        let operation = try #require(try paths()[path]?[method.lowercased()] as? [String: Any])
         let responses = try #require(operation["responses"] as? [String: [String: Any]])
         return responses.mapValues { Set(($0["content"] as? [String: Any])?.keys.map { $0 } ?? []) }
     }
