@@ -29,6 +29,7 @@ let package = Package(
         .library(name: "OrderStore", targets: ["OrderStore"]),
         .library(name: "OrderSync", targets: ["OrderSync"]),
         .library(name: "PushIngest", targets: ["PushIngest"]),
+        .library(name: "OrdersAPI", targets: ["OrdersAPI"]),
         .library(name: "Agent", targets: ["Agent"]),
     ],
     dependencies: [
@@ -133,6 +134,20 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            name: "OrdersAPI",
+            dependencies: [
+                "AsyncSignals", "CheckedInput", "JSONToolkit", "OrderStore", "PushIngest",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
             name: "PushIngest",
             dependencies: [
                 "AsyncSignals", "CheckedInput", "COpenSSL", "CoalescedLogging", "JSONToolkit", "OrderStore",
@@ -174,6 +189,7 @@ let package = Package(
                 "OrderStore",
                 "OrderSync",
                 "PushIngest",
+                "OrdersAPI",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -284,7 +300,7 @@ let package = Package(
             name: "AgentTests",
             dependencies: [
                 "Agent", "AsyncSignals", "AuthSession", "Sandbox", "OrderStore", "CurlHTTP", "EventStream", "ServerSentEvents",
-                "PushIngest",
+                "PushIngest", "OrdersAPI",
                 "TestSupport", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strict

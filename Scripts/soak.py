@@ -227,6 +227,8 @@ ingest:
   listen: "127.0.0.1:0"
   auth: "bearer"
   secret_file: "{work}/ingest-secret"
+api:
+  listen: "127.0.0.1:0"
 store:
   state_dir: "{work}/state"
 log:

@@ -8,6 +8,7 @@ import JSONToolkit
 import Logging
 import OrderStore
 import OrderSync
+import OrdersAPI
 import PushIngest
 import ServiceLifecycle
 import UnixSignals
@@ -35,6 +36,8 @@ public struct AgentProgram: Sendable {
     public let services: [any Service]
     /// The push listener, when `ingest.listen` is set.
     public let pushServer: PushServer?
+    /// The orders API listener, when `api.listen` is set.
+    public let apiServer: OrdersAPIServer?
     /// Live state for readiness and status.
     public let state: AgentState
     /// The metrics registry.
@@ -129,6 +132,14 @@ public enum AgentBuilder {
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(AgentStartError) -> AgentProgram {
         let push = try pushSettings(configuration.ingest)
+        let api = try apiSettings(configuration.api)
+        if api != nil {
+            try OpenFileLimit.ensure(
+                connections: (push == nil ? 0 : configuration.ingest.maximumConnections) + configuration.api.maximumSubscribers,
+                setting: "ingest.max_connections + api.max_subscribers")
+        }
+        // The store wakes the change feed's hub after every commit that appended changes.
+        let feedWake = WakeSignal()
         let credentials: CredentialStore
         do {
             credentials = try AuthCommands.makeStore(configuration: configuration)
@@ -147,7 +158,7 @@ public enum AgentBuilder {
                     } else {
                         logger.notice("the order store can be written again")
                     }
-                }
+                } changesCommitted: { _ in feedWake.signal() }
         } catch {
             throw AgentStartError("cannot open the order database in \(configuration.store.stateDirectory): \(error)")
         }
@@ -212,9 +223,21 @@ public enum AgentBuilder {
             services.append(pushServer)
             server = pushServer
         }
+        var apiServer: OrdersAPIServer?
+        if let api {
+            let settings = configuration.api
+            let hub = ChangeHub(
+                configuration: .init(maximumSubscribers: settings.maximumSubscribers, subscriberBuffer: settings.subscriberBuffer,
+                                     heartbeat: settings.heartbeat, historyChanges: settings.historyChanges),
+                store: store, wake: feedWake, metrics: FeedMetrics(factory: metrics.factory), logger: logger)
+            let ordersAPI = OrdersAPIServer(
+                configuration: .init(host: api.host, port: api.port, authentication: api.authentication), hub: hub, logger: logger)
+            services.append(ordersAPI)
+            apiServer = ordersAPI
+        }
         services.append(ShutdownMarker(state: state))
         return AgentProgram(
-            services: services, pushServer: server, state: state, metrics: metrics, store: store, session: session,
+            services: services, pushServer: server, apiServer: apiServer, state: state, metrics: metrics, store: store, session: session,
             logger: logger)
     }
 
@@ -236,6 +259,37 @@ public enum AgentBuilder {
         try OpenFileLimit.ensure(connections: ingest.maximumConnections)
         let authentication = try ingestAuthentication(ingest)
         if let refusal = PushServer.refusal(host: host, authentication: authentication) {
+            throw AgentStartError(refusal)
+        }
+        return (host, port, authentication)
+    }
+
+    /// The listener and the authentication of `api.*`, or nil when `api.listen` is "".
+    static func apiSettings(
+        _ api: APIConfiguration
+    ) throws(AgentStartError) -> (host: String, port: Int, authentication: APIAuthentication)? {
+        guard let (host, port) = api.listenAddress else { return nil }
+        let authentication: APIAuthentication
+        switch api.auth {
+        case .none:
+            authentication = .none
+        case .bearer:
+            guard !api.tokensFile.isEmpty else {
+                throw AgentStartError("'api.auth' is bearer but 'api.tokens_file' is not set: "
+                    + "point it at a file of consumer tokens, one per line")
+            }
+            guard let text = try? String(contentsOfFile: api.tokensFile, encoding: .utf8) else {
+                throw AgentStartError("'api.tokens_file': cannot read \(api.tokensFile); check the path and its permissions")
+            }
+            let tokens = text.split(whereSeparator: \.isNewline)
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+            guard !tokens.isEmpty else {
+                throw AgentStartError("'api.tokens_file': \(api.tokensFile) holds no token (one per line; # starts a comment)")
+            }
+            authentication = .bearer(tokens: tokens)
+        }
+        if let refusal = APIAuthentication.refusal(host: host, authentication: authentication) {
             throw AgentStartError(refusal)
         }
         return (host, port, authentication)

@@ -15,7 +15,7 @@ enum OpenFileLimit {
 
     /// Raises the soft limit toward the hard limit until `needed` descriptors fit; throws naming
     /// `ingest.max_connections` when the hard limit is too low.
-    static func ensure(connections: Int) throws(AgentStartError) {
+    static func ensure(connections: Int, setting: String = "ingest.max_connections") throws(AgentStartError) {
         let needed = connections > Int(Int32.max) - reserve ? Int(Int32.max) : connections + reserve
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
@@ -26,8 +26,8 @@ enum OpenFileLimit {
             if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
         }
         guard limit.rlim_cur == Self.unlimited || limit.rlim_cur >= rlim_t(needed) else {
-            throw AgentStartError("'ingest.max_connections' is \(connections), which needs \(needed) open files, "
-                + "but the open-file limit is \(limit.rlim_cur): lower ingest.max_connections or raise the limit "
+            throw AgentStartError("'\(setting)' is \(connections), which needs \(needed) open files, "
+                + "but the open-file limit is \(limit.rlim_cur): lower \(setting) or raise the limit "
                 + "(LimitNOFILE= in the systemd unit, ulimit -n)")
         }
     }

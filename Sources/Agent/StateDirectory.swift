@@ -25,9 +25,11 @@ public struct StateDirectory: Sendable, Hashable {
     /// Opens the order database, creating it when there is none; `healthChanged` hears when writes
     /// start failing for a storage reason and when they succeed again.
     public func openStore(
-        durability: StoreDurability = .normal, healthChanged: @escaping @Sendable (StoreWriteHealth) -> Void = { _ in }
+        durability: StoreDurability = .normal, healthChanged: @escaping @Sendable (StoreWriteHealth) -> Void = { _ in },
+        changesCommitted: @escaping @Sendable (Int64) -> Void = { _ in }
     ) throws -> OrderStore {
-        try OrderStore(path: databasePath, durability: durability, healthChanged: healthChanged)
+        try OrderStore(
+            path: databasePath, durability: durability, healthChanged: healthChanged, changesCommitted: changesCommitted)
     }
 
     /// Opens the order database when it exists; never creates one (with none, there are no orders yet).

@@ -11,8 +11,8 @@ extension OrderStore {
     @discardableResult
     public func applyUpsert(_ order: OrderRecord, completing jobID: Int64? = nil) throws -> UpsertOutcome {
         let now = self.now()
-        return try recordedWrite { db in
-            let outcome = try Self.upsert(order, at: now, in: db)
+        return try changeWrite { db, changes in
+            let outcome = try Self.upsert(order, at: now, in: db, changes: &changes)
             if let jobID { _ = try JobRecord.deleteOne(db, key: jobID) }
             return outcome
         }
@@ -22,8 +22,8 @@ extension OrderStore {
     @discardableResult
     public func applyDelete(orderID: String, version: Int64?, completing jobID: Int64? = nil) throws -> DeleteOutcome {
         let now = self.now()
-        return try recordedWrite { db in
-            let outcome = try Self.delete(orderID: orderID, version: version, at: now, in: db)
+        return try changeWrite { db, changes in
+            let outcome = try Self.delete(orderID: orderID, version: version, at: now, in: db, changes: &changes)
             if let jobID { _ = try JobRecord.deleteOne(db, key: jobID) }
             return outcome
         }
@@ -47,16 +47,16 @@ extension OrderStore {
     @discardableResult
     public func applyInOneTransaction(_ jobs: [JobRecord]) throws -> Int {
         let now = self.now()
-        return try recordedWrite { db in
+        return try changeWrite { db, changes in
             var applied: [Int64] = []
             for job in jobs {
                 switch job.kind {
                 case .upsert:
                     guard let order = job.order else { continue }
-                    _ = try Self.upsert(order, at: now, in: db)
+                    _ = try Self.upsert(order, at: now, in: db, changes: &changes)
                 case .delete:
                     guard let id = job.orderID else { continue }
-                    _ = try Self.delete(orderID: id, version: job.version, at: now, in: db)
+                    _ = try Self.delete(orderID: id, version: job.version, at: now, in: db, changes: &changes)
                 case .fetch, .fullSync:
                     continue
                 }
@@ -77,8 +77,8 @@ extension OrderStore {
     /// Upserts one page of a full sync in one transaction (each order by the usual freshness rule).
     public func applyPage(_ orders: [OrderRecord]) throws {
         let now = self.now()
-        try recordedWrite { db in
-            for order in orders { _ = try Self.upsert(order, at: now, in: db) }
+        try changeWrite { db, changes in
+            for order in orders { _ = try Self.upsert(order, at: now, in: db, changes: &changes) }
         }
     }
 
@@ -87,10 +87,10 @@ extension OrderStore {
     @discardableResult
     public func completeFullSync(keeping ids: Set<String>, completing jobID: Int64?) throws -> Int {
         let now = self.now()
-        return try recordedWrite { db in
+        return try changeWrite { db, changes in
             var removed = 0
             for order in try OrderRecord.fetchAll(db) where !ids.contains(order.id) {
-                _ = try Self.delete(orderID: order.id, version: order.version, at: now, in: db)
+                _ = try Self.delete(orderID: order.id, version: order.version, at: now, in: db, changes: &changes)
                 removed += 1
             }
             if let jobID { _ = try JobRecord.deleteOne(db, key: jobID) }
@@ -122,16 +122,24 @@ extension OrderStore {
     }
 
     /// DESIGN §8: apply only if newer; a tombstone stops an older upsert from resurrecting an order.
-    static func upsert(_ incoming: OrderRecord, at now: Double, in db: Database) throws -> UpsertOutcome {
+    /// An applied upsert is appended to the change log with the order's filter fields before and after.
+    static func upsert(
+        _ incoming: OrderRecord, at now: Double, in db: Database, changes: inout ChangeAppender
+    ) throws -> UpsertOutcome {
         var order = incoming
         order.appliedAt = now
         // Hot path: cached raw statements, not query-interface requests built for every row.
         let currentRow = try Row.fetchOne(
-            db.cachedStatement(sql: #"SELECT version, updated_at FROM "order" WHERE id = ?"#), arguments: [order.id])
+            db.cachedStatement(sql: #"SELECT version, updated_at, status, store_id, courier_id FROM "order" WHERE id = ?"#),
+            arguments: [order.id])
+        var before: OrderChange.Fields?
         if let currentRow {
             let current = OrderFreshness(
                 version: try currentRow.decode(atIndex: 0), updatedAt: try currentRow.decode(atIndex: 1))
             if !order.freshness.isNewer(than: current) { return .stale }
+            before = OrderChange.Fields(
+                status: try currentRow.decode(atIndex: 2), storeID: try currentRow.decode(atIndex: 3),
+                courierID: try currentRow.decode(atIndex: 4))
         } else if let tombstone = try Row.fetchOne(
             db.cachedStatement(sql: "SELECT version, updated_at FROM tombstone WHERE id = ?"), arguments: [order.id]) {
             guard order.freshness.isNewer(than: OrderFreshness(
@@ -150,6 +158,10 @@ extension OrderStore {
                 order.id, order.status, order.storeID, order.courierID, order.version, order.updatedAt, order.body,
                 order.appliedAt,
             ])
+        try changes.append(
+            .upserted, orderID: order.id, version: order.version, body: order.body, at: now,
+            after: OrderChange.Fields(status: order.status, storeID: order.storeID, courierID: order.courierID),
+            before: before, in: db)
         return .applied
     }
 
@@ -183,7 +195,10 @@ extension OrderStore {
         try db.cachedStatement(sql: "DELETE FROM job WHERE id = ?").execute(arguments: [id])
     }
 
-    static func delete(orderID: String, version: Int64?, at now: Double, in db: Database) throws -> DeleteOutcome {
+    /// A delete that removed an order is appended to the change log with the order's last filter fields.
+    static func delete(
+        orderID: String, version: Int64?, at now: Double, in db: Database, changes: inout ChangeAppender
+    ) throws -> DeleteOutcome {
         let incoming = OrderFreshness(version: version, updatedAt: nil)
         let current = try OrderRecord.fetchOne(db, key: orderID)
         if let current, let version, let currentVersion = current.version, version < currentVersion {
@@ -196,8 +211,12 @@ extension OrderStore {
             tombstone = existing
         }
         try tombstone.save(db)
-        guard current != nil else { return .absent }
+        guard let current else { return .absent }
         _ = try OrderRecord.deleteOne(db, key: orderID)
+        try changes.append(
+            .deleted, orderID: orderID, version: version ?? current.version, body: nil, at: now, after: nil,
+            before: OrderChange.Fields(status: current.status, storeID: current.storeID, courierID: current.courierID),
+            in: db)
         return .deleted
     }
 }

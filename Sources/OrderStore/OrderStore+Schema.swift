@@ -74,6 +74,31 @@ extension OrderStore {
                 ALTER TABLE job ADD COLUMN updated_at TEXT;
                 """)
         }
+        migrator.registerMigration("v3-order-change") { db in
+            // The change log of the orders API (DESIGN §11). `change_log.floor` is the seq at and below
+            // which no subscriber can resume: a random start for each database, raised at a user switch.
+            try db.execute(sql: """
+                CREATE TABLE order_change (
+                    seq INTEGER PRIMARY KEY NOT NULL,
+                    order_id TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    version INTEGER,
+                    body TEXT,
+                    at REAL NOT NULL,
+                    status TEXT,
+                    store_id TEXT,
+                    courier_id TEXT,
+                    before_status TEXT,
+                    before_store_id TEXT,
+                    before_courier_id TEXT
+                );
+                CREATE TABLE change_log (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    floor INTEGER NOT NULL
+                );
+                """)
+            try db.execute(sql: "INSERT INTO change_log (id, floor) VALUES (1, ?)", arguments: [randomBase()])
+        }
         return migrator
     }
 }

@@ -52,16 +52,21 @@ public final class OrderStore: Sendable {
     let now: @Sendable () -> Double
     let health = Locked(StoreWriteHealth())
     let healthChanged: @Sendable (StoreWriteHealth) -> Void
+    let changesCommitted: @Sendable (Int64) -> Void
 
     /// A store over `writer`, migrated to the current schema. `now` is the wall clock (Unix seconds)
-    /// stamped on what is written; `healthChanged` hears every change of ``writeHealth``.
+    /// stamped on what is written; `healthChanged` hears every change of ``writeHealth``;
+    /// `changesCommitted` hears the last seq of every transaction that appended to the change log,
+    /// after it committed (it must return at once: it runs on the writer's thread).
     public init(
         _ writer: any DatabaseWriter, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
-        healthChanged: @escaping @Sendable (StoreWriteHealth) -> Void = { _ in }
+        healthChanged: @escaping @Sendable (StoreWriteHealth) -> Void = { _ in },
+        changesCommitted: @escaping @Sendable (Int64) -> Void = { _ in }
     ) throws {
         self.writer = writer
         self.now = now
         self.healthChanged = healthChanged
+        self.changesCommitted = changesCommitted
         try Self.migrator.migrate(writer)
     }
 
@@ -71,12 +76,13 @@ public final class OrderStore: Sendable {
     public convenience init(
         path: String, durability: StoreDurability = .normal, busyTimeout: Double = 5,
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
-        healthChanged: @escaping @Sendable (StoreWriteHealth) -> Void = { _ in }
+        healthChanged: @escaping @Sendable (StoreWriteHealth) -> Void = { _ in },
+        changesCommitted: @escaping @Sendable (Int64) -> Void = { _ in }
     ) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(busyTimeout)
         let pool = try DatabasePool(path: path, configuration: configuration)
-        try self.init(pool, now: now, healthChanged: healthChanged)
+        try self.init(pool, now: now, healthChanged: healthChanged, changesCommitted: changesCommitted)
         if durability == .full {
             // GRDB sets NORMAL on its writer after opening (STACK-NOTES); FULL must be set afterwards.
             try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }

@@ -61,4 +61,21 @@ public protocol OrderReader: Sendable {
     var writeHealth: StoreWriteHealth { get }
 }
 
-extension OrderStore: JobJournal, JobApplier, OrderReader {}
+/// The change log as the orders API reads it (DESIGN §11): snapshots with their seq, the changes a
+/// subscriber missed, the hub's read of what was just committed, and pruning.
+public protocol ChangeFeedSource: Sendable {
+    /// The last change's seq.
+    func changeHead() throws -> Int64
+    /// The orders matching `filter` and the change they are as of, in one read.
+    func snapshot(matching filter: OrderFilter) throws -> OrderSnapshot
+    /// One order, if stored.
+    func order(id: String) throws -> OrderRecord?
+    /// Up to `limit` changes after `seq`, or why a subscriber at `seq` must reset.
+    func changes(after seq: Int64, limit: Int) throws -> ChangesAfter
+    /// Up to `limit` changes after `seq` as the log holds them, for the fan-out hub.
+    func appendedChanges(after seq: Int64, limit: Int) throws -> [OrderChange]
+    /// Removes the oldest changes beyond the last `keeping`, at most `batch`; returns how many.
+    func pruneChanges(keeping: Int, batch: Int) throws -> Int
+}
+
+extension OrderStore: JobJournal, JobApplier, OrderReader, ChangeFeedSource {}

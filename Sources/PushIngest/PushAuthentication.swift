@@ -34,7 +34,7 @@ public enum PushAuthentication: Sendable {
 
     /// Compares two byte strings in time independent of where they differ and of their lengths:
     /// both are hashed with SHA-256 first, and the digests compared with `CRYPTO_memcmp`.
-    static func constantTimeEqual<A: Sequence, B: Sequence>(_ a: A, _ b: B) -> Bool
+    public static func constantTimeEqual<A: Sequence, B: Sequence>(_ a: A, _ b: B) -> Bool
     where A.Element == UInt8, B.Element == UInt8 {
         let left = sha256(Array(a))
         let right = sha256(Array(b))

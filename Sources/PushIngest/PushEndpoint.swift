@@ -175,15 +175,16 @@ public final class PushEndpoint: Sendable {
         return (.unauthorized, Self.json(.unauthorized, "authentication failed: \(reason)"))
     }
 
-    /// `{"code": N, "message": "..."}`, Gorush's error shape, for every refusal.
-    static func json(_ status: HTTPResponse.Status, _ message: String, retryAfter: Int? = nil, close: Bool = false) -> Response {
+    /// `{"code": N, "message": "..."}`, Gorush's error shape, for every refusal (both listeners).
+    public static func json(_ status: HTTPResponse.Status, _ message: String, retryAfter: Int? = nil, close: Bool = false) -> Response {
         var response = body(status, #"{"code":\#(status.code),"message":\#(JSONText.string(message))}"#)
         if let retryAfter { response.headers[.retryAfter] = String(retryAfter) }
         if close { response.headers[.connection] = "close" }
         return response
     }
 
-    static func body(_ status: HTTPResponse.Status, _ text: String) -> Response {
+    /// A JSON response of `text`.
+    public static func body(_ status: HTTPResponse.Status, _ text: String) -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "application/json; charset=utf-8"
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))

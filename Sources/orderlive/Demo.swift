@@ -2,6 +2,9 @@ import Agent
 import AsyncSignals
 import CheckedInput
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import JSONToolkit
 import Logging
 import OrderStore
@@ -26,10 +29,13 @@ struct Demo: Sendable {
         public var stateDirectory: String?
         /// How often the open stream is cut (and, the second time, the access tokens expired).
         public var faultEvery: Duration = .seconds(12)
+        /// The orders API and dispatch board port on 127.0.0.1; when taken, a free one is used.
+        public var apiPort = 8090
 
         /// Creates options.
         public init(rate: Double = 2, duration: Duration? = nil, json: Bool = false, stateDirectory: String? = nil,
-                    faultEvery: Duration = .seconds(12)) {
+                    faultEvery: Duration = .seconds(12), apiPort: Int = 8090) {
+            self.apiPort = apiPort
             self.rate = rate
             self.duration = duration
             self.json = json
@@ -72,6 +78,7 @@ struct Demo: Sendable {
             configuration.stream.initialDelay = .milliseconds(300)
             configuration.stream.maximumDelay = .seconds(2)
             configuration.ingest.listen = "127.0.0.1:0"
+            configuration.api.listen = "127.0.0.1:\(Self.portIsFree(options.apiPort) ? options.apiPort : 0)"
             configuration.store.stateDirectory = directory
             let program: AgentProgram
             do {
@@ -84,8 +91,12 @@ struct Demo: Sendable {
             group.addTask { try await program.run(handlingSignals: false) }
             var pushURL = "off"
             if let server = program.pushServer { pushURL = "http://127.0.0.1:\(await server.port)" }
+            var boardURL = "off"
+            if let server = program.apiServer { boardURL = "http://127.0.0.1:\(await server.port)/" }
             if !options.json {
                 output.write(line: "orderlive demo: backend (Sandbox) \(configuration.upstream.baseURL)  agent \(pushURL)")
+                output.write(line: "orderlive demo: dispatch board \(boardURL)  (open it in a browser; "
+                    + "`orderlive inspect \(boardURL)v1/orders/stream` shows the change feed)")
                 output.write(line: "orderlive demo: state in \(directory)\(temporary ? " (temporary)" : "")")
                 output.write(line: "orderlive demo: \(format(options.rate)) changes/s; the stream is cut every "
                     + "\(options.faultEvery.components.seconds) s and the tokens expire once; Ctrl-C to stop")
@@ -99,6 +110,25 @@ struct Demo: Sendable {
                     + "\(snapshot.tokenRefreshes) token refreshes" + (temporary ? "" : "; state kept in \(directory)"))
             }
             return shown
+        }
+    }
+
+    /// Whether nothing listens on 127.0.0.1:`port` now (the demo then serves the board there).
+    static func portIsFree(_ port: Int) -> Bool {
+        guard (1...65_535).contains(port) else { return false }
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var reuse: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
         }
     }
 

@@ -102,16 +102,21 @@ struct DemoCommand: AsyncParsableCommand {
     @Flag(help: "One JSON object per line (order changes, reconnects, refreshes) instead of the live view.")
     var json = false
 
+    @Option(name: .customLong("api-port"), help: "The orders API and dispatch board port on 127.0.0.1 (a free one when taken).")
+    var apiPort = 8090
+
     func validate() throws {
         guard rate > 0, rate <= 1000 else { throw ValidationError("--rate must be above 0 and at most 1000, got \(rate)") }
         if let duration, !(duration > 0 && duration < 1e7) { throw ValidationError("--duration must be above 0 seconds") }
         guard faultEvery >= 1, faultEvery < 1e7 else { throw ValidationError("--fault-every must be at least 1 second") }
+        guard (1...65_535).contains(apiPort) else { throw ValidationError("--api-port must be 1 to 65535, got \(apiPort)") }
     }
 
     func run() async throws {
         let options = Demo.Options(
             rate: rate, duration: duration.map { Checked.duration(seconds: $0, maximum: .seconds(10_000_000)) }, json: json,
-            stateDirectory: stateDirectory, faultEvery: Checked.duration(seconds: faultEvery, maximum: .seconds(10_000_000)))
+            stateDirectory: stateDirectory, faultEvery: Checked.duration(seconds: faultEvery, maximum: .seconds(10_000_000)),
+            apiPort: apiPort)
         do {
             try await Demo(options: options).run()
         } catch let error as DemoError {

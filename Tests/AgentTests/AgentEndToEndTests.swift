@@ -231,7 +231,7 @@ import TestSupport
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let environment = [
             "ORDERLIVE_UPSTREAM_BASE_URL": "http://127.0.0.1:1", "ORDERLIVE_STORE_STATE_DIR": directory,
-            "ORDERLIVE_INGEST_LISTEN": "127.0.0.1:0", "ORDERLIVE_LOG_FORMAT": "json",
+            "ORDERLIVE_INGEST_LISTEN": "127.0.0.1:0", "ORDERLIVE_API_LISTEN": "127.0.0.1:0", "ORDERLIVE_LOG_FORMAT": "json",
         ]
         let child = try OrderliveProcess(["run"], environment: environment, readStandardError: true)
         let logs = LogWatch()
@@ -274,7 +274,7 @@ import TestSupport
             let environment = [
                 "ORDERLIVE_UPSTREAM_BASE_URL": await sandbox.baseURL, "ORDERLIVE_STORE_STATE_DIR": directory,
                 "ORDERLIVE_AUTH_IDENTIFIER": SandboxUser.demo.identifier, "ORDERLIVE_AUTH_PASSWORD": SandboxUser.demo.password,
-                "ORDERLIVE_INGEST_LISTEN": "", "ORDERLIVE_LOG_FORMAT": "json", "ORDERLIVE_LOG_LEVEL": "debug",
+                "ORDERLIVE_INGEST_LISTEN": "", "ORDERLIVE_API_LISTEN": "127.0.0.1:0", "ORDERLIVE_LOG_FORMAT": "json", "ORDERLIVE_LOG_LEVEL": "debug",
             ]
             let child = try OrderliveProcess(["run"], environment: environment, readStandardError: true)
             let logs = LogWatch()

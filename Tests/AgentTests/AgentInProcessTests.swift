@@ -21,6 +21,7 @@ import Testing
             configuration.upstream.baseURL = await sandbox.baseURL
             configuration.auth.identifier = SandboxUser.demo.identifier
             configuration.ingest.listen = "127.0.0.1:0"
+            configuration.api.listen = "127.0.0.1:0"
             configuration.store.stateDirectory = directory
             let (lines, sink) = AsyncStream.makeStream(of: String.self)
             var logger = Logger(label: "orderlive") { label in JSONLogHandler(label: label, write: { sink.yield($0) }) }

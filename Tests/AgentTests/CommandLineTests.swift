@@ -19,10 +19,10 @@ struct OrderliveProcess {
     init(_ arguments: [String], environment: [String: String] = [:], input: String? = nil, readStandardError: Bool = false) throws {
         process.executableURL = Self.executable
         process.arguments = arguments
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ORDERLIVE_") }
-                .merging(environment) { $1 }
-        }
+        // Tests run agents side by side: the orders API takes a free port unless a test picks one.
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ORDERLIVE_") }
+            .merging(["ORDERLIVE_API_LISTEN": "127.0.0.1:0"]) { $1 }
+            .merging(environment) { $1 }
         if let input {
             let stdin = Pipe()
             process.standardInput = stdin
@@ -203,7 +203,7 @@ struct OrderliveProcess {
             let environment = [
                 "ORDERLIVE_UPSTREAM_BASE_URL": await sandbox.baseURL, "ORDERLIVE_STORE_STATE_DIR": state,
                 "ORDERLIVE_AUTH_IDENTIFIER": SandboxUser.demo.identifier, "ORDERLIVE_AUTH_PASSWORD": SandboxUser.demo.password,
-                "ORDERLIVE_LOG_LEVEL": "debug", "ORDERLIVE_LOG_FORMAT": "text", "ORDERLIVE_INGEST_LISTEN": "",
+                "ORDERLIVE_LOG_LEVEL": "debug", "ORDERLIVE_LOG_FORMAT": "text", "ORDERLIVE_INGEST_LISTEN": "", "ORDERLIVE_API_LISTEN": "127.0.0.1:0",
             ]
             var random = SystemRandomNumberGenerator()
             var live: [Int] = []

@@ -24,7 +24,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: state) }
         let environment = [
             "ORDERLIVE_STORE_STATE_DIR": state, "ORDERLIVE_STORE_DURABILITY": durability,
-            "ORDERLIVE_INGEST_LISTEN": "127.0.0.1:0", "ORDERLIVE_LOG_FORMAT": "json",
+            "ORDERLIVE_INGEST_LISTEN": "127.0.0.1:0", "ORDERLIVE_API_LISTEN": "127.0.0.1:0", "ORDERLIVE_LOG_FORMAT": "json",
             // No backend: the stream retries quietly; the pushes' fetch jobs wait in the journal.
             "ORDERLIVE_UPSTREAM_BASE_URL": "http://127.0.0.1:9", "ORDERLIVE_STREAM_MAX_DELAY_MS": "1000",
         ]

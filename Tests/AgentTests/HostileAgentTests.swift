@@ -27,7 +27,7 @@ import TestSupport
         try Data("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n".utf8).write(to: URL(fileURLWithPath: secretFile))
         let environment = [
             "ORDERLIVE_UPSTREAM_BASE_URL": "http://127.0.0.1:1", "ORDERLIVE_STORE_STATE_DIR": directory + "/state",
-            "ORDERLIVE_INGEST_LISTEN": "127.0.0.1:0", "ORDERLIVE_INGEST_AUTH": "standard-webhooks",
+            "ORDERLIVE_INGEST_LISTEN": "127.0.0.1:0", "ORDERLIVE_API_LISTEN": "127.0.0.1:0", "ORDERLIVE_INGEST_AUTH": "standard-webhooks",
             "ORDERLIVE_INGEST_SECRET_FILE": secretFile, "ORDERLIVE_INGEST_MAX_CONNECTIONS": "2100",
             "ORDERLIVE_LOG_FORMAT": "json",
         ]

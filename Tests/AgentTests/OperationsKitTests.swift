@@ -136,6 +136,7 @@ import TestSupport
         var configuration = OrderliveConfiguration()
         configuration.upstream.baseURL = "http://127.0.0.1:9"
         configuration.ingest.listen = "127.0.0.1:0"
+        configuration.api.listen = "127.0.0.1:0"
         configuration.store.stateDirectory = directory
         let program = try AgentBuilder.build(configuration: configuration, logger: quietLogger, environment: [:])
         let running = Task { try await program.run(handlingSignals: false) }

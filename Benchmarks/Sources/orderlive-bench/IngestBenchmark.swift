@@ -126,6 +126,7 @@ func withAgent(durability: StoreDurability, _ body: @Sendable @escaping (Int) as
     configuration.store.stateDirectory = directory
     configuration.store.durability = durability
     configuration.ingest.listen = "127.0.0.1:0"
+    configuration.api.listen = ""
     configuration.ingest.highWaterJobs = 10_000_000
     // No backend: the stream backs off quietly; pushes carrying whole orders need none.
     configuration.upstream.baseURL = "http://127.0.0.1:1"

@@ -30,11 +30,14 @@ public struct IngestConfiguration: Sendable, Hashable {
     public var maximumConnections = 1_024
 
     /// `listen` as host (IPv6 brackets removed) and port; nil when empty or not `host:port`.
-    public var listenAddress: (host: String, port: Int)? {
-        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
+    public var listenAddress: (host: String, port: Int)? { Self.hostAndPort(listen) }
+
+    /// `text` as host (IPv6 brackets removed) and port; nil when empty or not `host:port`.
+    static func hostAndPort(_ text: String) -> (host: String, port: Int)? {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
               (0...65_535).contains(port)
         else { return nil }
-        var host = String(listen[..<colon])
+        var host = String(text[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         return host.isEmpty ? nil : (host, port)
     }

@@ -8,6 +8,8 @@ public struct OrderliveConfiguration: Sendable, Hashable {
     public var stream = StreamConfiguration()
     /// `ingest.*`
     public var ingest = IngestConfiguration()
+    /// `api.*`
+    public var api = APIConfiguration()
     /// `sync.*`
     public var sync = SyncConfiguration()
     /// `store.*`
@@ -27,6 +29,7 @@ public struct OrderliveConfiguration: Sendable, Hashable {
         auth = try AuthConfiguration(reading: reader.scoped(to: "auth"))
         stream = try StreamConfiguration(reading: reader.scoped(to: "stream"))
         ingest = try IngestConfiguration(reading: reader.scoped(to: "ingest"))
+        api = try APIConfiguration(reading: reader.scoped(to: "api"))
         sync = try SyncConfiguration(reading: reader.scoped(to: "sync"))
         store = try StoreConfiguration(reading: reader.scoped(to: "store"))
         log = try LogConfiguration(reading: reader.scoped(to: "log"))

@@ -1,0 +1,46 @@
+/// How consumers of the orders API authenticate.
+public enum APIAuthMode: String, Sendable, Hashable, CaseIterable {
+    /// No authentication (refused unless the listener is loopback).
+    case none
+    /// A bearer token from `api.tokens_file`.
+    case bearer
+}
+
+/// `api.*`: the local orders API, its change feed and the dispatch board (DESIGN §11).
+public struct APIConfiguration: Sendable, Hashable {
+    /// `host:port` to listen on; "" disables the API.
+    public var listen = "127.0.0.1:8090"
+    /// How consumers authenticate.
+    public var auth = APIAuthMode.none
+    /// The file of bearer tokens, one per line.
+    public var tokensFile = ""
+    /// Changes kept for subscribers that resume.
+    public var historyChanges = 100_000
+    /// Subscribers served at once; more get 503.
+    public var maximumSubscribers = 10_000
+    /// Changes queued for one subscriber before it is cut off.
+    public var subscriberBuffer = 1_024
+    /// A comment line on every idle stream this often.
+    public var heartbeat = Duration.seconds(15)
+
+    /// `listen` as host and port; nil when empty or not `host:port`.
+    public var listenAddress: (host: String, port: Int)? { IngestConfiguration.hostAndPort(listen) }
+
+    /// The built-in defaults.
+    public init() {}
+
+    /// Reads and validates `api.listen` (`host:port` or ""), `auth`, `tokens_file` (readable),
+    /// `history_changes`, `max_subscribers`, `subscriber_buffer` and `heartbeat_s`.
+    public init(reading section: ConfigurationSection) throws(ConfigurationError) {
+        listen = section.string("listen", default: listen)
+        if !listen.isEmpty, listenAddress == nil {
+            throw ConfigurationError("'api.listen' must be host:port (or \"\" to disable), got '\(listen)'")
+        }
+        auth = try section.choice("auth", default: auth)
+        tokensFile = try section.readableFile("tokens_file", default: tokensFile)
+        historyChanges = try section.integer("history_changes", minimum: 1, maximum: 100_000_000, default: historyChanges)
+        maximumSubscribers = try section.integer("max_subscribers", minimum: 1, maximum: 1_000_000, default: maximumSubscribers)
+        subscriberBuffer = try section.integer("subscriber_buffer", minimum: 1, maximum: 1_000_000, default: subscriberBuffer)
+        heartbeat = try section.seconds("heartbeat_s", minimum: 1, maximum: 3_600, default: heartbeat)
+    }
+}

@@ -1,0 +1,276 @@
+import GRDB
+
+/// One applied change to the order table, as the change log keeps it (DESIGN §11).
+public struct OrderChange: Sendable, Hashable {
+    /// What happened to the order.
+    public enum Kind: String, Sendable, Hashable {
+        /// Inserted or replaced by a newer version.
+        case upserted
+        /// Removed (a tombstone is kept).
+        case deleted
+    }
+
+    /// The fields the API's filters look at.
+    public struct Fields: Sendable, Hashable {
+        /// The status.
+        public var status: String
+        /// The store, if any.
+        public var storeID: String?
+        /// The courier, if any.
+        public var courierID: String?
+
+        /// Creates the fields.
+        public init(status: String, storeID: String?, courierID: String?) {
+            self.status = status
+            self.storeID = storeID
+            self.courierID = courierID
+        }
+    }
+
+    /// The change's position in this store's sequence: consecutive, never reused.
+    public var seq: Int64
+    /// The order.
+    public var orderID: String
+    /// What happened.
+    public var kind: Kind
+    /// The order's version after an upsert, or the version the delete carried.
+    public var version: Int64?
+    /// The order exactly as the backend sent it (upserts), nil for a delete.
+    public var body: String?
+    /// When it was applied, Unix seconds.
+    public var at: Double
+    /// The filter fields after the change (nil for a delete).
+    public var after: Fields?
+    /// The filter fields before the change (nil when the order was not stored).
+    public var before: Fields?
+
+    /// Creates a change.
+    public init(seq: Int64, orderID: String, kind: Kind, version: Int64?, body: String?, at: Double,
+                after: Fields?, before: Fields?) {
+        self.seq = seq
+        self.orderID = orderID
+        self.kind = kind
+        self.version = version
+        self.body = body
+        self.at = at
+        self.after = after
+        self.before = before
+    }
+
+    static let columns = "seq, order_id, kind, version, body, at, status, store_id, courier_id, "
+        + "before_status, before_store_id, before_courier_id"
+
+    /// Decodes a row of ``columns``; a hand-edited row is an error, never a trap.
+    init(row: Row) throws {
+        seq = try row.decode(atIndex: 0)
+        orderID = try row.decode(atIndex: 1)
+        let kindText: String = try row.decode(atIndex: 2)
+        guard let kind = Kind(rawValue: kindText) else {
+            throw OrderParseError("change \(seq) has an unknown kind '\(kindText)'")
+        }
+        self.kind = kind
+        version = try row.decode(atIndex: 3)
+        body = try row.decode(atIndex: 4)
+        at = try row.decode(atIndex: 5)
+        let status: String? = try row.decode(atIndex: 6)
+        after = try status.map { Fields(status: $0, storeID: try row.decode(atIndex: 7), courierID: try row.decode(atIndex: 8)) }
+        let beforeStatus: String? = try row.decode(atIndex: 9)
+        before = try beforeStatus.map {
+            Fields(status: $0, storeID: try row.decode(atIndex: 10), courierID: try row.decode(atIndex: 11))
+        }
+    }
+}
+
+/// Which orders a consumer watches: `status`, `store_id`, `courier_id`, each a set of accepted values
+/// (empty accepts all); AND across fields, OR within one (DESIGN §11).
+public struct OrderFilter: Sendable, Hashable {
+    /// Accepted statuses.
+    public var statuses: Set<String>
+    /// Accepted stores.
+    public var storeIDs: Set<String>
+    /// Accepted couriers.
+    public var courierIDs: Set<String>
+
+    /// Creates a filter; the default accepts every order.
+    public init(statuses: Set<String> = [], storeIDs: Set<String> = [], courierIDs: Set<String> = []) {
+        self.statuses = statuses
+        self.storeIDs = storeIDs
+        self.courierIDs = courierIDs
+    }
+
+    /// True when it accepts every order.
+    public var acceptsAll: Bool { statuses.isEmpty && storeIDs.isEmpty && courierIDs.isEmpty }
+
+    /// Whether an order with `fields` is in the view.
+    public func matches(_ fields: OrderChange.Fields) -> Bool {
+        (statuses.isEmpty || statuses.contains(fields.status))
+            && (storeIDs.isEmpty || fields.storeID.map(storeIDs.contains) == true)
+            && (courierIDs.isEmpty || fields.courierID.map(courierIDs.contains) == true)
+    }
+
+    /// Whether `order` is in the view.
+    public func matches(_ order: OrderRecord) -> Bool {
+        matches(OrderChange.Fields(status: order.status, storeID: order.storeID, courierID: order.courierID))
+    }
+}
+
+/// The orders matching a filter as of one change.
+public struct OrderSnapshot: Sendable {
+    /// The last change the orders include.
+    public var seq: Int64
+    /// The matching orders, sorted by id (numeric ids numerically).
+    public var orders: [OrderRecord]
+}
+
+/// What a subscriber resuming after a change gets.
+public enum ChangesAfter: Sendable {
+    /// The changes after it, in order (at most the limit asked; empty when it is up to date).
+    case changes([OrderChange])
+    /// It cannot resume: the id is older than the kept history, newer than the last change, or from
+    /// another store (a new database or a user switch). Carries why.
+    case reset(String)
+}
+
+/// Appends the changes of one write transaction, numbering them from the log's head: one per
+/// transaction, so a rolled-back transaction uses no numbers.
+struct ChangeAppender {
+    private var next: Int64?
+    /// The last change appended, if any.
+    private(set) var last: Int64?
+
+    /// Appends a change with the next `seq`.
+    mutating func append(
+        _ kind: OrderChange.Kind, orderID: String, version: Int64?, body: String?, at now: Double,
+        after: OrderChange.Fields?, before: OrderChange.Fields?, in db: Database
+    ) throws {
+        let seq: Int64
+        if let next {
+            seq = next
+        } else {
+            // The head is read back from the database: numbered without overflow.
+            let (following, overflow) = try OrderStore.changeHead(in: db).addingReportingOverflow(1)
+            guard !overflow else { throw OrderParseError("the change log's sequence is exhausted") }
+            seq = following
+        }
+        try db.cachedStatement(sql: """
+            INSERT INTO order_change (seq, order_id, kind, version, body, at, status, store_id, courier_id,
+                                      before_status, before_store_id, before_courier_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [
+                seq, orderID, kind.rawValue, version, body, now, after?.status, after?.storeID, after?.courierID,
+                before?.status, before?.storeID, before?.courierID,
+            ])
+        next = seq == .max ? nil : seq + 1
+        last = seq
+    }
+}
+
+/// The change log: numbering, reading for subscribers, pruning (DESIGN §11).
+extension OrderStore {
+    /// Where a new store's sequence starts: a random multiple of 2^32 below 2^52, so that an id from
+    /// another database is almost never inside this one's range (and every seq stays an exact
+    /// number in JavaScript, below 2^53).
+    static func randomBase() -> Int64 {
+        Int64.random(in: 1...(1 << 20)) << 32
+    }
+
+    /// The last change's seq, or the log's floor when it has none.
+    static func changeHead(in db: Database) throws -> Int64 {
+        if let head = try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(seq) FROM order_change")) { return head }
+        return try changeFloor(in: db)
+    }
+
+    /// The seq at and below which no subscriber can resume (the store's start, or its last user switch).
+    static func changeFloor(in db: Database) throws -> Int64 {
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT floor FROM change_log WHERE id = 1")) ?? 0
+    }
+
+    /// Writes with a change appender; tells ``changesCommitted`` the last change once it committed.
+    func changeWrite<T>(_ updates: (Database, inout ChangeAppender) throws -> T) throws -> T {
+        let (result, last) = try recordedWrite { db -> (T, Int64?) in
+            var appender = ChangeAppender()
+            let result = try updates(db, &appender)
+            return (result, appender.last)
+        }
+        if let last { changesCommitted(last) }
+        return result
+    }
+
+    /// The last change's seq (the floor when there is none yet).
+    public func changeHead() throws -> Int64 {
+        try writer.read { db in try Self.changeHead(in: db) }
+    }
+
+    /// The orders matching `filter`, and the change they are as of, in one read transaction.
+    public func snapshot(matching filter: OrderFilter) throws -> OrderSnapshot {
+        try writer.read { db in
+            var request = OrderRecord.all()
+            if !filter.statuses.isEmpty { request = request.filter(filter.statuses.sorted().contains(Column("status"))) }
+            if !filter.storeIDs.isEmpty { request = request.filter(filter.storeIDs.sorted().contains(Column("store_id"))) }
+            if !filter.courierIDs.isEmpty {
+                request = request.filter(filter.courierIDs.sorted().contains(Column("courier_id")))
+            }
+            let orders = try request.order(sql: "length(id), id").fetchAll(db)
+            return OrderSnapshot(seq: try Self.changeHead(in: db), orders: orders)
+        }
+    }
+
+    /// Up to `limit` changes after `seq`, or why a subscriber at `seq` cannot resume. One read
+    /// transaction, so pruning cannot open a gap between the check and the read.
+    public func changes(after seq: Int64, limit: Int) throws -> ChangesAfter {
+        try writer.read { db in
+            let floor = try Self.changeFloor(in: db)
+            let head = try Self.changeHead(in: db)
+            if seq < floor { return .reset("the id is from before this store's data (another user or database)") }
+            if seq > head { return .reset("the id is newer than this store's last change") }
+            if seq == head { return .changes([]) }
+            // seq < head here, so every order_change row is after the floor and oldest > seq is a gap.
+            if let oldest = try Int64.fetchOne(db.cachedStatement(sql: "SELECT MIN(seq) FROM order_change")), seq < oldest {
+                let gap = oldest.subtractingReportingOverflow(seq)
+                if gap.overflow || gap.partialValue > 1 { return .reset("the id is older than the kept history") }
+            }
+            let statement = try db.cachedStatement(
+                sql: "SELECT \(OrderChange.columns) FROM order_change WHERE seq > ? ORDER BY seq LIMIT ?")
+            let rows = try Row.fetchCursor(statement, arguments: [seq, max(1, limit)])
+            var changes: [OrderChange] = []
+            while let row = try rows.next() { changes.append(try OrderChange(row: row)) }
+            return .changes(changes)
+        }
+    }
+
+    /// Up to `limit` changes after `seq` as the log holds them now, whatever the floor (the fan-out
+    /// hub's read: it checks that they follow on from what it has sent).
+    public func appendedChanges(after seq: Int64, limit: Int) throws -> [OrderChange] {
+        try writer.read { db in
+            let statement = try db.cachedStatement(
+                sql: "SELECT \(OrderChange.columns) FROM order_change WHERE seq > ? ORDER BY seq LIMIT ?")
+            let rows = try Row.fetchCursor(statement, arguments: [seq, max(1, limit)])
+            var changes: [OrderChange] = []
+            while let row = try rows.next() { changes.append(try OrderChange(row: row)) }
+            return changes
+        }
+    }
+
+    /// Removes the oldest changes beyond the last `keeping`, at most `batch` at a time (so one
+    /// call never holds the write lock long). Returns how many went; call again while it is `batch`.
+    @discardableResult
+    public func pruneChanges(keeping: Int, batch: Int = 10_000) throws -> Int {
+        try recordedWrite { db in
+            guard let oldest = try Int64.fetchOne(db, sql: "SELECT MIN(seq) FROM order_change") else { return 0 }
+            let head = try Self.changeHead(in: db)
+            let keep = Int64(max(1, keeping))
+            let (byBatch, batchOverflow) = oldest.addingReportingOverflow(Int64(max(1, batch)))
+            let (byHistory, historyOverflow) = head.subtractingReportingOverflow(keep - 1)
+            guard !historyOverflow else { return 0 }
+            let end = batchOverflow ? byHistory : min(byBatch, byHistory)
+            guard end > oldest else { return 0 }
+            try db.execute(sql: "DELETE FROM order_change WHERE seq < ?", arguments: [end])
+            return db.changesCount
+        }
+    }
+
+    /// How many changes the log keeps now.
+    public func changeCount() throws -> Int {
+        try writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM order_change") ?? 0 }
+    }
+}

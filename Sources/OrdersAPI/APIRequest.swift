@@ -1,0 +1,79 @@
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import OrderStore
+import PushIngest
+
+/// How consumers of the orders API authenticate (`api.auth`, DESIGN §11).
+public enum APIAuthentication: Sendable {
+    /// Anyone who can reach the listener (allowed only on loopback).
+    case none
+    /// `Authorization: Bearer <token>` or `?access_token=<token>`, one of `tokens`.
+    case bearer(tokens: [String])
+
+    /// `api.auth: none` is refused unless the listener is on loopback.
+    public static func refusal(host: String, authentication: APIAuthentication) -> String? {
+        guard case .none = authentication else { return nil }
+        let loopback = host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+        return loopback ? nil : "api.auth is none but api.listen is not a loopback address (\(host)): "
+            + "set api.auth to bearer with api.tokens_file, or listen on 127.0.0.1"
+    }
+
+    /// Why `request` is refused, or nil when it may read. Every token is compared, each in constant
+    /// time, so the answer's timing says nothing about which token nearly matched.
+    func failure(_ request: Request) -> String? {
+        guard case .bearer(let tokens) = self else { return nil }
+        let presented: Substring
+        if let header = request.headers[.authorization] {
+            let prefix = "bearer "
+            guard header.count > prefix.count, header.prefix(prefix.count).lowercased() == prefix else {
+                return "the Authorization header is not a bearer token"
+            }
+            presented = header.dropFirst(prefix.count)
+        } else if let query = request.uri.queryParameters["access_token"] {
+            presented = query
+        } else {
+            return "missing Authorization: Bearer header or access_token parameter"
+        }
+        var matched = false
+        for token in tokens where PushAuthentication.constantTimeEqual(presented.utf8, token.utf8) { matched = true }
+        return matched ? nil : "wrong bearer token"
+    }
+}
+
+/// A request's query, checked: the filters (`status`, `store_id`, `courier_id`, each repeatable),
+/// `access_token`, and where the route takes it `since`. Anything else is refused with a message
+/// that names it, so a typo never silently widens a view.
+struct APIQuery {
+    var filter = OrderFilter()
+    var since: Substring?
+
+    init(_ uri: URI, allowsSince: Bool) throws(APIRefusal) {
+        for (key, value) in uri.queryParameters {
+            switch key {
+            case "status", "store_id", "courier_id":
+                guard !value.isEmpty else { throw APIRefusal("the '\(key)' filter needs a value, as in ?\(key)=assigned") }
+                if key == "status" { filter.statuses.insert(String(value)) }
+                if key == "store_id" { filter.storeIDs.insert(String(value)) }
+                if key == "courier_id" { filter.courierIDs.insert(String(value)) }
+            case "access_token":
+                continue
+            case "since" where allowsSince:
+                since = value
+            default:
+                let known = allowsSince ? "status, store_id, courier_id, since and access_token"
+                    : "status, store_id, courier_id and access_token"
+                throw APIRefusal("unknown query parameter '\(String(key).prefix(64))': this route takes \(known)")
+            }
+        }
+    }
+}
+
+/// A request refused with 400.
+struct APIRefusal: Error {
+    var message: String
+
+    init(_ message: String) {
+        self.message = message
+    }
+}

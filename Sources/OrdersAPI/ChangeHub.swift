@@ -1,0 +1,232 @@
+import AsyncSignals
+import CoreMetrics
+import Foundation
+import Logging
+import OrderStore
+
+/// The change feed's metrics (DESIGN §11), made through an injected factory.
+public struct FeedMetrics: Sendable {
+    /// How a subscription started; the `outcome` label of `orderlive_api_feed_starts_total`.
+    public enum Start: String, Sendable, CaseIterable {
+        /// No id: snapshot then live.
+        case new
+        /// Resumed from an id in the kept history.
+        case resumed
+        /// The id could not be resumed: reset, then a snapshot.
+        case reset
+        /// Refused with 503: `api.max_subscribers` were connected, or the agent is stopping.
+        case refused
+    }
+
+    let subscribers: Gauge
+    let delivered: Counter
+    let cutOffs: Counter
+    let starts: [Start: Counter]
+    let lag: CoreMetrics.Timer
+
+    /// Creates the metrics in `factory`.
+    public init(factory: any MetricsFactory) {
+        subscribers = Gauge(label: "orderlive_api_subscribers", factory: factory)
+        delivered = Counter(label: "orderlive_api_changes_delivered_total", factory: factory)
+        cutOffs = Counter(label: "orderlive_api_subscribers_cut_off_total", factory: factory)
+        var starts: [Start: Counter] = [:]
+        for start in Start.allCases {
+            starts[start] = Counter(
+                label: "orderlive_api_feed_starts_total", dimensions: [("outcome", start.rawValue)], factory: factory)
+        }
+        self.starts = starts
+        lag = CoreMetrics.Timer(label: "orderlive_api_feed_lag_seconds", factory: factory)
+    }
+
+    func record(_ start: Start) {
+        starts[start]?.increment()
+    }
+}
+
+/// The one fan-out hub of the change feed (DESIGN §11): after each commit that appended changes, the
+/// store wakes it (a signal; the executor never waits for it); it reads what was appended once,
+/// makes each event's text once, and offers it to every subscriber's bounded queue in `seq` order.
+/// It also beats the heartbeat for idle subscribers and prunes the change log beyond its history.
+public final class ChangeHub: Sendable {
+    /// The feed's limits.
+    public struct Configuration: Sendable {
+        /// More subscribers than this are refused (503).
+        public var maximumSubscribers: Int
+        /// Changes queued for one subscriber before it is cut off.
+        public var subscriberBuffer: Int
+        /// How often an idle stream gets a comment line.
+        public var heartbeat: Duration
+        /// Changes kept for subscribers that resume.
+        public var historyChanges: Int
+
+        /// Creates a configuration with DESIGN §11's defaults.
+        public init(maximumSubscribers: Int = 10_000, subscriberBuffer: Int = 1_024, heartbeat: Duration = .seconds(15),
+                    historyChanges: Int = 100_000) {
+            self.maximumSubscribers = max(1, maximumSubscribers)
+            self.subscriberBuffer = max(1, subscriberBuffer)
+            self.heartbeat = heartbeat
+            self.historyChanges = max(1, historyChanges)
+        }
+    }
+
+    private struct State {
+        var subscribers: [ObjectIdentifier: FeedSubscriber] = [:]
+        var closed = false
+    }
+
+    let configuration: Configuration
+    let store: any ChangeFeedSource
+    let metrics: FeedMetrics
+    private let wake: WakeSignal
+    private let logger: Logger
+    private let now: @Sendable () -> Double
+    private let state = Locked(State())
+    private let stopped = StopFlag()
+
+    /// Creates a hub over `store`; `wake` is signalled by the store after each commit that appended
+    /// changes. `now` is the wall clock in Unix seconds (for the lag metric).
+    public init(
+        configuration: Configuration, store: any ChangeFeedSource, wake: WakeSignal, metrics: FeedMetrics,
+        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }, logger: Logger
+    ) {
+        self.configuration = configuration
+        self.store = store
+        self.wake = wake
+        self.metrics = metrics
+        self.now = now
+        self.logger = logger
+    }
+
+    /// How many subscribers are connected.
+    public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
+
+    /// Registers a subscriber, or nil when `max_subscribers` are connected or the hub is closed.
+    /// Every change the hub reads after this call is offered to it; what was committed before it
+    /// the caller reads from the store (snapshot or backlog) and then calls ``FeedSubscriber/caughtUp(through:)``.
+    func subscribe(filter: OrderFilter) -> FeedSubscriber? {
+        let subscriber = FeedSubscriber(filter: filter, capacity: configuration.subscriberBuffer)
+        let count = state.withLock { state -> Int? in
+            guard !state.closed, state.subscribers.count < configuration.maximumSubscribers else { return nil }
+            state.subscribers[ObjectIdentifier(subscriber)] = subscriber
+            return state.subscribers.count
+        }
+        guard let count else { return nil }
+        metrics.subscribers.record(count)
+        return subscriber
+    }
+
+    /// Removes a subscriber whose connection ended.
+    func unsubscribe(_ subscriber: FeedSubscriber) {
+        let count = state.withLock { state in
+            state.subscribers[ObjectIdentifier(subscriber)] = nil
+            return state.subscribers.count
+        }
+        metrics.subscribers.record(count)
+    }
+
+    /// Ends every stream (queued events are written first) and refuses new subscribers: graceful shutdown.
+    public func close() {
+        let subscribers = state.withLock { state in
+            state.closed = true
+            return Array(state.subscribers.values)
+        }
+        for subscriber in subscribers { subscriber.end(.closed) }
+        stopped.stop()
+        wake.signal()
+    }
+
+    /// Fans changes out until ``close()``. Reads from the store's head at start.
+    public func run() async {
+        var head: Int64
+        while true {
+            do {
+                head = try store.changeHead()
+                break
+            } catch {
+                logger.error("the change feed cannot read the order store; retrying", metadata: ["api.reason": "\(error)"])
+                if await pause(.seconds(1)) { return }
+            }
+        }
+        let clock = ContinuousClock()
+        var nextTick = clock.now.advanced(by: configuration.heartbeat)
+        var sincePrune = Self.pruneEvery
+        while !stopped.isStopped {
+            do {
+                let fannedOut = try fanOut(after: &head)
+                sincePrune += fannedOut
+                if sincePrune >= Self.pruneEvery {
+                    sincePrune = 0
+                    try prune()
+                }
+            } catch {
+                logger.error("the change feed cannot read the order store; retrying", metadata: ["api.reason": "\(error)"])
+                if await pause(.seconds(1)) { return }
+                continue
+            }
+            if clock.now >= nextTick {
+                nextTick = clock.now.advanced(by: configuration.heartbeat)
+                for subscriber in state.withLock({ Array($0.subscribers.values) }) { subscriber.tick() }
+            }
+            await wake.wait(until: nextTick, clock: clock)
+        }
+    }
+
+    /// Prune after this many changes were fanned out (and once at start): off the hot path, in batches.
+    static let pruneEvery = 1_000
+
+    /// Reads every change after `head` and offers each to every subscriber; returns how many.
+    private func fanOut(after head: inout Int64) throws -> Int {
+        var total = 0
+        while true {
+            let changes = try store.appendedChanges(after: head, limit: Self.readBatch)
+            guard !changes.isEmpty else { return total }
+            let subscribers = state.withLock { Array($0.subscribers.values) }
+            var expected = head
+            for change in changes {
+                let (following, overflow) = expected.addingReportingOverflow(1)
+                if overflow || change.seq != following {
+                    // Changes the hub had not sent were removed (a user switch cleared the previous
+                    // user's history): every subscriber reconnects, and resumes or resets by its id.
+                    logger.notice("the change log moved past the feed (a user switch); subscribers reconnect",
+                                  metadata: ["api.seq": "\(change.seq)"])
+                    for subscriber in subscribers { subscriber.end(.resync) }
+                    head = changes.last?.seq ?? head
+                    return total + changes.count
+                }
+                expected = change.seq
+                let shared = FeedChange(change)
+                for subscriber in subscribers where subscriber.offer(shared) {
+                    metrics.cutOffs.increment()
+                    logger.notice("a change-feed subscriber fell behind and was cut off",
+                                  metadata: ["api.buffer": "\(configuration.subscriberBuffer)"])
+                }
+            }
+            head = expected
+            total += changes.count
+            if changes.count < Self.readBatch { return total }
+        }
+    }
+
+    /// Changes read from the store at once.
+    static let readBatch = 1_000
+
+    private func prune() throws {
+        var removed = 0
+        while true {
+            let batch = try store.pruneChanges(keeping: configuration.historyChanges, batch: 10_000)
+            removed += batch
+            if batch < 10_000 { break }
+        }
+        if removed > 0 { logger.debug("change log pruned", metadata: ["api.removed": "\(removed)"]) }
+    }
+
+    /// Waits `duration` or until closed; true when closed.
+    private func pause(_ duration: Duration) async -> Bool {
+        let clock = ContinuousClock()
+        await wake.wait(until: clock.now.advanced(by: duration), clock: clock)
+        return stopped.isStopped
+    }
+
+    /// The wall clock, for the lag metric.
+    func lag(since at: Double) -> Double { max(0, now() - at) }
+}

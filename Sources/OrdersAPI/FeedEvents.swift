@@ -1,0 +1,121 @@
+import JSONToolkit
+import OrderStore
+
+/// The change feed's events as Server-Sent Events text (DESIGN §11). Every event ends with a blank
+/// line; a payload that spans lines (an order body sent pretty-printed) becomes one `data:` line per
+/// line, which the client joins back with `\n`.
+public enum FeedEvents {
+    /// Sent once at the start: how long a client waits before reconnecting.
+    static let retry = "retry: 1000\n\n"
+    /// The idle-stream comment.
+    static let heartbeat = ": heartbeat\n\n"
+
+    /// One event.
+    static func event(_ name: String, id: Int64? = nil, data: String) -> String {
+        var text = ""
+        text.reserveCapacity(data.utf8.count + 48)
+        if let id { text += "id: \(id)\n" }
+        text += "event: \(name)\n"
+        var start = data.startIndex
+        var index = data.startIndex
+        while index < data.endIndex {
+            let character = data[index]
+            if character == "\n" || character == "\r" || character == "\r\n" {
+                text += "data: "
+                text += data[start..<index]
+                text += "\n"
+                start = data.index(after: index)
+            }
+            index = data.index(after: index)
+        }
+        text += "data: "
+        text += data[start...]
+        text += "\n\n"
+        return text
+    }
+
+    /// `event: snapshot` for one order of a snapshot.
+    static func snapshot(_ order: OrderRecord) -> String {
+        event("snapshot", data: #"{"order":"# + order.body + "}")
+    }
+
+    /// `event: ready` after a snapshot: live changes follow from `seq`.
+    static func ready(_ seq: Int64) -> String {
+        event("ready", id: seq, data: #"{"seq":\#(seq)}"#)
+    }
+
+    /// `event: reset`: the client's id cannot be resumed; a fresh snapshot follows.
+    static func reset(_ reason: String) -> String {
+        event("reset", data: #"{"reason":\#(JSONText.string(reason))}"#)
+    }
+
+    /// `event: overflow`: the subscriber fell too far behind and the stream ends; resume with the last id.
+    static func overflow(buffer: Int) -> String {
+        event("overflow", data: #"{"message":"this subscriber fell \#(buffer) changes behind and was cut off; reconnect with Last-Event-ID to resume"}"#)
+    }
+
+    /// Which event a change is for a view: `order.upserted` while the order is in the view,
+    /// `order.removed` when it leaves it, `order.deleted` when a viewed order is deleted, nothing
+    /// when the order was and stays outside the view.
+    static func relevance(of change: OrderChange, to filter: OrderFilter) -> FeedChange.Event? {
+        let wasIn = change.before.map(filter.matches) ?? false
+        switch change.kind {
+        case .upserted:
+            if change.after.map(filter.matches) ?? false { return .upserted }
+            return wasIn ? .removed : nil
+        case .deleted:
+            // A view hears of the deletion of an order it showed.
+            return wasIn ? .deleted : nil
+        }
+    }
+
+    static func upserted(_ change: OrderChange) -> String {
+        event("order.upserted", id: change.seq, data: #"{"seq":\#(change.seq),"order":"# + (change.body ?? "null") + "}")
+    }
+
+    static func removed(_ change: OrderChange) -> String {
+        event("order.removed", id: change.seq, data: #"{"seq":\#(change.seq),"order_id":\#(JSONText.string(change.orderID))}"#)
+    }
+
+    static func deleted(_ change: OrderChange) -> String {
+        let version = change.version.map { String($0) } ?? "null"
+        return event("order.deleted", id: change.seq,
+                     data: #"{"seq":\#(change.seq),"order_id":\#(JSONText.string(change.orderID)),"version":\#(version)}"#)
+    }
+}
+
+/// One committed change as the hub fans it out: each event text is made at most once, however
+/// many subscribers it goes to. Only the hub's task touches it while it is made.
+final class FeedChange: Sendable {
+    /// The event a change is for one view.
+    enum Event { case upserted, removed, deleted }
+
+    let change: OrderChange
+    let upserted: String
+    let removed: String
+    let deleted: String
+
+    init(_ change: OrderChange) {
+        self.change = change
+        switch change.kind {
+        case .upserted:
+            upserted = FeedEvents.upserted(change)
+            removed = change.before == nil ? "" : FeedEvents.removed(change)
+            deleted = ""
+        case .deleted:
+            upserted = ""
+            removed = ""
+            deleted = FeedEvents.deleted(change)
+        }
+    }
+
+    /// The text for a view, nil when the view does not hear of it.
+    func text(for filter: OrderFilter) -> String? {
+        switch FeedEvents.relevance(of: change, to: filter) {
+        case .upserted: upserted
+        case .removed: removed
+        case .deleted: deleted
+        case nil: nil
+        }
+    }
+}

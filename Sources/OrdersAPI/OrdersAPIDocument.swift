@@ -1,0 +1,160 @@
+/// The OpenAPI 3.1 document of the orders API listener (`api.listen`): every route
+/// ``OrdersAPIServer`` registers, served at its `GET /openapi.json`. `OrdersAPIDocumentTests` checks
+/// it against ``OrdersAPIServer/routes`` both ways and calls each operation on a live listener.
+public enum OrdersAPIDocument {
+    /// The document's JSON text.
+    public static let json: String = ##"""
+{
+  "openapi": "3.1.0",
+  "info": {
+    "title": "orderlive orders API",
+    "version": "1",
+    "summary": "The live orders of one orderlive agent, for local consumers (DESIGN §11).",
+    "description": "Served by `orderlive run` on `api.listen` (default 127.0.0.1:8090). Orders are exactly the objects the order backend sent. Filters `status`, `store_id` and `courier_id` may each be repeated: AND across fields, OR within one. With `api.auth: bearer`, send `Authorization: Bearer <token>` or `?access_token=<token>` (for a browser's EventSource). Errors are `{\"code\": N, \"message\": \"...\"}`.",
+    "license": { "name": "See the repository" }
+  },
+  "servers": [ { "url": "http://127.0.0.1:8090", "description": "the default api.listen" } ],
+  "security": [ {}, { "bearer": [] }, { "accessToken": [] } ],
+  "paths": {
+    "/": {
+      "get": {
+        "operationId": "dispatchBoard",
+        "summary": "The dispatch board: one self-contained page over the change feed",
+        "description": "Open as `/?access_token=<token>` when `api.auth` is bearer; `?store_id=` preselects a store.",
+        "security": [ {} ],
+        "responses": {
+          "200": { "description": "The page.", "content": { "text/html": { "schema": { "type": "string" } } } }
+        }
+      }
+    },
+    "/healthz": {
+      "get": {
+        "operationId": "health",
+        "summary": "Liveness of the listener",
+        "security": [ {} ],
+        "responses": {
+          "200": { "description": "Listening.", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Health" } } } }
+        }
+      }
+    },
+    "/openapi.json": {
+      "get": {
+        "operationId": "openAPIDocument",
+        "summary": "This document",
+        "security": [ {} ],
+        "responses": {
+          "200": { "description": "The OpenAPI 3.1 document.", "content": { "application/json": { "schema": { "type": "object" } } } }
+        }
+      }
+    },
+    "/v1/orders": {
+      "get": {
+        "operationId": "listOrders",
+        "summary": "The orders matching the filters, sorted by id, as of one change",
+        "parameters": [
+          { "$ref": "#/components/parameters/Status" },
+          { "$ref": "#/components/parameters/StoreID" },
+          { "$ref": "#/components/parameters/CourierID" },
+          { "$ref": "#/components/parameters/AccessToken" }
+        ],
+        "responses": {
+          "200": { "description": "The orders, read in one transaction with the seq of the last change they include.", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/OrderList" } } } },
+          "400": { "$ref": "#/components/responses/BadRequest" },
+          "401": { "$ref": "#/components/responses/Unauthorized" },
+          "503": { "$ref": "#/components/responses/Unavailable" }
+        }
+      }
+    },
+    "/v1/orders/stream": {
+      "get": {
+        "operationId": "streamOrders",
+        "summary": "The change feed: a snapshot, then every change live, resumable",
+        "description": "Server-Sent Events. `retry: 1000` first. A new subscriber gets `event: snapshot` (`{\"order\":{…}}`) per matching order, then `event: ready` with `id: N` and `{\"seq\":N}`. Then every change after N in order, each with `id: <seq>`: `order.upserted` `{\"seq\",\"order\"}`, `order.removed` `{\"seq\",\"order_id\"}` (it left the filter), `order.deleted` `{\"seq\",\"order_id\",\"version\"}`. With `Last-Event-ID: N` or `?since=N` still in the kept history, only the changes after N; an id older than the history, newer than the last change, unreadable, or from another store gets `event: reset` and a fresh snapshot and `ready`. A comment line every `api.heartbeat_s` on an idle stream. A subscriber `api.subscriber_buffer` changes behind gets `event: overflow` and the stream ends; it resumes with its last id.",
+        "parameters": [
+          { "$ref": "#/components/parameters/Status" },
+          { "$ref": "#/components/parameters/StoreID" },
+          { "$ref": "#/components/parameters/CourierID" },
+          { "$ref": "#/components/parameters/AccessToken" },
+          { "name": "since", "in": "query", "required": false, "description": "Resume after this change id (as Last-Event-ID, which takes precedence).", "schema": { "type": "string" } },
+          { "name": "Last-Event-ID", "in": "header", "required": false, "description": "Resume after this change id.", "schema": { "type": "string" } }
+        ],
+        "responses": {
+          "200": { "description": "The event stream.", "content": { "text/event-stream": { "schema": { "type": "string" } } } },
+          "400": { "$ref": "#/components/responses/BadRequest" },
+          "401": { "$ref": "#/components/responses/Unauthorized" },
+          "503": {
+            "description": "`api.max_subscribers` are connected, or the agent is stopping.",
+            "headers": { "Retry-After": { "description": "Seconds to wait.", "schema": { "type": "integer" } } },
+            "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } }
+          }
+        }
+      }
+    },
+    "/v1/orders/{id}": {
+      "get": {
+        "operationId": "getOrder",
+        "summary": "One order, exactly as the backend sent it",
+        "parameters": [
+          { "name": "id", "in": "path", "required": true, "schema": { "type": "string" } },
+          { "$ref": "#/components/parameters/AccessToken" }
+        ],
+        "responses": {
+          "200": { "description": "The order.", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Order" } } } },
+          "401": { "$ref": "#/components/responses/Unauthorized" },
+          "404": { "description": "No such order in the store.", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
+          "503": { "$ref": "#/components/responses/Unavailable" }
+        }
+      }
+    }
+  },
+  "components": {
+    "securitySchemes": {
+      "bearer": { "type": "http", "scheme": "bearer", "description": "A line of `api.tokens_file`." },
+      "accessToken": { "type": "apiKey", "in": "query", "name": "access_token", "description": "The same token, for clients that cannot set headers." }
+    },
+    "parameters": {
+      "Status": { "name": "status", "in": "query", "required": false, "style": "form", "explode": true, "schema": { "type": "array", "items": { "type": "string", "minLength": 1 } } },
+      "StoreID": { "name": "store_id", "in": "query", "required": false, "style": "form", "explode": true, "schema": { "type": "array", "items": { "type": "string", "minLength": 1 } } },
+      "CourierID": { "name": "courier_id", "in": "query", "required": false, "style": "form", "explode": true, "schema": { "type": "array", "items": { "type": "string", "minLength": 1 } } },
+      "AccessToken": { "name": "access_token", "in": "query", "required": false, "schema": { "type": "string" } }
+    },
+    "responses": {
+      "BadRequest": { "description": "An unknown query parameter or an empty filter value; the message names it.", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
+      "Unauthorized": { "description": "A missing or wrong token (`api.auth: bearer`).", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
+      "Unavailable": {
+        "description": "The order store cannot be read now.",
+        "headers": { "Retry-After": { "description": "Seconds to wait.", "schema": { "type": "integer" } } },
+        "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } }
+      }
+    },
+    "schemas": {
+      "Error": {
+        "type": "object", "required": ["code", "message"],
+        "properties": { "code": { "type": "integer" }, "message": { "type": "string" } }
+      },
+      "Health": { "type": "object", "required": ["status"], "properties": { "status": { "const": "ok" } } },
+      "Order": {
+        "type": "object", "required": ["id", "status"],
+        "description": "The order as the backend sent it; every field is kept.",
+        "properties": {
+          "id": { "type": ["integer", "string"] },
+          "status": { "type": "string" },
+          "store_id": { "type": ["integer", "string", "null"] },
+          "courier_id": { "type": ["integer", "string", "null"] },
+          "version": { "type": ["integer", "null"] },
+          "updated_at": { "type": ["string", "null"] }
+        },
+        "additionalProperties": true
+      },
+      "OrderList": {
+        "type": "object", "required": ["seq", "orders"],
+        "properties": {
+          "seq": { "type": "integer", "description": "The last change the list includes; resume the feed after it." },
+          "orders": { "type": "array", "items": { "$ref": "#/components/schemas/Order" } }
+        }
+      }
+    }
+  }
+}
+"""##
+}

@@ -1,0 +1,144 @@
+import AsyncSignals
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import OrderStore
+import PushIngest
+import ServiceLifecycle
+
+/// The local orders API (`api.listen`, DESIGN §11) as a `Service`: the orders, the change feed, the
+/// dispatch board, `GET /healthz` and `GET /openapi.json`, on a listener of its own. It runs the
+/// change hub beside the server; on graceful shutdown every feed ends cleanly and new ones get 503.
+public final class OrdersAPIServer: Service, Sendable {
+    /// Where it listens and who may read.
+    public struct Configuration: Sendable {
+        /// The address to bind.
+        public var host: String
+        /// The port; 0 picks a free one (see ``port``).
+        public var port: Int
+        /// How consumers authenticate.
+        public var authentication: APIAuthentication
+
+        /// Creates a configuration.
+        public init(host: String = "127.0.0.1", port: Int = 8090, authentication: APIAuthentication = .none) {
+            self.host = host
+            self.port = port
+            self.authentication = authentication
+        }
+    }
+
+    /// One route: what `GET /openapi.json` documents and what ``run()`` registers.
+    public struct Route: Sendable {
+        /// The method.
+        public var method: HTTPRequest.Method
+        /// The path, as the router matches it.
+        public var path: String
+        var respond: @Sendable (Request, BasicRequestContext) async -> Response
+    }
+
+    private let configuration: Configuration
+    /// The fan-out hub.
+    public let hub: ChangeHub
+    private let logger: Logger
+    private let bound = OneShot<Int>()
+
+    /// Creates the server; it does not listen until ``run()``.
+    public init(configuration: Configuration, hub: ChangeHub, logger: Logger) {
+        self.configuration = configuration
+        self.hub = hub
+        self.logger = logger
+    }
+
+    /// The bound port, once listening.
+    public var port: Int {
+        get async { await bound.value }
+    }
+
+    /// Every route, in the order registered.
+    public var routes: [Route] {
+        let feed = ChangeFeed(hub: hub, logger: logger)
+        let store = hub.store
+        let authentication = configuration.authentication
+        let logger = self.logger
+        return [
+            Route(method: .get, path: "/") { _, _ in
+                var headers = HTTPFields()
+                headers[.contentType] = "text/html; charset=utf-8"
+                headers[.cacheControl] = "no-cache"
+                return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: DispatchBoard.html)))
+            },
+            Route(method: .get, path: "/healthz") { _, _ in PushEndpoint.body(.ok, #"{"status":"ok"}"#) },
+            Route(method: .get, path: "/openapi.json") { _, _ in PushEndpoint.body(.ok, OrdersAPIDocument.json) },
+            Route(method: .get, path: "/v1/orders") { request, _ in
+                if let refusal = authentication.failure(request) { return PushEndpoint.json(.unauthorized, refusal) }
+                let query: APIQuery
+                do throws(APIRefusal) { query = try APIQuery(request.uri, allowsSince: false) } catch { return PushEndpoint.json(.badRequest, error.message) }
+                do {
+                    let snapshot = try store.snapshot(matching: query.filter)
+                    var text = #"{"seq":\#(snapshot.seq),"orders":["#
+                    text.reserveCapacity(snapshot.orders.reduce(64) { $0 + $1.body.utf8.count + 1 })
+                    for (index, order) in snapshot.orders.enumerated() {
+                        if index > 0 { text += "," }
+                        text += order.body
+                    }
+                    text += "]}"
+                    return PushEndpoint.body(.ok, text)
+                } catch {
+                    logger.error("the orders API cannot read the order store", metadata: ["api.reason": "\(error)"])
+                    return PushEndpoint.json(.serviceUnavailable, "the order store cannot be read; try again", retryAfter: 1)
+                }
+            },
+            Route(method: .get, path: "/v1/orders/stream") { request, _ in
+                if let refusal = authentication.failure(request) { return PushEndpoint.json(.unauthorized, refusal) }
+                return feed.respond(to: request)
+            },
+            Route(method: .get, path: "/v1/orders/{id}") { request, context in
+                if let refusal = authentication.failure(request) { return PushEndpoint.json(.unauthorized, refusal) }
+                let id = context.parameters.get("id") ?? ""
+                do {
+                    guard let order = try store.order(id: id) else {
+                        return PushEndpoint.json(.notFound, "no order \(String(id.prefix(128))) in the store")
+                    }
+                    return PushEndpoint.body(.ok, order.body)
+                } catch {
+                    logger.error("the orders API cannot read the order store", metadata: ["api.reason": "\(error)"])
+                    return PushEndpoint.json(.serviceUnavailable, "the order store cannot be read; try again", retryAfter: 1)
+                }
+            },
+        ]
+    }
+
+    /// Serves until graceful shutdown or cancellation; the hub runs beside it.
+    public func run() async throws {
+        let router = Router()
+        let routes = self.routes
+        router.add(middleware: MethodNotAllowedMiddleware(routes: routes.map { ($0.method, $0.path) }))
+        for route in routes {
+            router.on(RouterPath(route.path), method: route.method, use: route.respond)
+        }
+        let app = Application(
+            router: router,
+            server: .http1(configuration: .init(httpDecoderConfiguration: .init(
+                maxHeaderFieldSize: 16 * 1024, maxHeaderListSize: 64 * 1024, maxHeaderFieldCount: 100))),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "orderlive",
+                                 backlog: 4_096),
+            onServerRunning: { [self] channel in
+                let port = channel.localAddress?.port ?? configuration.port
+                bound.give(port)
+                logger.info("orders API listening", metadata: ["api.listen": "\(configuration.host):\(port)"])
+            },
+            logger: logger)
+        let hub = self.hub
+        try await withGracefulShutdownHandler {
+            try await withThrowingDiscardingTaskGroup { group in
+                group.addTask { await hub.run() }
+                try await app.run()
+                hub.close()
+            }
+        } onGracefulShutdown: {
+            hub.close()
+        }
+    }
+}
