@@ -215,6 +215,7 @@ let package = Package(
             name: "TestSupport",
             dependencies: [
                 "AsyncSignals", "AuthSession", "CurlHTTP", "EventStream", "OrderStore", "OrderSync", "PushIngest", "Sandbox",
+                "OrdersAPI", "ServerSentEvents",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             path: "Tests/TestSupport",
@@ -294,6 +295,14 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             exclude: ["Fixtures"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "OrdersAPITests",
+            dependencies: [
+                "OrdersAPI", "OrderStore", "CurlHTTP", "AsyncSignals", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -1,0 +1,218 @@
+import CurlHTTP
+import Foundation
+import OrderStore
+import OrdersAPI
+import TestSupport
+import Testing
+
+/// The change feed's contract (DESIGN §11) against a real store and a real HTTP client.
+@Suite struct ChangeFeedTests {
+    @Test func aNewSubscriberGetsTheSnapshotThenReadyThenLiveChangesInOrder() async throws {
+        try await APIHarness.with(prepare: { store in
+            for id in [3, 1, 2] { try store.applyUpsert(try order(id, status: "created", version: 1)) }
+        }) { api in
+            let head = try api.store.changeHead()
+            let feed = try await api.feed()
+            #expect(feed.status == 200)
+            #expect(feed.headers["Content-Type"]?.hasPrefix("text/event-stream") == true)
+            #expect(try await feed.next() == .retry(1000))
+            let start = try await feed.events(through: "ready")
+            #expect(start.map(\.type) == ["snapshot", "snapshot", "snapshot", "ready"])
+            #expect(start.prefix(3).map { $0.data.contains(#""id":"#) } == [true, true, true])
+            #expect(start.prefix(3).compactMap { Self.orderID($0.data) } == ["1", "2", "3"])
+            #expect(start[3].id == "\(head)" && start[3].data == #"{"seq":\#(head)}"#)
+
+            try api.store.applyUpsert(try order(2, status: "assigned", version: 2))
+            try api.store.applyDelete(orderID: "3", version: 2)
+            try api.store.applyUpsert(try order(1, status: "created", version: 1))  // stale: no change
+            try api.store.applyUpsert(try order(4, status: "created", version: 1))
+            let upserted = try #require(try await feed.nextEvent())
+            #expect(upserted.type == "order.upserted" && upserted.id == "\(head + 1)")
+            #expect(upserted.data.hasPrefix(#"{"seq":\#(head + 1),"order":{"#) && upserted.data.contains(#""status":"assigned""#))
+            let deleted = try #require(try await feed.nextEvent())
+            #expect(deleted.type == "order.deleted" && deleted.id == "\(head + 2)")
+            #expect(deleted.data == #"{"seq":\#(head + 2),"order_id":"3","version":2}"#)
+            let next = try #require(try await feed.nextEvent())
+            #expect(next.type == "order.upserted" && next.id == "\(head + 3)" && Self.orderID(next.data) == "4")
+            #expect(api.metric(#"orderlive_api_feed_starts_total{outcome="new"}"#) == 1)
+            #expect(api.metric("orderlive_api_subscribers") == 1)
+        }
+    }
+
+    @Test func aSubscriberResumingFromAnIDInHistoryGetsExactlyWhatItMissed() async throws {
+        try await APIHarness.with(prepare: { store in
+            try store.applyUpsert(try order(1, status: "created", version: 1))
+        }) { api in
+            let first = try await api.feed()
+            let ready = try #require(try await first.events(through: "ready").last)
+            first.close()
+            // Away: five changes.
+            for version in 2...6 { try api.store.applyUpsert(try order(1, status: "s\(version)", version: version)) }
+            let seq = try #require(Int64(ready.id))
+            for request in [(path: "/v1/orders/stream", headers: ["Last-Event-ID": "\(seq)"] as HTTPHeaders),
+                            (path: "/v1/orders/stream?since=\(seq)", headers: [:] as HTTPHeaders)] {
+                let resumed = try await api.feed(request.path, headers: request.headers)
+                var received: [(type: String, id: String, data: String)] = []
+                for _ in 0..<5 { received.append(try #require(try await resumed.nextEvent())) }
+                #expect(received.map(\.type) == Array(repeating: "order.upserted", count: 5))
+                #expect(received.map(\.id) == (1...5).map { "\(seq + Int64($0))" })
+                #expect(received.map { $0.data.contains(#""status":"s"#) } == Array(repeating: true, count: 5))
+                // Then live.
+                try api.store.applyUpsert(try order(1, status: "live", version: 7 + received.count))
+                let live = try #require(try await resumed.nextEvent())
+                #expect(live.type == "order.upserted" && live.data.contains(#""status":"live""#))
+                resumed.close()
+            }
+            #expect(api.metric(#"orderlive_api_feed_starts_total{outcome="resumed"}"#) == 2)
+        }
+    }
+
+    @Test(arguments: ["older", "future", "garbage", "before a user switch"])
+    func anIDThatCannotBeResumedGetsResetThenASnapshot(_ kind: String) async throws {
+        try await APIHarness.with(hub: .init(historyChanges: 3), prepare: { store in
+            try store.claim(for: "first-user")
+            try store.applyUpsert(try order(1, status: "created", version: 1))
+        }) { api in
+            let start = try api.store.changeHead()
+            var id = ""
+            switch kind {
+            case "older":
+                for version in 2...10 { try api.store.applyUpsert(try order(1, status: "created", version: version)) }
+                #expect(try api.store.pruneChanges(keeping: 3, batch: 100) > 0)
+                id = "\(start)"
+            case "future":
+                id = "\(start + 1_000)"
+            case "garbage":
+                id = "not-a-number"
+            default:
+                id = "\(start)"
+                try api.store.claim(for: "second-user")
+                try api.store.applyUpsert(try order(7, status: "assigned", version: 1))
+            }
+            let feed = try await api.feed(headers: ["Last-Event-ID": id])
+            let events = try await feed.events(through: "ready")
+            #expect(events.first?.type == "reset")
+            #expect(events.dropFirst().dropLast().allSatisfy { $0.type == "snapshot" })
+            var view = FeedView()
+            for event in events { view.apply(type: event.type, id: event.id, data: event.data) }
+            let (seq, orders) = try await api.orders()
+            #expect(view.orders == orders)
+            #expect(events.last?.id == "\(seq)")
+            #expect(api.metric(#"orderlive_api_feed_starts_total{outcome="reset"}"#) == 1)
+        }
+    }
+
+    @Test func filteredViewsHearOrdersLeaveAndEnter() async throws {
+        try await APIHarness.with(prepare: { store in
+            try store.applyUpsert(try order(1, status: "assigned", version: 1, extra: ["store_id": 5]))
+            try store.applyUpsert(try order(2, status: "created", version: 1, extra: ["store_id": 5]))
+            try store.applyUpsert(try order(3, status: "assigned", version: 1, extra: ["store_id": 6]))
+        }) { api in
+            let feed = try await api.feed("/v1/orders/stream?status=assigned&status=delivering&store_id=5")
+            let start = try await feed.events(through: "ready")
+            #expect(start.compactMap { Self.orderID($0.data) } == ["1"])
+            try api.store.applyUpsert(try order(1, status: "picked_up", version: 2, extra: ["store_id": 5]))  // leaves
+            try api.store.applyUpsert(try order(3, status: "delivering", version: 2, extra: ["store_id": 6]))  // other store
+            try api.store.applyUpsert(try order(2, status: "assigned", version: 2, extra: ["store_id": 5]))  // enters
+            try api.store.applyUpsert(try order(1, status: "delivering", version: 3, extra: ["store_id": 5]))  // enters again
+            try api.store.applyDelete(orderID: "3", version: 3)  // never in view
+            try api.store.applyDelete(orderID: "2", version: 3)  // in view
+            var received: [String] = []
+            for _ in 0..<4 {
+                let event = try #require(try await feed.nextEvent())
+                received.append("\(event.type) \(Self.orderID(event.data) ?? "?")")
+            }
+            #expect(received == ["order.removed 1", "order.upserted 2", "order.upserted 1", "order.deleted 2"])
+            let (_, orders) = try await api.orders("?status=assigned&status=delivering&store_id=5")
+            #expect(Set(orders.keys) == ["1"])
+        }
+    }
+
+    @Test func manySubscribersWithDifferentFiltersEndEqualToTheSnapshotOfTheirFilter() async throws {
+        let filters = ["", "?status=created", "?status=assigned&status=picked_up", "?store_id=1", "?store_id=2&status=delivered",
+                       "?courier_id=7", "?status=cancelled", "?store_id=3&courier_id=8"]
+        try await APIHarness.with { api in
+            var feeds: [(query: String, reader: FeedReader, view: FeedView)] = []
+            for query in filters {
+                let reader = try await api.feed("/v1/orders/stream" + query)
+                var view = FeedView()
+                for event in try await reader.events(through: "ready") { view.apply(type: event.type, id: event.id, data: event.data) }
+                feeds.append((query, reader, view))
+            }
+            var random = SplitMix(state: 0x5eed)
+            let statuses = ["created", "assigned", "picked_up", "delivering", "delivered", "cancelled"]
+            var versions: [Int: Int] = [:]
+            for _ in 0..<400 {
+                let id = Int.random(in: 1...40, using: &random)
+                let version = (versions[id] ?? 0) + 1
+                versions[id] = version
+                if Int.random(in: 0..<8, using: &random) == 0 {
+                    try api.store.applyDelete(orderID: "\(id)", version: Int64(version))
+                } else {
+                    try api.store.applyUpsert(try order(id, status: statuses.randomElement(using: &random) ?? "created", version: version,
+                                                        extra: ["store_id": Int.random(in: 1...3, using: &random),
+                                                                "courier_id": Int.random(in: 7...8, using: &random)]))
+                }
+            }
+            let head = try api.store.changeHead()
+            for index in feeds.indices {
+                let expected = try await api.orders(feeds[index].query)
+                #expect(expected.seq == head)
+                // Read until the view equals the snapshot (a view hears only the changes that touch it,
+                // so there is no last id to wait for); a view that never gets there times out.
+                while feeds[index].view.orders != expected.orders,
+                      let event = try await feeds[index].reader.nextEvent(within: .seconds(10)) {
+                    feeds[index].view.apply(type: event.type, id: event.id, data: event.data)
+                }
+                #expect(feeds[index].view.orders == expected.orders, "filter \(feeds[index].query)")
+                let seqs = feeds[index].view.seqs
+                #expect(seqs == seqs.sorted() && Set(seqs).count == seqs.count, "filter \(feeds[index].query)")
+            }
+            // The unfiltered view saw every change: consecutive, no gaps.
+            let all = feeds[0].view.seqs
+            #expect(all.count > 300 && all.last == head && zip(all, all.dropFirst()).allSatisfy { $1 == $0 + 1 })
+        }
+    }
+
+    @Test func anIdleStreamGetsHeartbeats() async throws {
+        try await APIHarness.with(hub: .init(heartbeat: .seconds(1))) { api in
+            let feed = try await api.feed()
+            _ = try await feed.events(through: "ready")
+            var comments = 0
+            while comments < 2, let message = try await feed.next(within: .seconds(10)) {
+                if case .comment = message { comments += 1 }
+            }
+            #expect(comments == 2)
+        }
+    }
+
+    @Test func subscribersBeyondTheMaximumGet503WithRetryAfter() async throws {
+        try await APIHarness.with(hub: .init(maximumSubscribers: 2)) { api in
+            let first = try await api.feed()
+            let second = try await api.feed()
+            _ = try await first.events(through: "ready")
+            _ = try await second.events(through: "ready")
+            let refused = try await api.get("/v1/orders/stream")
+            #expect(refused.status == 503)
+            #expect(refused.headers["Retry-After"] == "5")
+            #expect(refused.body.contains("api.max_subscribers"))
+            #expect(api.metric(#"orderlive_api_feed_starts_total{outcome="refused"}"#) == 1)
+            first.close()
+            // Its slot is freed once the server notices the connection went: the next write fails.
+            var version = 1
+            while api.server.hub.subscriberCount == 2, version < 500 {
+                try api.store.applyUpsert(try order(1, version: version))
+                version += 1
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let third = try await api.feed()
+            #expect(third.status == 200)
+        }
+    }
+
+    static func orderID(_ data: String) -> String? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(data.utf8)) as? [String: Any] else { return nil }
+        if let order = object["order"] as? [String: Any], let id = order["id"] { return "\(id)" }
+        return object["order_id"].map { "\($0)" }
+    }
+}

@@ -1,0 +1,85 @@
+import AsyncSignals
+import CurlHTTP
+import Foundation
+import Logging
+import OrderStore
+import OrdersAPI
+import Prometheus
+
+/// A real orders API on 127.0.0.1:0 over a real store in a temporary directory (woken after each
+/// commit exactly as in the agent), and a curl client.
+public struct APIHarness: Sendable {
+    public let store: OrderStore
+    public let server: OrdersAPIServer
+    public let loop: CurlLoop
+    public let registry: PrometheusCollectorRegistry
+    public let logs: CapturedLogs
+    public let port: Int
+    public let directory: String
+
+    /// `http://127.0.0.1:<port>`.
+    public var base: String { "http://127.0.0.1:\(port)" }
+
+    public static func with<Result: Sendable>(
+        authentication: APIAuthentication = .none,
+        hub configuration: ChangeHub.Configuration = .init(),
+        prepare: (OrderStore) throws -> Void = { _ in },
+        _ body: (APIHarness) async throws -> Result
+    ) async throws -> Result {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("api-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let wake = WakeSignal()
+        let store = try OrderStore(path: directory + "/orderlive.sqlite", changesCommitted: { _ in wake.signal() })
+        try prepare(store)
+        let logs = CapturedLogs()
+        let logger = logs.logger(level: .trace)
+        let registry = PrometheusCollectorRegistry()
+        let hub = ChangeHub(
+            configuration: configuration, store: store, wake: wake,
+            metrics: FeedMetrics(factory: PrometheusMetricsFactory(registry: registry)), logger: logger)
+        let server = OrdersAPIServer(
+            configuration: .init(host: "127.0.0.1", port: 0, authentication: authentication), hub: hub, logger: logger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await server.run() }
+            let port = await server.port
+            defer {
+                hub.close()
+                group.cancelAll()
+            }
+            return try await CurlLoop.withLoop(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })) { loop in
+                try await body(APIHarness(
+                    store: store, server: server, loop: loop, registry: registry, logs: logs, port: port,
+                    directory: directory))
+            }
+        }
+    }
+
+    /// `GET path` (with `headers`): status and body.
+    public func get(_ path: String, headers: HTTPHeaders = [:]) async throws -> (status: Int, body: String, headers: HTTPHeaders) {
+        let response = try await loop.perform(HTTPRequest(url: base + path, headers: headers))
+        return (response.status, String(decoding: response.body, as: UTF8.self), response.head.headers)
+    }
+
+    /// Opens the feed at `path` (default the whole feed).
+    public func feed(_ path: String = "/v1/orders/stream", headers: HTTPHeaders = [:]) async throws -> FeedReader {
+        try await FeedReader(loop: loop, url: base + path, headers: headers)
+    }
+
+    /// `GET /v1/orders` (+ query) as a view: seq and orders by id.
+    public func orders(_ query: String = "") async throws -> (seq: Int64, orders: [String: String]) {
+        let (status, body, _) = try await get("/v1/orders" + query)
+        guard status == 200, let object = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
+              let seq = object["seq"] as? NSNumber, let orders = object["orders"] as? [[String: Any]] else {
+            throw FeedEnded(waitingFor: "GET /v1/orders\(query) → 200", received: ["\(status) \(body.prefix(200))"])
+        }
+        var byID: [String: String] = [:]
+        for order in orders { byID["\(order["id"] ?? "")"] = FeedView.canonical(order) }
+        return (seq.int64Value, byID)
+    }
+
+    /// The value of a Prometheus sample, 0 when absent.
+    public func metric(_ name: String) -> Double {
+        prometheusSamples(registry.emitToString())?[name] ?? 0
+    }
+}
