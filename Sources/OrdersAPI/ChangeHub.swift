@@ -72,6 +72,7 @@ public final class ChangeHub: Sendable {
     private struct State {
         var subscribers: [ObjectIdentifier: FeedSubscriber] = [:]
         var closed = false
+        var peakQueued = 0
     }
 
     let configuration: Configuration
@@ -99,6 +100,9 @@ public final class ChangeHub: Sendable {
 
     /// How many subscribers are connected.
     public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
+
+    /// The most events ever queued for one subscriber (at most `subscriber_buffer`: the memory bound).
+    public var peakQueuedEvents: Int { state.withLock { $0.peakQueued } }
 
     /// Registers a subscriber, or nil when `max_subscribers` are connected or the hub is closed.
     /// Every change the hub reads after this call is offered to it; what was committed before it
@@ -182,6 +186,8 @@ public final class ChangeHub: Sendable {
             guard !changes.isEmpty else { return total }
             let subscribers = state.withLock { Array($0.subscribers.values) }
             var expected = head
+            var peak = 0
+            defer { state.withLock { $0.peakQueued = max($0.peakQueued, peak) } }
             for change in changes {
                 let (following, overflow) = expected.addingReportingOverflow(1)
                 if overflow || change.seq != following {
@@ -195,10 +201,14 @@ public final class ChangeHub: Sendable {
                 }
                 expected = change.seq
                 let shared = FeedChange(change)
-                for subscriber in subscribers where subscriber.offer(shared) {
-                    metrics.cutOffs.increment()
-                    logger.notice("a change-feed subscriber fell behind and was cut off",
-                                  metadata: ["api.buffer": "\(configuration.subscriberBuffer)"])
+                for subscriber in subscribers {
+                    let offered = subscriber.offer(shared)
+                    peak = max(peak, offered.queued)
+                    if offered.cutOff {
+                        metrics.cutOffs.increment()
+                        logger.notice("a change-feed subscriber fell behind and was cut off",
+                                      metadata: ["api.buffer": "\(configuration.subscriberBuffer)"])
+                    }
                 }
             }
             head = expected

@@ -60,26 +60,33 @@ final class FeedSubscriber: Sendable {
         self.capacity = max(1, capacity)
     }
 
+    /// What an offer did.
+    struct Offered {
+        /// This offer cut the subscriber off.
+        var cutOff = false
+        /// Events queued after it.
+        var queued = 0
+    }
+
     /// Queues the change's event for this view, if any; cuts the subscriber off when the queue is
-    /// full. Returns true when this offer cut it off. Never waits.
-    @discardableResult
-    func offer(_ change: FeedChange) -> Bool {
-        guard let text = change.text(for: filter) else { return false }
+    /// full. Never waits.
+    func offer(_ change: FeedChange) -> Offered {
+        guard let text = change.text(for: filter) else { return Offered() }
         let item = Item(seq: change.change.seq, text: text, at: change.change.at)
-        let (waiter, cutOff) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Bool) in
-            if state.ending != nil || item.seq <= state.skipThrough { return (nil, false) }
+        let (waiter, offered) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Offered) in
+            if state.ending != nil || item.seq <= state.skipThrough { return (nil, Offered(queued: state.queue.count)) }
             if state.queue.count >= capacity {
                 state.ending = .overflow
                 state.queue = []
                 defer { state.waiter = nil }
-                return (state.waiter, true)
+                return (state.waiter, Offered(cutOff: true))
             }
             state.queue.append(item)
             defer { state.waiter = nil }
-            return (state.waiter, false)
+            return (state.waiter, Offered(queued: state.queue.count))
         }
         waiter?.resume()
-        return cutOff
+        return offered
     }
 
     /// The snapshot or backlog the connection sent runs to `seq`: queued changes up to it are dropped

@@ -1,3 +1,4 @@
+import AsyncSignals
 import CurlHTTP
 import Foundation
 import OrderStore
@@ -214,5 +215,72 @@ import Testing
         guard let object = try? JSONSerialization.jsonObject(with: Data(data.utf8)) as? [String: Any] else { return nil }
         if let order = object["order"] as? [String: Any], let id = order["id"] { return "\(id)" }
         return object["order_id"].map { "\($0)" }
+    }
+}
+
+/// DESIGN §11: no subscriber can slow another or grow memory without bound.
+@Suite struct SlowSubscriberTests {
+    @Test func aStalledSubscriberIsCutOffWithOverflowWhileFiftyOthersGetEveryChange() async throws {
+        let buffer = 128
+        try await APIHarness.with(hub: .init(subscriberBuffer: buffer)) { api in
+            // Reads nothing at all, with a small receive window so the server's writes stop soon.
+            let stalled = try RawConnection(port: api.port, readTimeoutSeconds: 20, receiveBuffer: 4_096)
+            stalled.send("GET /v1/orders/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            var readers: [FeedReader] = []
+            for _ in 0..<50 {
+                let reader = try await api.feed()
+                _ = try await reader.events(through: "ready")
+                readers.append(reader)
+            }
+            while api.server.hub.subscriberCount < 51 { try await Task.sleep(for: .milliseconds(10)) }
+            let start = try api.store.changeHead()
+            // 2,000 changes of about 2 KB, in commits of 20: far more than the stalled socket's buffers
+            // and queue hold. The next commit waits until the 50 readers have the last one, so they are
+            // never more than one commit behind: only the stalled subscriber falls behind.
+            let padding = String(repeating: "x", count: 2_000)
+            let total = 2_000
+            let received = Locked([Int](repeating: 0, count: readers.count))
+            let progress = WakeSignal()
+            let reading = Task {
+                try await withThrowingTaskGroup(of: (Int, [Int64]).self) { group in
+                    for (index, reader) in readers.enumerated() {
+                        group.addTask {
+                            var seqs: [Int64] = []
+                            while seqs.count < total, let event = try await reader.nextEvent() {
+                                if event.type == "order.upserted", let seq = Int64(event.id) { seqs.append(seq) }
+                                received.withLock { $0[index] = seqs.count }
+                                progress.signal()
+                            }
+                            return (index, seqs)
+                        }
+                    }
+                    var all: [[Int64]] = Array(repeating: [], count: readers.count)
+                    for try await (index, seqs) in group { all[index] = seqs }
+                    return all
+                }
+            }
+            let clock = ContinuousClock()
+            for page in 0..<(total / 20) {
+                try api.store.applyPage(try (0..<20).map { index in
+                    try order(page * 20 + index, status: "created", version: 1, extra: ["padding": padding])
+                })
+                let deadline = clock.now.advanced(by: .seconds(20))
+                while received.withLock({ $0.min() ?? 0 }) < (page + 1) * 20, clock.now < deadline {
+                    await progress.wait(until: deadline, clock: clock)
+                }
+            }
+            let all = try await reading.value
+            let expected = Array((start + 1)...(start + Int64(total)))
+            for seqs in all {
+                let everyChange = seqs == expected
+                #expect(everyChange, "a reader got \(seqs.count) of \(total) changes")
+            }
+            #expect(api.metric("orderlive_api_subscribers_cut_off_total") == 1)
+            #expect(api.server.hub.peakQueuedEvents <= buffer)
+            // The stalled subscriber, read at last: what its socket held, then overflow, and the end.
+            let (text, closed) = await stalled.readUntilClosed()
+            #expect(text.contains("event: overflow"))
+            #expect(closed)
+        }
     }
 }

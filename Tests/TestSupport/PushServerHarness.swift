@@ -102,8 +102,13 @@ extension HTTPResponse {
 public final class RawConnection: Sendable {
     private let descriptor: Int32
 
-    public init(port: Int, readTimeoutSeconds: Int = 5) throws {
+    /// Connects to 127.0.0.1:`port`; `receiveBuffer` shrinks the socket's receive buffer (a client
+    /// that reads nothing then stops the sender sooner).
+    public init(port: Int, readTimeoutSeconds: Int = 5, receiveBuffer: Int32? = nil) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if var size = receiveBuffer {
+            setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var timeout = timeval(tv_sec: readTimeoutSeconds, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
