@@ -1,6 +1,7 @@
 # orderlive — the two commands a newcomer needs are `make test` and `make demo`.
 SWIFT ?= swift
-SYSTEM_PACKAGES := libcurl4-openssl-dev libssl-dev libsqlite3-dev pkg-config openssl python3 curl prometheus
+# chromium: the dispatch board's browser test (headless, driven over DevTools).
+SYSTEM_PACKAGES := libcurl4-openssl-dev libssl-dev libsqlite3-dev pkg-config openssl python3 curl prometheus chromium
 # From PyPI: schemathesis for `make fuzz-api` (pinned, so a new release cannot change what CI checks).
 PYTHON_PACKAGES := schemathesis==4.32.5
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)

@@ -133,6 +133,10 @@ public enum AgentBuilder {
     ) throws(AgentStartError) -> AgentProgram {
         let push = try pushSettings(configuration.ingest)
         let api = try apiSettings(configuration.api)
+        for (key, address) in [("ingest.listen", push.map { ($0.host, $0.port) }), ("api.listen", api.map { ($0.host, $0.port) })] {
+            guard let (host, port) = address, let problem = ListenCheck.problem(host: host, port: port) else { continue }
+            throw AgentStartError("cannot listen on \(host):\(port) ('\(key)'): \(problem); stop what holds it or choose another address")
+        }
         if api != nil {
             try OpenFileLimit.ensure(
                 connections: (push == nil ? 0 : configuration.ingest.maximumConnections) + configuration.api.maximumSubscribers,

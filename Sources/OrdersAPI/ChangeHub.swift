@@ -139,7 +139,7 @@ public final class ChangeHub: Sendable {
         wake.signal()
     }
 
-    /// Fans changes out until ``close()``. Reads from the store's head at start.
+    /// Fans changes out until ``close()`` or cancellation. Reads from the store's head at start.
     public func run() async {
         var head: Int64
         while true {
@@ -154,7 +154,7 @@ public final class ChangeHub: Sendable {
         let clock = ContinuousClock()
         var nextTick = clock.now.advanced(by: configuration.heartbeat)
         var sincePrune = Self.pruneEvery
-        while !stopped.isStopped {
+        while !stopped.isStopped, !Task.isCancelled {
             do {
                 let fannedOut = try fanOut(after: &head)
                 sincePrune += fannedOut
@@ -234,7 +234,7 @@ public final class ChangeHub: Sendable {
     private func pause(_ duration: Duration) async -> Bool {
         let clock = ContinuousClock()
         await wake.wait(until: clock.now.advanced(by: duration), clock: clock)
-        return stopped.isStopped
+        return stopped.isStopped || Task.isCancelled
     }
 
     /// The wall clock, for the lag metric.

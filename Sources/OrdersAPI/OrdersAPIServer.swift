@@ -140,5 +140,9 @@ public final class OrdersAPIServer: Service, Sendable {
         } onGracefulShutdown: {
             hub.close()
         }
+        // Hummingbird logs a failed bind and returns: without this the agent would run on with no API.
+        if bound.current == nil {
+            throw ListenError(key: "api.listen", address: "\(configuration.host):\(configuration.port)")
+        }
     }
 }

@@ -160,5 +160,28 @@ public final class PushServer: Service, Sendable {
         } onGracefulShutdown: {
             endpoint.beginDraining()
         }
+        // Hummingbird logs a failed bind and returns: without this the agent would run on with no listener.
+        if bound.current == nil {
+            throw ListenError(key: "ingest.listen", address: "\(configuration.host):\(configuration.port)")
+        }
+    }
+}
+
+/// A listener could not bind its address: the agent stops, naming the key.
+public struct ListenError: Error, Sendable, CustomStringConvertible {
+    /// The configuration key of the address.
+    public var key: String
+    /// The address.
+    public var address: String
+
+    /// Creates the error.
+    public init(key: String, address: String) {
+        self.key = key
+        self.address = address
+    }
+
+    public var description: String {
+        "cannot listen on \(address) ('\(key)'): the port is in use or the address is not this machine's; "
+            + "stop what holds it or choose another address"
     }
 }

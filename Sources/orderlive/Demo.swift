@@ -2,9 +2,6 @@ import Agent
 import AsyncSignals
 import CheckedInput
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import JSONToolkit
 import Logging
 import OrderStore
@@ -78,7 +75,7 @@ struct Demo: Sendable {
             configuration.stream.initialDelay = .milliseconds(300)
             configuration.stream.maximumDelay = .seconds(2)
             configuration.ingest.listen = "127.0.0.1:0"
-            configuration.api.listen = "127.0.0.1:\(Self.portIsFree(options.apiPort) ? options.apiPort : 0)"
+            configuration.api.listen = "127.0.0.1:\(ListenCheck.problem(host: "127.0.0.1", port: options.apiPort) == nil ? options.apiPort : 0)"
             configuration.store.stateDirectory = directory
             let program: AgentProgram
             do {
@@ -110,25 +107,6 @@ struct Demo: Sendable {
                     + "\(snapshot.tokenRefreshes) token refreshes" + (temporary ? "" : "; state kept in \(directory)"))
             }
             return shown
-        }
-    }
-
-    /// Whether nothing listens on 127.0.0.1:`port` now (the demo then serves the board there).
-    static func portIsFree(_ port: Int) -> Bool {
-        guard (1...65_535).contains(port) else { return false }
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { return false }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var reuse: Int32 = 1
-        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
-        return withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
         }
     }
 
