@@ -37,12 +37,24 @@ public final class HeadlessChromium: Sendable {
         try FileManager.default.createDirectory(atPath: profile, withIntermediateDirectories: true)
         var toBrowser: [Int32] = [0, 0]
         var fromBrowser: [Int32] = [0, 0]
+        // Close-on-exec, so no other child inherits them; dup2 into 3 and 4 clears it for the browser.
         guard pipe(&toBrowser) == 0, pipe(&fromBrowser) == 0 else { throw Failure(description: "pipe() failed") }
+        for descriptor in toBrowser + fromBrowser { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, toBrowser[0], 3)
         posix_spawn_file_actions_adddup2(&actions, fromBrowser[1], 4)
+        // The browser must hold no other descriptor of this process: tests running beside this one
+        // wait for end-of-file on their own pipes, which an inherited write end would never give.
+        // (glibc's posix_spawn_file_actions_addclosefrom_np, which Swift's Glibc module does not import.)
+        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        guard let closeFrom = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
+            throw Failure(description: "this C library cannot close a spawned child's descriptors (glibc 2.34 or later needed)")
+        }
+        guard unsafeBitCast(closeFrom, to: CloseFrom.self)(&actions, 5) == 0 else {
+            throw Failure(description: "posix_spawn_file_actions_addclosefrom_np failed")
+        }
         let devNull = open("/dev/null", O_WRONLY)
         if devNull >= 0 {
             posix_spawn_file_actions_adddup2(&actions, devNull, 1)
