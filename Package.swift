@@ -301,7 +301,6 @@ let package = Package(
             name: "OrdersAPITests",
             dependencies: [
                 "OrdersAPI", "OrderStore", "CurlHTTP", "AsyncSignals", "TestSupport",
-                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
@@ -309,7 +308,7 @@ let package = Package(
             name: "AgentTests",
             dependencies: [
                 "Agent", "AsyncSignals", "AuthSession", "Sandbox", "OrderStore", "CurlHTTP", "EventStream", "ServerSentEvents",
-                "PushIngest", "OrdersAPI",
+                "PushIngest",
                 "TestSupport", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strict

@@ -45,6 +45,11 @@ public final class HeadlessChromium: Sendable {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, toBrowser[0], 3)
         posix_spawn_file_actions_adddup2(&actions, fromBrowser[1], 4)
+        let devNull = open("/dev/null", O_WRONLY)
+        if devNull >= 0 {
+            posix_spawn_file_actions_adddup2(&actions, devNull, 1)
+            posix_spawn_file_actions_adddup2(&actions, devNull, 2)
+        }
         // The browser must hold no other descriptor of this process: tests running beside this one
         // wait for end-of-file on their own pipes, which an inherited write end would never give.
         // (glibc's posix_spawn_file_actions_addclosefrom_np, which Swift's Glibc module does not import.)
@@ -54,11 +59,6 @@ public final class HeadlessChromium: Sendable {
         }
         guard unsafeBitCast(closeFrom, to: CloseFrom.self)(&actions, 5) == 0 else {
             throw Failure(description: "posix_spawn_file_actions_addclosefrom_np failed")
-        }
-        let devNull = open("/dev/null", O_WRONLY)
-        if devNull >= 0 {
-            posix_spawn_file_actions_adddup2(&actions, devNull, 1)
-            posix_spawn_file_actions_adddup2(&actions, devNull, 2)
         }
         let arguments = [
             path, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
