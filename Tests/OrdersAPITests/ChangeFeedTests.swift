@@ -284,3 +284,24 @@ import Testing
         }
     }
 }
+
+/// The hub prunes the change log beyond `api.history_changes`, off the hot path.
+@Suite struct HistoryPruningTests {
+    @Test func theHubKeepsOnlyTheConfiguredHistory() async throws {
+        try await APIHarness.with(hub: .init(historyChanges: 50)) { api in
+            for page in 0..<12 {
+                try api.store.applyPage(try (0..<100).map { try order(page * 100 + $0, version: 1) })
+            }
+            let clock = ContinuousClock()
+            let deadline = clock.now.advanced(by: .seconds(20))
+            while try api.store.changeCount() > 250, clock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(try api.store.changeCount() <= 250)
+            // A subscriber from before the kept history is reset; one inside it resumes.
+            let head = try api.store.changeHead()
+            let old = try await api.feed(headers: ["Last-Event-ID": "\(head - 1_000)"])
+            #expect(try await old.nextEvent()?.type == "reset")
+            let recent = try await api.feed(headers: ["Last-Event-ID": "\(head - 10)"])
+            #expect(try await recent.nextEvent()?.id == "\(head - 9)")
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import GRDB
+@testable import OrderStore
+import TestSupport
+import Testing
+
+/// The change log of DESIGN §11 in the store: numbering in the apply transaction, what counts as a
+/// change, user switches, pruning, and the migration onto an existing database.
+@Suite struct ChangeLogTests {
+    @Test func appliedChangesAreNumberedConsecutivelyAndNoOpsAreNot() throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        let start = try store.changeHead()
+        try store.applyUpsert(try order(1, status: "created", version: 1))
+        try store.applyUpsert(try order(1, status: "created", version: 1))  // stale: not a change
+        try store.applyDelete(orderID: "9", version: 1)  // absent: not a change
+        try store.applyPage([try order(2, status: "assigned", version: 1), try order(3, version: 1)])
+        try store.completeFullSync(keeping: ["1", "2"], completing: nil)
+        guard case .changes(let changes) = try store.changes(after: start, limit: 100) else {
+            Issue.record("expected changes")
+            return
+        }
+        #expect(changes.map(\.seq) == Array((start + 1)...(start + 4)))
+        #expect(changes.map(\.kind) == [.upserted, .upserted, .upserted, .deleted])
+        #expect(changes.map(\.orderID) == ["1", "2", "3", "3"])
+        #expect(changes[3].before?.status == "assigned" && changes[3].body == nil)
+        #expect(changes[0].before == nil && changes[0].after?.status == "created")
+    }
+
+    @Test func aUserSwitchRecordsTheClearingAndMovesTheFloorPastIt() throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        try store.claim(for: "first")
+        try store.applyUpsert(try order(1, version: 1))
+        try store.applyUpsert(try order(2, version: 1))
+        let before = try store.changeHead()
+        try store.claim(for: "second")
+        let after = try store.changeHead()
+        #expect(after == before + 2)
+        // The previous user's order bodies are gone; the two deletions remain for live subscribers.
+        let kept = try store.appendedChanges(after: 0, limit: 100)
+        #expect(kept.map(\.kind) == [.deleted, .deleted] && kept.allSatisfy { $0.body == nil })
+        if case .reset = try store.changes(after: before, limit: 10) {} else { Issue.record("an id from before the switch must reset") }
+        if case .changes(let none) = try store.changes(after: after, limit: 10) { #expect(none.isEmpty) } else { Issue.record("the head must resume") }
+    }
+
+    @Test func pruningKeepsTheLastChangesInBatches() throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        for version in 1...50 { try store.applyUpsert(try order(1, version: version)) }
+        #expect(try store.pruneChanges(keeping: 10, batch: 15) == 15)
+        #expect(try store.pruneChanges(keeping: 10, batch: 15) == 15)
+        #expect(try store.pruneChanges(keeping: 10, batch: 15) == 10)
+        #expect(try store.pruneChanges(keeping: 10, batch: 15) == 0)
+        #expect(try store.changeCount() == 10)
+    }
+
+    @Test func theMigrationAddsTheLogToADatabaseOfTheFirstSchemaAndKeepsItsData() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("changelog-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/orderlive.sqlite"
+        do {
+            let old = try DatabaseQueue(path: path)
+            try OrderStore.migrator.migrate(old, upTo: "v2-job-order-columns")
+            try old.write { db in
+                try db.execute(sql: #"INSERT INTO "order" (id, status, body, applied_at) VALUES ('7', 'assigned', '{"id":7,"status":"assigned"}', 1)"#)
+            }
+        }
+        let store = try OrderStore(path: path)
+        #expect(try store.order(id: "7")?.body == #"{"id":7,"status":"assigned"}"#)
+        #expect(try store.changeCount() == 0)
+        let head = try store.changeHead()
+        #expect(head > 0 && head < 1 << 53)
+        try store.applyUpsert(try order(7, status: "picked_up", version: 2))
+        #expect(try store.changeHead() == head + 1)
+    }
+}
