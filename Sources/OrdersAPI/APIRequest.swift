@@ -14,8 +14,7 @@ public enum APIAuthentication: Sendable {
     /// `api.auth: none` is refused unless the listener is on loopback.
     public static func refusal(host: String, authentication: APIAuthentication) -> String? {
         guard case .none = authentication else { return nil }
-        let loopback = host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
-        return loopback ? nil : "api.auth is none but api.listen is not a loopback address (\(host)): "
+        return PushServer.isLoopback(host) ? nil : "api.auth is none but api.listen is not a loopback address (\(host)): "
             + "set api.auth to bearer with api.tokens_file, or listen on 127.0.0.1"
     }
 

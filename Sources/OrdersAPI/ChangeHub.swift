@@ -180,6 +180,15 @@ public final class ChangeHub: Sendable {
 
     /// Reads every change after `head` and offers each to every subscriber; returns how many.
     private func fanOut(after head: inout Int64) throws -> Int {
+        // With nobody subscribed, nothing is read or encoded: the hub only moves to the log's head.
+        // The head is read before the (empty) list is taken, so whoever subscribes afterwards reads
+        // its snapshot after that head and misses nothing.
+        let latest = try store.changeHead()
+        if state.withLock({ $0.subscribers.isEmpty }) {
+            let (skipped, overflow) = latest.subtractingReportingOverflow(head)
+            head = latest
+            return overflow || skipped < 0 ? 0 : Int(clamping: skipped)
+        }
         var total = 0
         while true {
             let changes = try store.appendedChanges(after: head, limit: Self.readBatch)

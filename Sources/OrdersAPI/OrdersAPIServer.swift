@@ -62,6 +62,10 @@ public final class OrdersAPIServer: Service, Sendable {
         let store = hub.store
         let authentication = configuration.authentication
         let logger = self.logger
+        @Sendable func unreadable(_ error: any Error) -> Response {
+            logger.error("the orders API cannot read the order store", metadata: ["api.reason": "\(error)"])
+            return PushEndpoint.json(.serviceUnavailable, "the order store cannot be read; try again", retryAfter: 1)
+        }
         return [
             Route(method: .get, path: "/") { _, _ in
                 var headers = HTTPFields()
@@ -86,8 +90,7 @@ public final class OrdersAPIServer: Service, Sendable {
                     text += "]}"
                     return PushEndpoint.body(.ok, text)
                 } catch {
-                    logger.error("the orders API cannot read the order store", metadata: ["api.reason": "\(error)"])
-                    return PushEndpoint.json(.serviceUnavailable, "the order store cannot be read; try again", retryAfter: 1)
+                    return unreadable(error)
                 }
             },
             Route(method: .get, path: "/v1/orders/stream") { request, _ in
@@ -103,8 +106,7 @@ public final class OrdersAPIServer: Service, Sendable {
                     }
                     return PushEndpoint.body(.ok, order.body)
                 } catch {
-                    logger.error("the orders API cannot read the order store", metadata: ["api.reason": "\(error)"])
-                    return PushEndpoint.json(.serviceUnavailable, "the order store cannot be read; try again", retryAfter: 1)
+                    return unreadable(error)
                 }
             },
         ]
@@ -139,10 +141,6 @@ public final class OrdersAPIServer: Service, Sendable {
             }
         } onGracefulShutdown: {
             hub.close()
-        }
-        // Hummingbird logs a failed bind and returns: without this the agent would run on with no API.
-        if bound.current == nil {
-            throw ListenError(key: "api.listen", address: "\(configuration.host):\(configuration.port)")
         }
     }
 }

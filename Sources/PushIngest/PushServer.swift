@@ -64,11 +64,15 @@ public final class PushServer: Service, Sendable {
             maxHeaderFieldSize: 16 * 1024, maxHeaderListSize: 64 * 1024, maxHeaderFieldCount: 100)
     }
 
+    /// Whether `host` is a loopback address: where both listeners allow `auth: none`.
+    public static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+    }
+
     /// `ingest.auth: none` is refused unless the listener is on loopback (DESIGN §4).
     public static func refusal(host: String, authentication: PushAuthentication) -> String? {
         guard case .none = authentication else { return nil }
-        let loopback = host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
-        return loopback ? nil : "ingest.auth is none but ingest.listen is not a loopback address (\(host)): "
+        return isLoopback(host) ? nil : "ingest.auth is none but ingest.listen is not a loopback address (\(host)): "
             + "set ingest.auth to bearer or standard-webhooks with ingest.secret_file, or listen on 127.0.0.1"
     }
 
@@ -160,28 +164,5 @@ public final class PushServer: Service, Sendable {
         } onGracefulShutdown: {
             endpoint.beginDraining()
         }
-        // Hummingbird logs a failed bind and returns: without this the agent would run on with no listener.
-        if bound.current == nil {
-            throw ListenError(key: "ingest.listen", address: "\(configuration.host):\(configuration.port)")
-        }
-    }
-}
-
-/// A listener could not bind its address: the agent stops, naming the key.
-public struct ListenError: Error, Sendable, CustomStringConvertible {
-    /// The configuration key of the address.
-    public var key: String
-    /// The address.
-    public var address: String
-
-    /// Creates the error.
-    public init(key: String, address: String) {
-        self.key = key
-        self.address = address
-    }
-
-    public var description: String {
-        "cannot listen on \(address) ('\(key)'): the port is in use or the address is not this machine's; "
-            + "stop what holds it or choose another address"
     }
 }

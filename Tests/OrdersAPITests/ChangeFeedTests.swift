@@ -226,13 +226,15 @@ import Testing
             // Reads nothing at all, with a small receive window so the server's writes stop soon.
             let stalled = try RawConnection(port: api.port, readTimeoutSeconds: 20, receiveBuffer: 4_096)
             stalled.send("GET /v1/orders/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            // Its response head means it is subscribed; after that it reads nothing.
+            #expect(await stalled.readResponseHead().hasPrefix("HTTP/1.1 200"))
             var readers: [FeedReader] = []
             for _ in 0..<50 {
                 let reader = try await api.feed()
                 _ = try await reader.events(through: "ready")
                 readers.append(reader)
             }
-            while api.server.hub.subscriberCount < 51 { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(api.server.hub.subscriberCount == 51)
             let start = try api.store.changeHead()
             // 2,000 changes of about 2 KB, in commits of 20: far more than the stalled socket's buffers
             // and queue hold. The next commit waits until the 50 readers have the last one, so they are
