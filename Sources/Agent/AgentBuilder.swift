@@ -137,10 +137,19 @@ public enum AgentBuilder {
             guard let (host, port) = address, let problem = ListenCheck.problem(host: host, port: port) else { continue }
             throw AgentStartError("cannot listen on \(host):\(port) ('\(key)'): \(problem); stop what holds it or choose another address")
         }
+        // Subscribers take what the open-file limit leaves beside the push listener (never a refusal
+        // for the default on a machine with a low hard limit; see OpenFileLimit).
+        var maximumSubscribers = configuration.api.maximumSubscribers
         if api != nil {
-            try OpenFileLimit.ensure(
-                connections: (push == nil ? 0 : configuration.ingest.maximumConnections) + configuration.api.maximumSubscribers,
-                setting: "ingest.max_connections + api.max_subscribers")
+            maximumSubscribers = try OpenFileLimit.subscribers(
+                requested: maximumSubscribers, beside: push == nil ? 0 : configuration.ingest.maximumConnections)
+            if maximumSubscribers < configuration.api.maximumSubscribers {
+                logger.warning("the open-file limit holds fewer subscribers than api.max_subscribers; more get 503", metadata: [
+                    "api.max_subscribers": "\(configuration.api.maximumSubscribers)",
+                    "api.subscribers_held": "\(maximumSubscribers)",
+                    "hint": "raise the open-file limit (LimitNOFILE= in the systemd unit, ulimit -n) or lower api.max_subscribers",
+                ])
+            }
         }
         // The store wakes the change feed's hub after every commit that appended changes.
         let feedWake = WakeSignal()
@@ -231,7 +240,7 @@ public enum AgentBuilder {
         if let api {
             let settings = configuration.api
             let hub = ChangeHub(
-                configuration: .init(maximumSubscribers: settings.maximumSubscribers, subscriberBuffer: settings.subscriberBuffer,
+                configuration: .init(maximumSubscribers: maximumSubscribers, subscriberBuffer: settings.subscriberBuffer,
                                      heartbeat: settings.heartbeat, historyChanges: settings.historyChanges),
                 store: store, wake: feedWake, metrics: FeedMetrics(factory: metrics.factory), logger: logger)
             let ordersAPI = OrdersAPIServer(

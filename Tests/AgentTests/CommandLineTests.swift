@@ -16,9 +16,18 @@ struct OrderliveProcess {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("orderlive")
     }
 
-    init(_ arguments: [String], environment: [String: String] = [:], input: String? = nil, readStandardError: Bool = false) throws {
-        process.executableURL = Self.executable
-        process.arguments = arguments
+    /// `openFiles` runs the child under that soft and hard `RLIMIT_NOFILE` (set by `sh`'s `ulimit`
+    /// before it execs the agent), as a machine with a low limit would.
+    init(_ arguments: [String], environment: [String: String] = [:], input: String? = nil, readStandardError: Bool = false,
+         openFiles: (soft: Int, hard: Int)? = nil) throws {
+        if let openFiles {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", "ulimit -Sn \(openFiles.soft) && ulimit -Hn \(openFiles.hard) && exec \"$0\" \"$@\"",
+                                 Self.executable.path] + arguments
+        } else {
+            process.executableURL = Self.executable
+            process.arguments = arguments
+        }
         // Tests run agents side by side: the orders API takes a free port unless a test picks one.
         process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ORDERLIVE_") }
             .merging(["ORDERLIVE_API_LISTEN": "127.0.0.1:0"]) { $1 }
@@ -278,8 +287,9 @@ struct RunningAgent {
     let reader: Task<Void, Never>
     let watchdog: Task<Void, any Error>
 
-    init(_ arguments: [String], environment: [String: String], limit: Duration = .seconds(60)) throws {
-        let child = try OrderliveProcess(["run"] + arguments, environment: environment, readStandardError: true)
+    init(_ arguments: [String], environment: [String: String], limit: Duration = .seconds(60),
+         openFiles: (soft: Int, hard: Int)? = nil) throws {
+        let child = try OrderliveProcess(["run"] + arguments, environment: environment, readStandardError: true, openFiles: openFiles)
         let logs = self.logs
         self.child = child
         reader = Task { await logs.follow(child.lines) }

@@ -123,6 +123,35 @@ import Glibc
         #expect(refusal { $0.api.auth = .bearer; $0.api.tokensFile = comments }.contains("holds no token"))
     }
 
+    /// A machine whose hard open-file limit is 4,096 (soft 1,024) cannot hold the default 1,024 push
+    /// connections and 10,000 subscribers. The agent still starts with its defaults, holding the
+    /// subscribers that fit and saying so; a push limit that cannot fit is still refused, by name.
+    @Test func aLowOpenFileLimitShrinksTheSubscriberCapButNeverThePushListeners() async throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-nofile-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let environment = [
+            "ORDERLIVE_STORE_STATE_DIR": state, "ORDERLIVE_INGEST_LISTEN": "127.0.0.1:0", "ORDERLIVE_API_LISTEN": "127.0.0.1:0",
+            "ORDERLIVE_LOG_FORMAT": "json", "ORDERLIVE_UPSTREAM_BASE_URL": "http://127.0.0.1:9",
+        ]
+        let agent = try RunningAgent([], environment: environment, openFiles: (soft: 1_024, hard: 4_096))
+        let warning = try #require(await agent.logs.wait(message: "the open-file limit holds fewer subscribers than api.max_subscribers; more get 503"))
+        #expect(warning.line["api.max_subscribers"] == "10000")
+        #expect(warning.line["api.subscribers_held"] == "\(4_096 - 128 - 1_024)")
+        let listening = try #require(await agent.logs.wait(message: "orders API listening"))
+        let loop = try CurlLoop(logger: quietLogger)
+        let feed = try await FeedReader(loop: loop, url: "http://" + (listening.line["api.listen"] ?? "") + "/v1/orders/stream")
+        _ = try await feed.events(through: "ready")
+        agent.child.signal(SIGTERM)
+        #expect(await agent.finish() == 0)
+        await loop.shutdown()
+
+        let refused = try RunningAgent([], environment: environment.merging(["ORDERLIVE_INGEST_MAX_CONNECTIONS": "5000"]) { $1 },
+                                       openFiles: (soft: 1_024, hard: 4_096))
+        #expect(await refused.finish() != 0)
+        #expect(refused.logs.raw.contains { $0.contains("'ingest.max_connections' is 5000, which needs 5128 open files, but the open-file limit is 4096") },
+                "\(refused.logs.raw)")
+    }
+
     @Test func sigtermWithAHundredOpenSubscribersExitsZeroWithinTenSeconds() async throws {
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-apiterm-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: state) }
