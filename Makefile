@@ -28,8 +28,20 @@ build: deps
 
 ## Build everything and run every test (Swift Testing), then schemathesis for a minute against a live
 ## agent, then each fuzzer briefly over its seeds.
+## The suite runs its tests side by side, each with its own servers and clients: at its peak the
+## test process holds over a thousand descriptors, so its soft open-file limit is raised toward the
+## hard one (at most 65536). Every failure is listed again at the end, where CI's tail shows it.
 test: build check-imports
-	$(SWIFT) test --skip-build
+	@hard=$$(ulimit -Hn); case $$hard in unlimited) hard=65536;; esac; [ $$hard -gt 65536 ] && hard=65536; \
+	  [ $$(ulimit -Sn) != unlimited ] && [ $$(ulimit -Sn) -lt $$hard ] && ulimit -Sn $$hard; \
+	  echo "$(SWIFT) test --skip-build   (open-file limit $$(ulimit -Sn))"; \
+	  { $(SWIFT) test --skip-build 2>&1; echo $$? > .build/test-status; } | tee .build/test-output.txt; \
+	  status=$$(cat .build/test-status); \
+	  if [ "$$status" != 0 ]; then \
+	    echo "== every failure above, again (the whole output is in .build/test-output.txt):"; \
+	    grep -aE "✘|error:|Fatal error|Program crashed" .build/test-output.txt | cut -c1-600; \
+	  fi; \
+	  exit $$status
 	FUZZ_API_SECONDS=60 FUZZ_API_EXAMPLES=100 Scripts/fuzz-api.sh .build/debug/orderlive
 	$(MAKE) fuzz-smoke
 

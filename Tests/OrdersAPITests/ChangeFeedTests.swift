@@ -236,44 +236,45 @@ import Testing
             }
             #expect(api.server.hub.subscriberCount == 51)
             let start = try api.store.changeHead()
-            // 2,000 changes of about 2 KB, in commits of 20: far more than the stalled socket's buffers
-            // and queue hold. The next commit waits until the 50 readers have the last one, so they are
+            // Changes of about 2 KB, in commits of 20, until the stalled subscriber is cut off (its
+            // socket's buffers and its queue of 128 hold far less than the 4 MB of the most pages
+            // written). The next commit waits until the 50 readers have the last one, so they are
             // never more than one commit behind: only the stalled subscriber falls behind.
             let padding = String(repeating: "x", count: 2_000)
-            let total = 2_000
-            let received = Locked([Int](repeating: 0, count: readers.count))
+            let received = Locked([[Int64]](repeating: [], count: readers.count))
             let progress = WakeSignal()
+            let feeds = readers
             let reading = Task {
-                try await withThrowingTaskGroup(of: (Int, [Int64]).self) { group in
-                    for (index, reader) in readers.enumerated() {
+                await withTaskGroup(of: Void.self) { group in
+                    for (index, reader) in feeds.enumerated() {
                         group.addTask {
-                            var seqs: [Int64] = []
-                            while seqs.count < total, let event = try await reader.nextEvent() {
-                                if event.type == "order.upserted", let seq = Int64(event.id) { seqs.append(seq) }
-                                received.withLock { $0[index] = seqs.count }
-                                progress.signal()
+                            while let event = try? await reader.nextEvent(within: .seconds(60)) {
+                                if event.type == "order.upserted", let seq = Int64(event.id) {
+                                    received.withLock { $0[index].append(seq) }
+                                    progress.signal()
+                                }
                             }
-                            return (index, seqs)
                         }
                     }
-                    var all: [[Int64]] = Array(repeating: [], count: readers.count)
-                    for try await (index, seqs) in group { all[index] = seqs }
-                    return all
                 }
             }
             let clock = ContinuousClock()
-            for page in 0..<(total / 20) {
+            var total = 0
+            while api.metric("orderlive_api_subscribers_cut_off_total") == 0, total < 2_000 {
+                let page = total / 20
                 try api.store.applyPage(try (0..<20).map { index in
                     try order(page * 20 + index, status: "created", version: 1, extra: ["padding": padding])
                 })
-                let deadline = clock.now.advanced(by: .seconds(20))
-                while received.withLock({ $0.min() ?? 0 }) < (page + 1) * 20, clock.now < deadline {
+                total += 20
+                let deadline = clock.now.advanced(by: .seconds(30))
+                while received.withLock({ $0.map(\.count).min() ?? 0 }) < total, clock.now < deadline {
                     await progress.wait(until: deadline, clock: clock)
                 }
             }
-            let all = try await reading.value
+            for reader in feeds { reader.close() }
+            await reading.value
             let expected = Array((start + 1)...(start + Int64(total)))
-            for seqs in all {
+            for seqs in received.withLock({ $0 }) {
                 let everyChange = seqs == expected
                 #expect(everyChange, "a reader got \(seqs.count) of \(total) changes")
             }

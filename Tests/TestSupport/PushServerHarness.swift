@@ -103,8 +103,10 @@ public final class RawConnection: Sendable {
     private let descriptor: Int32
 
     /// Connects to 127.0.0.1:`port`; `receiveBuffer` shrinks the socket's receive buffer (a client
-    /// that reads nothing then stops the sender sooner).
-    public init(port: Int, readTimeoutSeconds: Int = 5, receiveBuffer: Int32? = nil) throws {
+    /// that reads nothing then stops the sender sooner). The read timeout only keeps a broken test
+    /// from hanging: tests wait for the server's answer or close, which on a loaded machine running
+    /// the whole suite in parallel can take seconds.
+    public init(port: Int, readTimeoutSeconds: Int = 30, receiveBuffer: Int32? = nil) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         if var size = receiveBuffer {
             setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
