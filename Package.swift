@@ -284,6 +284,7 @@ let package = Package(
             dependencies: [
                 "OrderSync", "AsyncSignals", "OrderStore", "ServerSentEvents", "Sandbox", "AuthSession", "CurlHTTP",
                 "EventStream", "TestSupport", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),

@@ -62,7 +62,9 @@ public struct StreamService<C: Clock>: Service where C.Duration == Duration {
     private func streamUntilStopped(stopping: StopFlag) async throws {
         // A store that stays unwritable is retried every second: one line, then one a minute.
         let storeFaults = LogCoalescer(logger: logger, interval: .seconds(60))
-        while !stopping.isStopped {
+        // Cancellation (the service group ending because another service failed) ends the loop too:
+        // a cancelled event source returns at once, and without this check the loop would spin.
+        while !stopping.isStopped, !Task.isCancelled {
             let cursor: String
             do {
                 try await claimStore()

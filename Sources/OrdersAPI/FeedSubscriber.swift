@@ -142,13 +142,20 @@ final class FeedSubscriber: Sendable {
                 return nil
             }
             if let taken { return taken }
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let ready = state.withLock { state -> Bool in
-                    if state.isReady { return true }
-                    state.waiter = continuation
-                    return false
+            // A cancelled connection task (the server's task group ending) ends the stream as a
+            // shutdown does, so no connection waits for a change that never comes.
+            if Task.isCancelled { end(.closed) }
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let ready = state.withLock { state -> Bool in
+                        if state.isReady { return true }
+                        state.waiter = continuation
+                        return false
+                    }
+                    if ready { continuation.resume() }
                 }
-                if ready { continuation.resume() }
+            } onCancel: {
+                end(.closed)
             }
         }
     }

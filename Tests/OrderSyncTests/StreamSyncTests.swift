@@ -5,6 +5,7 @@ import Foundation
 import OrderStore
 import OrderSync
 import Sandbox
+import ServiceLifecycle
 import Testing
 import TestSupport
 
@@ -43,6 +44,82 @@ import TestSupport
             }
         }
         return (restarts, losses)
+    }
+
+    /// Counts how often the service opened a stream, and signals each opening.
+    private final class OpenCounter: StreamObserver {
+        let opened = Locked(0)
+        let connecting = Locked(0)
+        let signal = WakeSignal()
+        func streamStateChanged(_ state: StreamState) {
+            if state == .open { opened.withLock { $0 += 1 }; signal.signal() }
+            if state == .connecting { connecting.withLock { $0 += 1 } }
+        }
+        func streamLost(reason: String, retryIn: Duration?) {}
+        func streamClosed() {}
+        func eventsJournaled(count: Int, commitLag: Duration?, at: Double) {}
+    }
+
+    /// The store, until `broken`: then every read of the cursor fails, which sends a stream service
+    /// that is still looping into its error path (and, cancelled, out of it).
+    private struct BreakableJournal: JobJournal {
+        struct Broken: Error {}
+        let store: any JobJournal
+        let broken = Locked(false)
+        func streamCursor() throws -> String {
+            if broken.withLock({ $0 }) { throw Broken() }
+            return try store.streamCursor()
+        }
+        func journal(_ jobs: [NewJob], cursor: String?, deadLetters: [DeadLetterRecord]) throws -> Int {
+            try store.journal(jobs, cursor: cursor, deadLetters: deadLetters)
+        }
+        func accept(_ submissions: [IdempotentSubmission], policy: SubmissionPolicy) async -> [SubmissionOutcome] {
+            await store.accept(submissions, policy: policy)
+        }
+        func claim(for userID: String) throws -> Bool { try store.claim(for: userID) }
+    }
+
+    /// A service that fails once the stream is open, as a listener that loses its socket would.
+    private struct FailsOnceOpen: Service {
+        struct Failure: Error {}
+        let observer: OpenCounter
+        func run() async throws {
+            let clock = ContinuousClock()
+            let deadline = clock.now.advanced(by: .seconds(20))
+            while observer.opened.withLock({ $0 }) == 0, clock.now < deadline {
+                await observer.signal.wait(until: deadline, clock: clock)
+            }
+            throw Failure()
+        }
+    }
+
+    /// When one service fails, the service group cancels the others instead of signalling graceful
+    /// shutdown. A cancelled event source returns at once, so the stream service used to reconnect
+    /// in a tight loop forever, holding a core, and the group (the agent) never ended.
+    @Test func whenAnotherServiceFailsTheStreamServiceEndsInsteadOfSpinning() async throws {
+        try await SyncHarness.run { harness in
+            let base = await harness.sandbox.baseURL
+            let observer = OpenCounter()
+            let journal = BreakableJournal(store: harness.store)
+            let service = StreamService(
+                source: EventSourceConfiguration(url: base + "/v1/events"), loop: harness.loop, session: harness.session,
+                store: journal, wake: WakeSignal(), observer: observer, logger: quietLogger)
+            let group = ServiceGroup(configuration: .init(
+                services: [.init(service: service), .init(service: FailsOnceOpen(observer: observer))], logger: quietLogger))
+            // Should the group not end, a failing store breaks the loop (so the test fails, not hangs).
+            let ended = Locked(false)
+            let watchdog = Task {
+                try await Task.sleep(for: .seconds(20))
+                if !ended.withLock({ $0 }) {
+                    Issue.record("the service group did not end within 20 s of a service failing")
+                    journal.broken.withLock { $0 = true }
+                }
+            }
+            await #expect(throws: FailsOnceOpen.Failure.self) { try await group.run() }
+            ended.withLock { $0 = true }
+            watchdog.cancel()
+            #expect(observer.connecting.withLock { $0 } <= 2, "no reconnecting loop after cancellation")
+        }
     }
 
     @Test func mixedChangesWithRandomDropsConvergeToTheBackend() async throws {
