@@ -100,7 +100,7 @@ struct ChangeFeed: Sendable {
                         break catchingUp
                     }
                     for change in changes {
-                        if let text = FeedChange(change).text(for: subscriber.filter) { buffer.writeString(text) }
+                        if let bytes = FeedChange(change).bytes(for: subscriber.filter) { buffer.writeImmutableBuffer(bytes) }
                     }
                     cursor = last.seq
                     try await writer.write(buffer)
@@ -133,13 +133,20 @@ struct ChangeFeed: Sendable {
             subscriber.caughtUp(through: snapshot.seq)
         }
         try await writer.write(buffer)
-        buffer.clear()
+        // Live, a connection holds no buffer of its own (the snapshot's could be 64 KiB; times 10,000
+        // subscribers that is most of the agent's memory): one event is written as the hub made it,
+        // several are joined into a buffer of exactly their size.
+        buffer = ByteBuffer()
         while true {
             switch await subscriber.next() {
             case .items(let items):
-                for item in items { buffer.writeString(item.text) }
-                try await writer.write(buffer)
-                buffer.clear()
+                if items.count == 1, let only = items.first {
+                    try await writer.write(only.bytes)
+                } else {
+                    var joined = ByteBufferAllocator().buffer(capacity: items.reduce(0) { $0 + $1.bytes.readableBytes })
+                    for item in items { joined.writeImmutableBuffer(item.bytes) }
+                    try await writer.write(joined)
+                }
                 hub.metrics.delivered.increment(by: items.count)
                 if let first = items.first {
                     hub.metrics.lag.recordNanoseconds(Checked.int64(clamping: hub.lag(since: first.at) * 1e9))

@@ -1,4 +1,5 @@
 import JSONToolkit
+import NIOCore
 import OrderStore
 
 /// The change feed's events as Server-Sent Events text (DESIGN §11). Every event ends with a blank
@@ -84,33 +85,34 @@ public enum FeedEvents {
     }
 }
 
-/// One committed change as the hub fans it out: each event text is made at most once, however
-/// many subscribers it goes to. Only the hub's task touches it while it is made.
+/// One committed change as the hub fans it out: each event's bytes are made at most once, however
+/// many subscribers they go to, and every connection writes that same buffer (ByteBuffer shares its
+/// storage; nothing is copied per subscriber). Only the hub's task touches it while it is made.
 final class FeedChange: Sendable {
     /// The event a change is for one view.
     enum Event { case upserted, removed, deleted }
 
     let change: OrderChange
-    let upserted: String
-    let removed: String
-    let deleted: String
+    let upserted: ByteBuffer
+    let removed: ByteBuffer
+    let deleted: ByteBuffer
 
     init(_ change: OrderChange) {
         self.change = change
         switch change.kind {
         case .upserted:
-            upserted = FeedEvents.upserted(change)
-            removed = change.before == nil ? "" : FeedEvents.removed(change)
-            deleted = ""
+            upserted = ByteBuffer(string: FeedEvents.upserted(change))
+            removed = change.before == nil ? ByteBuffer() : ByteBuffer(string: FeedEvents.removed(change))
+            deleted = ByteBuffer()
         case .deleted:
-            upserted = ""
-            removed = ""
-            deleted = FeedEvents.deleted(change)
+            upserted = ByteBuffer()
+            removed = ByteBuffer()
+            deleted = ByteBuffer(string: FeedEvents.deleted(change))
         }
     }
 
-    /// The text for a view, nil when the view does not hear of it.
-    func text(for filter: OrderFilter) -> String? {
+    /// The event's bytes for a view, nil when the view does not hear of it.
+    func bytes(for filter: OrderFilter) -> ByteBuffer? {
         switch FeedEvents.relevance(of: change, to: filter) {
         case .upserted: upserted
         case .removed: removed

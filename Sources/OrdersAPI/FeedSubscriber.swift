@@ -1,4 +1,5 @@
 import AsyncSignals
+import NIOCore
 import OrderStore
 
 /// One subscriber of the change feed: a bounded queue between the hub (which offers every committed
@@ -22,7 +23,7 @@ final class FeedSubscriber: Sendable {
         /// The change's seq.
         var seq: Int64
         /// The SSE text.
-        var text: String
+        var bytes: ByteBuffer
         /// When the change was applied, Unix seconds (for the feed-lag metric).
         var at: Double
     }
@@ -71,8 +72,8 @@ final class FeedSubscriber: Sendable {
     /// Queues the change's event for this view, if any; cuts the subscriber off when the queue is
     /// full. Never waits.
     func offer(_ change: FeedChange) -> Offered {
-        guard let text = change.text(for: filter) else { return Offered() }
-        let item = Item(seq: change.change.seq, text: text, at: change.change.at)
+        guard let bytes = change.bytes(for: filter) else { return Offered() }
+        let item = Item(seq: change.change.seq, bytes: bytes, at: change.change.at)
         let (waiter, offered) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Offered) in
             if state.ending != nil || item.seq <= state.skipThrough { return (nil, Offered(queued: state.queue.count)) }
             if state.queue.count >= capacity {
