@@ -299,8 +299,15 @@ func reconnectMemory() async throws {
 
 // MARK: Main
 
+// The feed benchmark's load generator is this executable again, in a process of its own.
+if CommandLine.arguments.count == 5, CommandLine.arguments[1] == "feed-client",
+   let port = Int(CommandLine.arguments[2]), let subscribers = Int(CommandLine.arguments[3]), let stalled = Int(CommandLine.arguments[4]) {
+    try feedClient(port: port, subscribers: subscribers, stalled: stalled)
+    exit(0)
+}
+
 print("orderlive benchmarks — release build, median of \(rounds) rounds, \(ProcessInfo.processInfo.activeProcessorCount) cores")
-// BENCH_ONLY=parser, transport, store or ingest runs one part (for profiling).
+// BENCH_ONLY=parser, transport, store, ingest or feed runs one part (for profiling).
 let only = ProcessInfo.processInfo.environment["BENCH_ONLY"] ?? ""
 if only == "" || only == "parser" { try await parserBenchmarks() }
 if only == "" || only == "transport" {
@@ -312,6 +319,7 @@ if only == "" || only == "store" {
     try await commitLatency()
 }
 if only == "" || only == "ingest" { try await ingestBenchmark() }
+if only == "" || only == "feed" { try await feedBenchmark() }
 print("")
 print("| case | reader | MB/s | events/s | note |")
 print("| --- | --- | ---: | ---: | --- |")
