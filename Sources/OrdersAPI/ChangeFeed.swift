@@ -30,7 +30,7 @@ struct ChangeFeed: Sendable {
     /// The writes are gathered up to this size before each socket write of a snapshot or backlog.
     static let chunkBytes = 64 * 1024
 
-    func respond(to request: Request) -> Response {
+    func respond(to request: Request, on channel: any Channel) -> Response {
         let query: APIQuery
         do throws(APIRefusal) { query = try APIQuery(request.uri, allowsSince: true) } catch { return PushEndpoint.json(.badRequest, error.message) }
         // The browser's EventSource sends Last-Event-ID when it reconnects, even when the URL it was
@@ -42,7 +42,7 @@ struct ChangeFeed: Sendable {
         } else {
             start = .fresh
         }
-        guard let subscriber = hub.subscribe(filter: query.filter) else {
+        guard let subscriber = hub.subscribe(filter: query.filter, on: channel.eventLoop) else {
             hub.metrics.record(.refused)
             return PushEndpoint.json(.serviceUnavailable,
                                      "this agent serves its most subscribers (api.max_subscribers) or is stopping; retry later",
@@ -53,10 +53,16 @@ struct ChangeFeed: Sendable {
         headers[.cacheControl] = "no-cache"
         // Tells nginx and similar reverse proxies to pass each event on at once (README: reverse proxy).
         if let accelBuffering = Self.accelBuffering { headers[accelBuffering] = "no" }
+        // A subscriber that went away frees its slot at once, not at the next write that fails (an
+        // idle feed writes only a heartbeat, every api.heartbeat_s).
+        FeedHangUpHandler.watch(channel, for: subscriber)
         let hub = self.hub
         let logger = self.logger
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-            defer { hub.unsubscribe(subscriber) }
+            defer {
+                hub.unsubscribe(subscriber)
+                FeedHangUpHandler.unwatch(channel)
+            }
             do {
                 try await Self.serve(subscriber, from: start, hub: hub, writer: &writer, logger: logger)
             } catch is FeedStoreError {
@@ -137,6 +143,14 @@ struct ChangeFeed: Sendable {
         // subscribers that is most of the agent's memory): one event is written as the hub made it,
         // several are joined into a buffer of exactly their size.
         buffer = ByteBuffer()
+        try await withTaskExecutorPreference(EventLoopTaskExecutor(subscriber.eventLoop)) {
+            try await live(subscriber, hub: hub, writer: &writer)
+        }
+    }
+
+    /// Writes the hub's changes as they come, heartbeats when idle, until the stream ends. Runs on
+    /// the connection's event loop: nothing here may block.
+    private static func live(_ subscriber: FeedSubscriber, hub: ChangeHub, writer: inout any ResponseBodyWriter) async throws {
         while true {
             switch await subscriber.next() {
             case .items(let items):

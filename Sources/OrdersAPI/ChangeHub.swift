@@ -2,6 +2,7 @@ import AsyncSignals
 import CoreMetrics
 import Foundation
 import Logging
+import NIOCore
 import OrderStore
 
 /// The change feed's metrics (DESIGN §11), made through an injected factory.
@@ -83,6 +84,8 @@ public final class ChangeHub: Sendable {
     private let now: @Sendable () -> Double
     private let state = Locked(State())
     private let stopped = StopFlag()
+    /// Signalled when a subscriber comes or goes.
+    private let membership = WakeSignal()
 
     /// Creates a hub over `store`; `wake` is signalled by the store after each commit that appended
     /// changes. `now` is the wall clock in Unix seconds (for the lag metric).
@@ -101,14 +104,26 @@ public final class ChangeHub: Sendable {
     /// How many subscribers are connected.
     public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
 
+    /// Waits until the number of subscribers is no longer `count`, or `timeout` passes; returns the
+    /// number then. For one waiter at a time (operations and tests watching connections drain).
+    public func subscriberCountChange(from count: Int, within timeout: Duration) async -> Int {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: timeout)
+        while true {
+            let current = subscriberCount
+            if current != count || clock.now >= deadline || Task.isCancelled { return current }
+            await membership.wait(until: deadline, clock: clock)
+        }
+    }
+
     /// The most events ever queued for one subscriber (at most `subscriber_buffer`: the memory bound).
     public var peakQueuedEvents: Int { state.withLock { $0.peakQueued } }
 
     /// Registers a subscriber, or nil when `max_subscribers` are connected or the hub is closed.
     /// Every change the hub reads after this call is offered to it; what was committed before it
     /// the caller reads from the store (snapshot or backlog) and then calls ``FeedSubscriber/caughtUp(through:)``.
-    func subscribe(filter: OrderFilter) -> FeedSubscriber? {
-        let subscriber = FeedSubscriber(filter: filter, capacity: configuration.subscriberBuffer)
+    func subscribe(filter: OrderFilter, on eventLoop: any EventLoop) -> FeedSubscriber? {
+        let subscriber = FeedSubscriber(filter: filter, capacity: configuration.subscriberBuffer, eventLoop: eventLoop)
         let count = state.withLock { state -> Int? in
             guard !state.closed, state.subscribers.count < configuration.maximumSubscribers else { return nil }
             state.subscribers[ObjectIdentifier(subscriber)] = subscriber
@@ -116,6 +131,7 @@ public final class ChangeHub: Sendable {
         }
         guard let count else { return nil }
         metrics.subscribers.record(count)
+        membership.signal()
         return subscriber
     }
 
@@ -126,6 +142,7 @@ public final class ChangeHub: Sendable {
             return state.subscribers.count
         }
         metrics.subscribers.record(count)
+        membership.signal()
     }
 
     /// Ends every stream (queued events are written first) and refuses new subscribers: graceful shutdown.
@@ -196,7 +213,11 @@ public final class ChangeHub: Sendable {
             let subscribers = state.withLock { Array($0.subscribers.values) }
             var expected = head
             var peak = 0
-            defer { state.withLock { $0.peakQueued = max($0.peakQueued, peak) } }
+            var waking = Waking()
+            defer {
+                state.withLock { $0.peakQueued = max($0.peakQueued, peak) }
+                waking.flush()
+            }
             for change in changes {
                 let (following, overflow) = expected.addingReportingOverflow(1)
                 if overflow || change.seq != following {
@@ -213,12 +234,14 @@ public final class ChangeHub: Sendable {
                 for subscriber in subscribers {
                     let offered = subscriber.offer(shared)
                     peak = max(peak, offered.queued)
+                    if let waiter = offered.waiter { waking.add(waiter, on: subscriber.eventLoop) }
                     if offered.cutOff {
                         metrics.cutOffs.increment()
                         logger.notice("a change-feed subscriber fell behind and was cut off",
                                       metadata: ["api.buffer": "\(configuration.subscriberBuffer)"])
                     }
                 }
+                waking.flushIfDue()
             }
             head = expected
             total += changes.count
@@ -228,6 +251,34 @@ public final class ChangeHub: Sendable {
 
     /// Changes read from the store at once.
     static let readBatch = 1_000
+
+    /// The connections the hub found waiting, by event loop. Each loop gets one job that resumes its
+    /// own (one wake-up per loop, not one hand-off per subscriber), after as many changes as were
+    /// offered in ``flushInterval``: a burst is written in a few large writes, and no change waits
+    /// longer than that for its wake-up.
+    private struct Waking {
+        private var waiting: [ObjectIdentifier: (loop: any EventLoop, waiters: [CheckedContinuation<Void, Never>])] = [:]
+        private var since = ContinuousClock.now
+
+        static let flushInterval = Duration.milliseconds(5)
+
+        mutating func add(_ waiter: CheckedContinuation<Void, Never>, on loop: any EventLoop) {
+            waiting[ObjectIdentifier(loop), default: (loop, [])].waiters.append(waiter)
+        }
+
+        mutating func flushIfDue() {
+            if !waiting.isEmpty, ContinuousClock.now - since >= Self.flushInterval { flush() }
+        }
+
+        mutating func flush() {
+            for (_, group) in waiting {
+                let waiters = group.waiters
+                group.loop.execute { for waiter in waiters { waiter.resume() } }
+            }
+            waiting = [:]
+            since = ContinuousClock.now
+        }
+    }
 
     private func prune() throws {
         var removed = 0

@@ -54,11 +54,14 @@ final class FeedSubscriber: Sendable {
     let filter: OrderFilter
     /// The most events queued before it is cut off.
     let capacity: Int
+    /// The event loop of the subscriber's connection: its live loop runs there, and the hub wakes it there.
+    let eventLoop: any EventLoop
     private let state = Locked(State())
 
-    init(filter: OrderFilter, capacity: Int) {
+    init(filter: OrderFilter, capacity: Int, eventLoop: any EventLoop) {
         self.filter = filter
         self.capacity = max(1, capacity)
+        self.eventLoop = eventLoop
     }
 
     /// What an offer did.
@@ -67,27 +70,27 @@ final class FeedSubscriber: Sendable {
         var cutOff = false
         /// Events queued after it.
         var queued = 0
+        /// The connection was waiting: whoever offered must resume it (``ChangeHub`` resumes a
+        /// loop's connections together, in one job on that loop).
+        var waiter: CheckedContinuation<Void, Never>?
     }
 
     /// Queues the change's event for this view, if any; cuts the subscriber off when the queue is
-    /// full. Never waits.
+    /// full. Never waits; the caller resumes the returned waiter.
     func offer(_ change: FeedChange) -> Offered {
         guard let bytes = change.bytes(for: filter) else { return Offered() }
         let item = Item(seq: change.change.seq, bytes: bytes, at: change.change.at)
-        let (waiter, offered) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Offered) in
-            if state.ending != nil || item.seq <= state.skipThrough { return (nil, Offered(queued: state.queue.count)) }
+        return state.withLock { state -> Offered in
+            if state.ending != nil || item.seq <= state.skipThrough { return Offered(queued: state.queue.count) }
+            defer { state.waiter = nil }
             if state.queue.count >= capacity {
                 state.ending = .overflow
                 state.queue = []
-                defer { state.waiter = nil }
-                return (state.waiter, Offered(cutOff: true))
+                return Offered(cutOff: true, waiter: state.waiter)
             }
             state.queue.append(item)
-            defer { state.waiter = nil }
-            return (state.waiter, Offered(queued: state.queue.count))
+            return Offered(queued: state.queue.count, waiter: state.waiter)
         }
-        waiter?.resume()
-        return offered
     }
 
     /// The snapshot or backlog the connection sent runs to `seq`: queued changes up to it are dropped

@@ -35,7 +35,7 @@ public final class OrdersAPIServer: Service, Sendable {
         public var method: HTTPRequest.Method
         /// The path, as the router matches it.
         public var path: String
-        var respond: @Sendable (Request, BasicRequestContext) async -> Response
+        var respond: @Sendable (Request, APIRequestContext) async -> Response
     }
 
     private let configuration: Configuration
@@ -93,9 +93,9 @@ public final class OrdersAPIServer: Service, Sendable {
                     return unreadable(error)
                 }
             },
-            Route(method: .get, path: "/v1/orders/stream") { request, _ in
+            Route(method: .get, path: "/v1/orders/stream") { request, context in
                 if let refusal = authentication.failure(request) { return PushEndpoint.json(.unauthorized, refusal) }
-                return feed.respond(to: request)
+                return feed.respond(to: request, on: context.channel)
             },
             Route(method: .get, path: "/v1/orders/{id}") { request, context in
                 if let refusal = authentication.failure(request) { return PushEndpoint.json(.unauthorized, refusal) }
@@ -114,7 +114,7 @@ public final class OrdersAPIServer: Service, Sendable {
 
     /// Serves until graceful shutdown or cancellation; the hub runs beside it.
     public func run() async throws {
-        let router = Router()
+        let router = Router(context: APIRequestContext.self)
         let routes = self.routes
         router.add(middleware: MethodNotAllowedMiddleware(routes: routes.map { ($0.method, $0.path) }))
         for route in routes {

@@ -6,8 +6,7 @@ import Hummingbird
 /// (RFC 9110 §15.5.6); any other path is `404`. Both bodies are `{"code":N,"message":"…"}` like
 /// every other refusal. The router runs this for unmatched requests too (its not-found responder
 /// is built behind the same middleware). Both listeners (push and orders API) use it.
-public struct MethodNotAllowedMiddleware: RouterMiddleware {
-    public typealias Context = BasicRequestContext
+public struct MethodNotAllowedMiddleware<Context: RequestContext>: RouterMiddleware {
 
     /// Methods by path pattern (`{name}` matches one segment), in the order first registered.
     private let allowed: [(pattern: [Substring], methods: [HTTPRequest.Method])]
