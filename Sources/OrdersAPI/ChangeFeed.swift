@@ -42,7 +42,7 @@ struct ChangeFeed: Sendable {
         } else {
             start = .fresh
         }
-        guard let subscriber = hub.subscribe(filter: query.filter, on: channel.eventLoop) else {
+        guard let subscriber = hub.subscribe(filter: query.filter, on: channel) else {
             hub.metrics.record(.refused)
             return PushEndpoint.json(.serviceUnavailable,
                                      "this agent serves its most subscribers (api.max_subscribers) or is stopping; retry later",
@@ -53,15 +53,13 @@ struct ChangeFeed: Sendable {
         headers[.cacheControl] = "no-cache"
         // Tells nginx and similar reverse proxies to pass each event on at once (README: reverse proxy).
         if let accelBuffering = Self.accelBuffering { headers[accelBuffering] = "no" }
-        // A subscriber that went away frees its slot at once, not at the next write that fails (an
-        // idle feed writes only a heartbeat, every api.heartbeat_s).
-        FeedHangUpHandler.watch(channel, for: subscriber)
+        subscriber.connection.attach(subscriber)
         let hub = self.hub
         let logger = self.logger
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
             defer {
                 hub.unsubscribe(subscriber)
-                FeedHangUpHandler.unwatch(channel)
+                subscriber.connection.detach()
             }
             do {
                 try await Self.serve(subscriber, from: start, hub: hub, writer: &writer, logger: logger)
@@ -106,7 +104,7 @@ struct ChangeFeed: Sendable {
                         break catchingUp
                     }
                     for change in changes {
-                        if let bytes = FeedChange(change).bytes(for: subscriber.filter) { buffer.writeImmutableBuffer(bytes) }
+                        if let bytes = FeedChange(change).bytes(for: subscriber.filter) { buffer.writeImmutableBuffer(bytes.event) }
                     }
                     cursor = last.seq
                     try await writer.write(buffer)
@@ -139,38 +137,13 @@ struct ChangeFeed: Sendable {
             subscriber.caughtUp(through: snapshot.seq)
         }
         try await writer.write(buffer)
-        // Live, a connection holds no buffer of its own (the snapshot's could be 64 KiB; times 10,000
-        // subscribers that is most of the agent's memory): one event is written as the hub made it,
-        // several are joined into a buffer of exactly their size.
+        // Live, the connection's event loop writes the hub's changes (FeedConnection); this task
+        // waits for the end and writes the last event. It keeps no buffer meanwhile: the snapshot's
+        // could be 64 KiB, and times 10,000 subscribers that would be most of the agent's memory.
         buffer = ByteBuffer()
-        try await withTaskExecutorPreference(EventLoopTaskExecutor(subscriber.eventLoop)) {
-            try await live(subscriber, hub: hub, writer: &writer)
-        }
-    }
-
-    /// Writes the hub's changes as they come, heartbeats when idle, until the stream ends. Runs on
-    /// the connection's event loop: nothing here may block.
-    private static func live(_ subscriber: FeedSubscriber, hub: ChangeHub, writer: inout any ResponseBodyWriter) async throws {
-        while true {
-            switch await subscriber.next() {
-            case .items(let items):
-                if items.count == 1, let only = items.first {
-                    try await writer.write(only.bytes)
-                } else {
-                    var joined = ByteBufferAllocator().buffer(capacity: items.reduce(0) { $0 + $1.bytes.readableBytes })
-                    for item in items { joined.writeImmutableBuffer(item.bytes) }
-                    try await writer.write(joined)
-                }
-                hub.metrics.delivered.increment(by: items.count)
-                if let first = items.first {
-                    hub.metrics.lag.recordNanoseconds(Checked.int64(clamping: hub.lag(since: first.at) * 1e9))
-                }
-            case .heartbeat:
-                try await writer.write(ByteBuffer(string: FeedEvents.heartbeat))
-            case .end(let ending):
-                if ending == .overflow { try await writer.write(ByteBuffer(string: FeedEvents.overflow(buffer: subscriber.capacity))) }
-                return
-            }
+        subscriber.goLive()
+        if await subscriber.finished() == .overflow {
+            try await writer.write(ByteBuffer(string: FeedEvents.overflow(buffer: subscriber.capacity)))
         }
     }
 }

@@ -122,8 +122,8 @@ public final class ChangeHub: Sendable {
     /// Registers a subscriber, or nil when `max_subscribers` are connected or the hub is closed.
     /// Every change the hub reads after this call is offered to it; what was committed before it
     /// the caller reads from the store (snapshot or backlog) and then calls ``FeedSubscriber/caughtUp(through:)``.
-    func subscribe(filter: OrderFilter, on eventLoop: any EventLoop) -> FeedSubscriber? {
-        let subscriber = FeedSubscriber(filter: filter, capacity: configuration.subscriberBuffer, eventLoop: eventLoop)
+    func subscribe(filter: OrderFilter, on channel: any Channel) -> FeedSubscriber? {
+        let subscriber = FeedSubscriber(filter: filter, capacity: configuration.subscriberBuffer, channel: channel, hub: self)
         let count = state.withLock { state -> Int? in
             guard !state.closed, state.subscribers.count < configuration.maximumSubscribers else { return nil }
             state.subscribers[ObjectIdentifier(subscriber)] = subscriber
@@ -234,7 +234,7 @@ public final class ChangeHub: Sendable {
                 for subscriber in subscribers {
                     let offered = subscriber.offer(shared)
                     peak = max(peak, offered.queued)
-                    if let waiter = offered.waiter { waking.add(waiter, on: subscriber.eventLoop) }
+                    if offered.wake { waking.add(subscriber) }
                     if offered.cutOff {
                         metrics.cutOffs.increment()
                         logger.notice("a change-feed subscriber fell behind and was cut off",
@@ -252,18 +252,19 @@ public final class ChangeHub: Sendable {
     /// Changes read from the store at once.
     static let readBatch = 1_000
 
-    /// The connections the hub found waiting, by event loop. Each loop gets one job that resumes its
-    /// own (one wake-up per loop, not one hand-off per subscriber), after as many changes as were
+    /// The connections the hub must wake, by event loop. Each loop gets one job that writes to all
+    /// of its own (one hand-off per loop, not one per subscriber), after as many changes as were
     /// offered in ``flushInterval``: a burst is written in a few large writes, and no change waits
-    /// longer than that for its wake-up.
+    /// longer than that to be written.
     private struct Waking {
-        private var waiting: [ObjectIdentifier: (loop: any EventLoop, waiters: [CheckedContinuation<Void, Never>])] = [:]
+        private var waiting: [ObjectIdentifier: (loop: any EventLoop, subscribers: [FeedSubscriber])] = [:]
         private var since = ContinuousClock.now
 
         static let flushInterval = Duration.milliseconds(5)
 
-        mutating func add(_ waiter: CheckedContinuation<Void, Never>, on loop: any EventLoop) {
-            waiting[ObjectIdentifier(loop), default: (loop, [])].waiters.append(waiter)
+        mutating func add(_ subscriber: FeedSubscriber) {
+            let loop = subscriber.connection.eventLoop
+            waiting[ObjectIdentifier(loop), default: (loop, [])].subscribers.append(subscriber)
         }
 
         mutating func flushIfDue() {
@@ -272,8 +273,10 @@ public final class ChangeHub: Sendable {
 
         mutating func flush() {
             for (_, group) in waiting {
-                let waiters = group.waiters
-                group.loop.execute { for waiter in waiters { waiter.resume() } }
+                let subscribers = group.subscribers
+                group.loop.execute {
+                    for subscriber in subscribers { subscriber.connection.write(subscriber) }
+                }
             }
             waiting = [:]
             since = ContinuousClock.now

@@ -85,6 +85,32 @@ public enum FeedEvents {
     }
 }
 
+/// One event's bytes twice over, in one storage: as an HTTP/1.1 chunk (`<hex length>CRLF<event>CRLF`),
+/// which a live connection writes as-is beneath Hummingbird's encoder, and the event alone, which the
+/// snapshot and backlog write through it.
+struct FeedBytes: Sendable {
+    /// The chunk.
+    let chunk: ByteBuffer
+    /// The event (a slice of the chunk).
+    let event: ByteBuffer
+
+    /// The bytes of `text`.
+    init(_ text: String) {
+        let length = text.utf8.count
+        let prefix = String(length, radix: 16) + "\r\n"
+        var chunk = ByteBufferAllocator().buffer(capacity: prefix.utf8.count + length + 2)
+        chunk.writeString(prefix)
+        chunk.writeString(text)
+        chunk.writeString("\r\n")
+        self.chunk = chunk
+        // In range by construction; an empty event is the fallback that can never be taken.
+        event = chunk.getSlice(at: prefix.utf8.count, length: length) ?? ByteBuffer()
+    }
+
+    /// The heartbeat comment.
+    static let heartbeat = FeedBytes(FeedEvents.heartbeat)
+}
+
 /// One committed change as the hub fans it out: each event's bytes are made at most once, however
 /// many subscribers they go to, and every connection writes that same buffer (ByteBuffer shares its
 /// storage; nothing is copied per subscriber). Only the hub's task touches it while it is made.
@@ -93,26 +119,26 @@ final class FeedChange: Sendable {
     enum Event { case upserted, removed, deleted }
 
     let change: OrderChange
-    let upserted: ByteBuffer
-    let removed: ByteBuffer
-    let deleted: ByteBuffer
+    let upserted: FeedBytes?
+    let removed: FeedBytes?
+    let deleted: FeedBytes?
 
     init(_ change: OrderChange) {
         self.change = change
         switch change.kind {
         case .upserted:
-            upserted = ByteBuffer(string: FeedEvents.upserted(change))
-            removed = change.before == nil ? ByteBuffer() : ByteBuffer(string: FeedEvents.removed(change))
-            deleted = ByteBuffer()
+            upserted = FeedBytes(FeedEvents.upserted(change))
+            removed = change.before == nil ? nil : FeedBytes(FeedEvents.removed(change))
+            deleted = nil
         case .deleted:
-            upserted = ByteBuffer()
-            removed = ByteBuffer()
-            deleted = ByteBuffer(string: FeedEvents.deleted(change))
+            upserted = nil
+            removed = nil
+            deleted = FeedBytes(FeedEvents.deleted(change))
         }
     }
 
     /// The event's bytes for a view, nil when the view does not hear of it.
-    func bytes(for filter: OrderFilter) -> ByteBuffer? {
+    func bytes(for filter: OrderFilter) -> FeedBytes? {
         switch FeedEvents.relevance(of: change, to: filter) {
         case .upserted: upserted
         case .removed: removed

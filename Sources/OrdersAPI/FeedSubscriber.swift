@@ -3,16 +3,20 @@ import NIOCore
 import OrderStore
 
 /// One subscriber of the change feed: a bounded queue between the hub (which offers every committed
-/// change and never waits) and the subscriber's connection (which takes what is queued and writes
-/// it). When the queue holds `capacity` events and another comes, the subscriber is cut off: the
-/// queue is dropped and the connection ends with `overflow` (DESIGN §11), so no subscriber slows
-/// another or holds memory without bound.
+/// change and never waits) and the subscriber's connection (which writes what is queued, on its
+/// event loop, see ``FeedConnection``). When the queue holds `capacity` events and another comes, the
+/// subscriber is cut off: the queue is dropped and the stream ends with `overflow` (DESIGN §11), so
+/// no subscriber slows another or holds memory without bound.
+///
+/// Its life: the connection's task writes the snapshot or backlog and calls ``caughtUp(through:)``,
+/// then ``goLive()``; from then on the connection's event loop writes what the hub offers, and the
+/// task waits in ``finished()`` for the stream to end, to write its last event.
 final class FeedSubscriber: Sendable {
     /// Why a subscriber's stream ends.
     enum Ending: Sendable, Equatable {
         /// It fell `capacity` changes behind.
         case overflow
-        /// The agent is shutting down.
+        /// The agent is shutting down, or the client went away.
         case closed
         /// The hub lost its place in the change log (a user switch): reconnect to resume or reset.
         case resync
@@ -22,8 +26,8 @@ final class FeedSubscriber: Sendable {
     struct Item: Sendable {
         /// The change's seq.
         var seq: Int64
-        /// The SSE text.
-        var bytes: ByteBuffer
+        /// The event's bytes.
+        var bytes: FeedBytes
         /// When the change was applied, Unix seconds (for the feed-lag metric).
         var at: Double
     }
@@ -34,7 +38,9 @@ final class FeedSubscriber: Sendable {
         case items([Item])
         /// A heartbeat comment: nothing was sent for a whole heartbeat interval.
         case heartbeat
-        /// The stream ends.
+        /// Nothing now.
+        case nothing
+        /// The stream ends (after the items taken before it).
         case end(Ending)
     }
 
@@ -43,25 +49,39 @@ final class FeedSubscriber: Sendable {
         var ending: Ending?
         var heartbeatDue = false
         var sentSinceTick = false
-        var waiter: CheckedContinuation<Void, Never>?
+        /// The connection's loop writes from now on.
+        var live = false
+        /// A write on the loop is asked for and has not run yet: further offers need no wake-up.
+        var wakeAsked = false
+        /// The connection's task, waiting for the end.
+        var finishWaiter: CheckedContinuation<Ending, Never>?
+        /// The end, once the loop has written everything before it.
+        var finished: Ending?
         /// Changes up to this seq came with the subscriber's snapshot or backlog; skipped when offered.
         var skipThrough = Int64.min
 
-        var isReady: Bool { !queue.isEmpty || ending != nil || heartbeatDue }
+        /// Asks for a write on the loop if the connection is live and none is pending (or, for the end,
+        /// even then: a socket that is not writable holds back changes, never the end); true when the
+        /// caller must wake it.
+        mutating func askWake(evenIfAsked: Bool = false) -> Bool {
+            guard live, evenIfAsked || !wakeAsked else { return false }
+            wakeAsked = true
+            return true
+        }
     }
 
     /// The view.
     let filter: OrderFilter
     /// The most events queued before it is cut off.
     let capacity: Int
-    /// The event loop of the subscriber's connection: its live loop runs there, and the hub wakes it there.
-    let eventLoop: any EventLoop
+    /// The connection, whose event loop writes the live stream and whose hub wakes it there.
+    let connection: FeedConnection
     private let state = Locked(State())
 
-    init(filter: OrderFilter, capacity: Int, eventLoop: any EventLoop) {
+    init(filter: OrderFilter, capacity: Int, channel: any Channel, hub: ChangeHub) {
         self.filter = filter
         self.capacity = max(1, capacity)
-        self.eventLoop = eventLoop
+        connection = FeedConnection(channel: channel, hub: hub)
     }
 
     /// What an offer did.
@@ -70,26 +90,25 @@ final class FeedSubscriber: Sendable {
         var cutOff = false
         /// Events queued after it.
         var queued = 0
-        /// The connection was waiting: whoever offered must resume it (``ChangeHub`` resumes a
-        /// loop's connections together, in one job on that loop).
-        var waiter: CheckedContinuation<Void, Never>?
+        /// The connection's loop must be woken to write (``ChangeHub`` wakes a loop's connections
+        /// together, in one job on that loop).
+        var wake = false
     }
 
     /// Queues the change's event for this view, if any; cuts the subscriber off when the queue is
-    /// full. Never waits; the caller resumes the returned waiter.
+    /// full. Never waits; the caller wakes the connection when told to.
     func offer(_ change: FeedChange) -> Offered {
         guard let bytes = change.bytes(for: filter) else { return Offered() }
         let item = Item(seq: change.change.seq, bytes: bytes, at: change.change.at)
         return state.withLock { state -> Offered in
             if state.ending != nil || item.seq <= state.skipThrough { return Offered(queued: state.queue.count) }
-            defer { state.waiter = nil }
             if state.queue.count >= capacity {
                 state.ending = .overflow
                 state.queue = []
-                return Offered(cutOff: true, waiter: state.waiter)
+                return Offered(cutOff: true, wake: state.askWake(evenIfAsked: true))
             }
             state.queue.append(item)
-            return Offered(queued: state.queue.count, waiter: state.waiter)
+            return Offered(queued: state.queue.count, wake: state.askWake())
         }
     }
 
@@ -102,65 +121,79 @@ final class FeedSubscriber: Sendable {
         }
     }
 
+    /// The snapshot or backlog is written: the connection's event loop writes from now on.
+    func goLive() {
+        if state.withLock({ state in
+            state.live = true
+            return state.askWake()
+        }) { connection.wake(self) }
+    }
+
     /// The hub's heartbeat tick: a subscriber that was sent nothing since the last tick gets a heartbeat.
     func tick() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        if state.withLock({ state -> Bool in
             defer { state.sentSinceTick = false }
-            guard !state.sentSinceTick, state.ending == nil else { return nil }
+            guard !state.sentSinceTick, state.ending == nil else { return false }
             state.heartbeatDue = true
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume()
+            return state.askWake()
+        }) { connection.wake(self) }
     }
 
     /// Ends the stream (queued events are still written first, except after an overflow).
     func end(_ ending: Ending) {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        if state.withLock({ state -> Bool in
             if state.ending == nil { state.ending = ending }
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume()
+            return state.askWake(evenIfAsked: true)
+        }) { connection.wake(self) }
     }
 
     /// True once the stream has been told to end.
     var hasEnded: Bool { state.withLock { $0.ending != nil } }
 
-    /// Waits for what to write next.
-    func next() async -> Next {
-        while true {
-            let taken = state.withLock { state -> Next? in
-                if !state.queue.isEmpty {
-                    state.sentSinceTick = true
-                    state.heartbeatDue = false
-                    defer { state.queue = [] }
-                    return .items(state.queue)
-                }
-                if let ending = state.ending { return .end(ending) }
-                if state.heartbeatDue {
-                    state.heartbeatDue = false
-                    state.sentSinceTick = true
-                    return .heartbeat
-                }
-                return nil
+    /// What to write next; called by the connection on its event loop.
+    func take() -> Next {
+        state.withLock { state in
+            state.wakeAsked = false
+            if !state.queue.isEmpty {
+                state.sentSinceTick = true
+                state.heartbeatDue = false
+                defer { state.queue = [] }
+                return .items(state.queue)
             }
-            if let taken { return taken }
-            // A cancelled connection task (the server's task group ending) ends the stream as a
-            // shutdown does, so no connection waits for a change that never comes.
-            if Task.isCancelled { end(.closed) }
-            await withTaskCancellationHandler {
-                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                    let ready = state.withLock { state -> Bool in
-                        if state.isReady { return true }
-                        state.waiter = continuation
-                        return false
-                    }
-                    if ready { continuation.resume() }
-                }
-            } onCancel: {
-                end(.closed)
+            if let ending = state.ending { return .end(ending) }
+            if state.heartbeatDue {
+                state.heartbeatDue = false
+                state.sentSinceTick = true
+                return .heartbeat
             }
+            return .nothing
+        }
+    }
+
+    /// Everything before the end is written: the connection's task may write its last event.
+    func reportFinished(_ ending: Ending) {
+        let waiter = state.withLock { state -> CheckedContinuation<Ending, Never>? in
+            if state.finished == nil { state.finished = ending }
+            defer { state.finishWaiter = nil }
+            return state.finishWaiter
+        }
+        waiter?.resume(returning: ending)
+    }
+
+    /// Waits until the stream ended and everything queued before the end was written. A cancelled
+    /// task (the server's task group ending) ends the stream as a shutdown does.
+    func finished() async -> Ending {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Ending, Never>) in
+                let finished = state.withLock { state -> Ending? in
+                    if let finished = state.finished { return finished }
+                    state.finishWaiter = continuation
+                    return nil
+                }
+                if let finished { continuation.resume(returning: finished) }
+            }
+        } onCancel: {
+            end(.closed)
         }
     }
 }

@@ -296,6 +296,33 @@ import Testing
             #expect(closed)
         }
     }
+
+    @Test func aSubscriberThatStopsReadingForAWhileGetsEveryChangeWhenItReadsAgain() async throws {
+        try await APIHarness.with(hub: .init(subscriberBuffer: 1_024)) { api in
+            // A small receive window: the server's socket stops being writable, and the rest wait in
+            // the subscriber's queue until it reads again. (With the write on writability removed from
+            // FeedConnectionHandler, this test times out with the changes after the first 4 MB missing.)
+            let paused = try RawConnection(port: api.port, readTimeoutSeconds: 60, receiveBuffer: 4_096)
+            paused.send("GET /v1/orders/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            #expect(await paused.read(through: "event: ready").contains("HTTP/1.1 200"))
+            let start = try api.store.changeHead()
+            let padding = String(repeating: "x", count: 8_000)
+            for page in 0..<50 {
+                try api.store.applyPage(try (0..<20).map { index in
+                    try order(page * 20 + index, status: "created", version: 1, extra: ["padding": padding])
+                })
+            }
+            let last = start + 1_000
+            // 8 MB were committed: more than the sockets hold (Linux lets a send buffer grow to 4 MB),
+            // less than the queue's 1,024 changes.
+            let text = await paused.read(through: "id: \(last)\n")
+            // Chunk sizes end in CRLF, a single Character in Swift.
+            let seqs = text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" }).compactMap { line in line.hasPrefix("id: ") ? Int64(line.dropFirst(4)) : nil }
+            #expect(seqs == Array((start + 1)...last))
+            #expect(!text.contains("event: overflow"))
+            #expect(api.metric("orderlive_api_subscribers_cut_off_total") == 0)
+        }
+    }
 }
 
 /// The hub prunes the change log beyond `api.history_changes`, off the hot path.

@@ -149,6 +149,27 @@ public final class RawConnection: Sendable {
         }
     }
 
+    /// Reads until what was received contains `marker` (or a close or the read timeout), on a thread
+    /// of its own; returns everything received.
+    public func read(through marker: String) async -> String {
+        let descriptor = self.descriptor
+        let needle = Array(marker.utf8)
+        return await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                var received: [UInt8] = []
+                var buffer = [UInt8](repeating: 0, count: 65_536)
+                while true {
+                    let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+                    if count <= 0 { break }
+                    let searchFrom = max(0, received.count - needle.count)
+                    received += buffer.prefix(count)
+                    if received[searchFrom...].firstRange(of: needle) != nil { break }
+                }
+                continuation.resume(returning: String(decoding: received, as: UTF8.self))
+            }
+        }
+    }
+
     /// Reads until the end of a response head (or a close or the read timeout), on a thread of its own.
     public func readResponseHead() async -> String {
         let descriptor = self.descriptor

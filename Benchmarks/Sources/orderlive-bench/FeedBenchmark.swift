@@ -398,6 +398,8 @@ func benchOrder(_ id: Int, version: Int, status: String) throws -> OrderRecord {
 func feedBenchmark() async throws {
     let subscribers = Int(ProcessInfo.processInfo.environment["BENCH_FEED_SUBSCRIBERS"] ?? "") ?? 10_000
     let pacedSeconds = Int(ProcessInfo.processInfo.environment["BENCH_FEED_SECONDS"] ?? "") ?? 10
+    // BENCH_FEED_PHASES=1 runs only the paced phase (10 changes/s), 2 adds 100/s: quicker runs while profiling.
+    let phaseCount = min(3, max(1, Int(ProcessInfo.processInfo.environment["BENCH_FEED_PHASES"] ?? "") ?? 3))
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-feed-bench-\(UUID().uuidString)").path
     defer { try? FileManager.default.removeItem(atPath: directory) }
     var configuration = OrderliveConfiguration()
@@ -429,8 +431,8 @@ func feedBenchmark() async throws {
         let perSubscriber = (held - before) * 1_024 / Double(subscribers)
         print("| \(subscribers)\(stalled > 0 ? " + 1 stalled" : "") | connected (\(ready)) | — | — | — | — | — | — | — "
             + "| \(format(before, 0)) → \(format(held, 0)): \(format(perSubscriber, 1)) KB per subscriber |")
-        for (phase, rate, seconds) in [("10 changes/s", 10, pacedSeconds), ("100 changes/s", 100, 3),
-                                       ("as fast as the store commits", 0, 2)] {
+        let phases = [("10 changes/s", 10, pacedSeconds), ("100 changes/s", 100, 3), ("as fast as the store commits", 0, 2)]
+        for (phase, rate, seconds) in phases.prefix(phaseCount) {
             client.send("reset")
             _ = client.line()
             let (committed, seconds) = await committer.run(rate: rate, seconds: seconds)
@@ -454,6 +456,14 @@ func feedBenchmark() async throws {
                 + "| \(Int(number("cut_off"))) | \(format(residentMegabytes("VmRSS"), 0)) |")
         }
         client.finish()
+        // The agent frees a gone subscriber's place when it sees the connection close; wait until every
+        // one is freed, or some of the next round's subscribers would get 503.
+        var remaining = server.hub.subscriberCount
+        while remaining > 0 {
+            let now = await server.hub.subscriberCountChange(from: remaining, within: .seconds(60))
+            if now == remaining { break }
+            remaining = now
+        }
     }
     if let without = pacedP99[0], let with = pacedP99[1], without > 0 {
         print("one stalled subscriber: the others' p99 per delivery at 10 changes/s is \(format(with, 2)) ms against \(format(without, 2)) ms without it "
