@@ -135,10 +135,11 @@ public final class ChangeHub: Sendable {
         return subscriber
     }
 
-    /// Removes a subscriber whose connection ended.
+    /// Removes a subscriber whose connection ended; a second call for it does nothing.
     func unsubscribe(_ subscriber: FeedSubscriber) {
         let count = state.withLock { state in
-            state.subscribers[ObjectIdentifier(subscriber)] = nil
+            let id = ObjectIdentifier(subscriber)
+            if state.subscribers[id] === subscriber { state.subscribers[id] = nil }
             return state.subscribers.count
         }
         metrics.subscribers.record(count)

@@ -60,7 +60,14 @@ final class FeedConnection: Sendable {
                 subscriber.end(.closed)
             }
         }
-        channel.closeFuture.whenComplete { _ in subscriber.end(.closed) }
+        // However the connection ends, the subscriber leaves the hub: also when Hummingbird never
+        // ran the response body (the head could not be written), whose end would otherwise do it.
+        let hub = self.hub
+        channel.closeFuture.whenComplete { _ in
+            subscriber.end(.closed)
+            hub.unsubscribe(subscriber)
+            self.detach()
+        }
     }
 
     /// Takes the handler out: the feed ended and the connection may serve another request.
