@@ -172,20 +172,7 @@ public final class RawConnection: Sendable {
 
     /// Reads until the end of a response head (or a close or the read timeout), on a thread of its own.
     public func readResponseHead() async -> String {
-        let descriptor = self.descriptor
-        return await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                var received: [UInt8] = []
-                var buffer = [UInt8](repeating: 0, count: 4_096)
-                while true {
-                    let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-                    if count <= 0 { break }
-                    received += buffer.prefix(count)
-                    if let text = String(bytes: received, encoding: .utf8), text.contains("\r\n\r\n") { break }
-                }
-                continuation.resume(returning: String(decoding: received, as: UTF8.self))
-            }
-        }
+        await read(through: "\r\n\r\n")
     }
 
     private static func read(_ descriptor: Int32) -> (text: String, closed: Bool) {
