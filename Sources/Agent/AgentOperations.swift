@@ -26,7 +26,7 @@ public struct AgentOperations: OperationsProvider {
         var reason: String?
         var storeReadable = true
         do {
-            _ = try store.counts()
+            _ = try await store.counts()
         } catch {
             storeReadable = false
         }
@@ -59,14 +59,14 @@ public struct AgentOperations: OperationsProvider {
     /// `/api/status`: `status --json` of the running agent.
     public func statusJSON() async -> String {
         let auth = await session.snapshot
-        return StatusOutput.json(auth, store: try? StoreStatus(store), stream: state.snapshot)
+        return StatusOutput.json(auth, store: try? await StoreStatus(store), stream: state.snapshot)
     }
 
     /// `/metrics`.
     public func metricsText() async -> String {
         let auth = await session.snapshot
         return metrics.text(
-            counts: try? store.counts(), health: store.writeHealth, now: Date().timeIntervalSince1970,
+            counts: try? await store.counts(), health: store.writeHealth, now: Date().timeIntervalSince1970,
             authenticated: auth.state == .authenticated || auth.state == .refreshing)
     }
 }

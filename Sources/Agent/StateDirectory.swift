@@ -39,9 +39,9 @@ public struct StateDirectory: Sendable, Hashable {
     }
 
     /// The store part of `status`; nil when there is no database yet.
-    public func storeStatus() throws -> StoreStatus? {
+    public func storeStatus() async throws -> StoreStatus? {
         guard let store = try openExistingStore() else { return nil }
-        var status = try StoreStatus(store)
+        var status = try await StoreStatus(store)
         status.writeProblem = status.writeProblem ?? writeProblem()
         return status
     }
@@ -84,10 +84,10 @@ public struct StoreStatus: Sendable, Hashable {
     public var writeProblem: String?
 
     /// Reads it from a store.
-    public init(_ store: any OrderReader) throws {
-        cursor = try store.streamCursor()
-        counts = try store.counts()
-        owner = try store.owner()
+    public init(_ store: any OrderReader) async throws {
+        cursor = try await store.streamCursor()
+        counts = try await store.counts()
+        owner = try await store.owner()
         writeProblem = store.writeHealth.reason
     }
 }

@@ -6,57 +6,57 @@
 /// (claimed before each stream).
 public protocol JobJournal: Sendable {
     /// The stream cursor (`Last-Event-ID`), "" when none.
-    func streamCursor() throws -> String
+    func streamCursor() async throws -> String
     /// Journals jobs and dead letters and, in the same transaction, advances the stream cursor
     /// (DESIGN §3); returns how many jobs were journaled after collapsing.
     @discardableResult
-    func journal(_ jobs: [NewJob], cursor: String?, deadLetters: [DeadLetterRecord]) throws -> Int
+    func journal(_ jobs: [NewJob], cursor: String?, deadLetters: [DeadLetterRecord]) async throws -> Int
     /// Accepts a batch of submissions in one transaction, each all-or-nothing; one outcome each, in
     /// order, and none before the commit.
     func accept(_ submissions: [IdempotentSubmission], policy: SubmissionPolicy) async -> [SubmissionOutcome]
     /// Makes `userID` the owner, clearing a different user's data first; true when data was cleared.
     @discardableResult
-    func claim(for userID: String) throws -> Bool
+    func claim(for userID: String) async throws -> Bool
 }
 
 /// Applying the journal, one job at a time in journal order (the serial executor, DESIGN §4 and §8).
 public protocol JobApplier: Sendable {
     /// Up to `limit` jobs from the head of the journal, in order.
-    func headJobs(limit: Int) throws -> [JobRecord]
+    func headJobs(limit: Int) async throws -> [JobRecord]
     /// Applies consecutive whole-order jobs and completes them in one transaction; returns how many.
-    func applyInOneTransaction(_ jobs: [JobRecord]) throws -> Int
+    func applyInOneTransaction(_ jobs: [JobRecord]) async throws -> Int
     /// Applies an upsert and completes its job in one transaction.
     @discardableResult
-    func applyUpsert(_ order: OrderRecord, completing jobID: Int64?) throws -> UpsertOutcome
+    func applyUpsert(_ order: OrderRecord, completing jobID: Int64?) async throws -> UpsertOutcome
     /// Applies a delete and completes its job in one transaction.
     @discardableResult
-    func applyDelete(orderID: String, version: Int64?, completing jobID: Int64?) throws -> DeleteOutcome
+    func applyDelete(orderID: String, version: Int64?, completing jobID: Int64?) async throws -> DeleteOutcome
     /// Upserts one page of a full sync.
-    func applyPage(_ orders: [OrderRecord]) throws
+    func applyPage(_ orders: [OrderRecord]) async throws
     /// Ends a full sync: removes what the backend no longer has; returns how many were removed.
-    func completeFullSync(keeping ids: Set<String>, completing jobID: Int64?) throws -> Int
+    func completeFullSync(keeping ids: Set<String>, completing jobID: Int64?) async throws -> Int
     /// Keeps a failed job journaled, to be tried again at `retryAt`.
-    func recordFailure(jobID: Int64, reason: String, retryAt: Double, countsAttempt: Bool) throws
+    func recordFailure(jobID: Int64, reason: String, retryAt: Double, countsAttempt: Bool) async throws
     /// Moves a job that will never succeed to the dead letters.
-    func deadLetter(job: JobRecord, reason: String) throws
+    func deadLetter(job: JobRecord, reason: String) async throws
 }
 
 /// Reading what the store holds: `orders`, `status`, `/metrics`, the demo.
 public protocol OrderReader: Sendable {
     /// Stored orders sorted by id (numeric ids numerically), optionally of one status.
-    func orders(status: String?) throws -> [OrderRecord]
+    func orders(status: String?) async throws -> [OrderRecord]
     /// One order, if stored.
-    func order(id: String) throws -> OrderRecord?
+    func order(id: String) async throws -> OrderRecord?
     /// The tombstone of an order, if it was deleted.
-    func tombstone(id: String) throws -> TombstoneRecord?
+    func tombstone(id: String) async throws -> TombstoneRecord?
     /// Dead letters, oldest first.
-    func deadLetters() throws -> [DeadLetterRecord]
+    func deadLetters() async throws -> [DeadLetterRecord]
     /// Counts for `status` and `/metrics`.
-    func counts() throws -> StoreCounts
+    func counts() async throws -> StoreCounts
     /// The user the data belongs to.
-    func owner() throws -> String?
+    func owner() async throws -> String?
     /// The stream cursor, "" when none.
-    func streamCursor() throws -> String
+    func streamCursor() async throws -> String
     /// Whether writes succeed now, and why not when they do not.
     var writeHealth: StoreWriteHealth { get }
 }
@@ -65,17 +65,17 @@ public protocol OrderReader: Sendable {
 /// subscriber missed, the hub's read of what was just committed, and pruning.
 public protocol ChangeFeedSource: Sendable {
     /// The last change's seq.
-    func changeHead() throws -> Int64
+    func changeHead() async throws -> Int64
     /// The orders matching `filter` and the change they are as of, in one read.
-    func snapshot(matching filter: OrderFilter) throws -> OrderSnapshot
+    func snapshot(matching filter: OrderFilter) async throws -> OrderSnapshot
     /// One order, if stored.
-    func order(id: String) throws -> OrderRecord?
+    func order(id: String) async throws -> OrderRecord?
     /// Up to `limit` changes after `seq`, or why a subscriber at `seq` must reset.
-    func changes(after seq: Int64, limit: Int) throws -> ChangesAfter
+    func changes(after seq: Int64, limit: Int) async throws -> ChangesAfter
     /// Up to `limit` changes after `seq` as the log holds them, for the fan-out hub.
-    func appendedChanges(after seq: Int64, limit: Int) throws -> [OrderChange]
+    func appendedChanges(after seq: Int64, limit: Int) async throws -> [OrderChange]
     /// Removes the oldest changes beyond the last `keeping`, at most `batch`; returns how many.
-    func pruneChanges(keeping: Int, batch: Int) throws -> Int
+    func pruneChanges(keeping: Int, batch: Int) async throws -> Int
 }
 
 extension OrderStore: JobJournal, JobApplier, OrderReader, ChangeFeedSource {}

@@ -7,21 +7,21 @@ import ServerSentEvents
 /// cursor never passes an event whose job is not durable (DESIGN §3).
 extension StreamService {
     /// The cursor to resume the stream from (`Last-Event-ID`), "" when none.
-    public func cursor() throws -> String {
-        try store.streamCursor()
+    public func cursor() async throws -> String {
+        try await store.streamCursor()
     }
 
     /// Journals what one event means; returns how it was read.
     @discardableResult
-    public func journal(_ event: ServerSentEvent) throws -> EventTranslation.Disposition {
-        try journal(batch: [event])[0]
+    public func journal(_ event: ServerSentEvent) async throws -> EventTranslation.Disposition {
+        try await journal(batch: [event])[0]
     }
 
     /// Journals a batch of events in one transaction (group commit): all their jobs and dead letters,
     /// and the cursor of the last one that had an id. Same effect as one by one, far fewer commits.
     /// Returns how each event was read.
     @discardableResult
-    public func journal(batch events: [ServerSentEvent]) throws -> [EventTranslation.Disposition] {
+    public func journal(batch events: [ServerSentEvent]) async throws -> [EventTranslation.Disposition] {
         guard !events.isEmpty else { return [] }
         var jobs: [NewJob] = []
         var letters: [DeadLetterRecord] = []
@@ -45,16 +45,16 @@ extension StreamService {
             if !event.lastEventID.isEmpty { cursor = event.lastEventID }
             dispositions.append(translation.disposition)
         }
-        try store.journal(jobs, cursor: cursor, deadLetters: letters)
+        try await store.journal(jobs, cursor: cursor, deadLetters: letters)
         return dispositions
     }
 
     /// An event over the parser's size limit: what it said is unknown, so everything is fetched again.
-    public func journalOversizedEvent(lastEventID: String) throws {
+    public func journalOversizedEvent(lastEventID: String) async throws {
         let letter = DeadLetterRecord(
             kind: "event", orderID: nil, raw: "", reason: "an event over the size limit was discarded", attempts: 0,
             createdAt: now())
-        try store.journal([NewJob(kind: .fullSync, source: "stream")], cursor: lastEventID.isEmpty ? nil : lastEventID,
+        try await store.journal([NewJob(kind: .fullSync, source: "stream")], cursor: lastEventID.isEmpty ? nil : lastEventID,
                           deadLetters: [letter])
     }
 }

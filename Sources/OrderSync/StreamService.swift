@@ -68,7 +68,7 @@ public struct StreamService<C: Clock>: Service where C.Duration == Duration {
             let cursor: String
             do {
                 try await claimStore()
-                cursor = try self.cursor()
+                cursor = try await self.cursor()
             } catch {
                 storeFaults.log(.error, "cannot read the order store; retrying", key: "store-read",
                                 metadata: ["store.reason": "\(error)"])
@@ -104,9 +104,9 @@ public struct StreamService<C: Clock>: Service where C.Duration == Duration {
         var pending: [ServerSentEvent] = []
         var firstArrival: C.Instant?
         var resumeFrom = cursor  // what the next (re)connection sends as Last-Event-ID
-        func flush() throws {
+        func flush() async throws {
             guard !pending.isEmpty else { return }
-            try journal(batch: pending)
+            try await journal(batch: pending)
             observer.eventsJournaled(count: pending.count, commitLag: firstArrival.map { $0.duration(to: clock.now) }, at: now())
             if logger.logLevel <= .debug {
                 for event in pending {
@@ -125,8 +125,8 @@ public struct StreamService<C: Clock>: Service where C.Duration == Duration {
                 pending.append(event)
                 resumeFrom = event.lastEventID
             case .oversizedEventDiscarded(let id):
-                try flush()
-                try journalOversizedEvent(lastEventID: id)
+                try await flush()
+                try await journalOversizedEvent(lastEventID: id)
                 wake.signal()
             case .open:
                 observer.streamStateChanged(.open)
@@ -139,13 +139,13 @@ public struct StreamService<C: Clock>: Service where C.Duration == Duration {
             case .comment:
                 break
             }
-        }, batchEnded: { try flush() })
+        }, batchEnded: { try await flush() })
     }
 
     /// The store belongs to the session's user; claiming it for another user clears the old data.
     private func claimStore() async throws {
         guard let user = await session.snapshot.userID else { return }
-        if try store.claim(for: user) {
+        if try await store.claim(for: user) {
             logger.warning("a different user logged in: the previous user's orders were cleared",
                            metadata: ["store.owner": "\(user)"])
         }

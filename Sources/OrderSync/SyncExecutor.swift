@@ -83,7 +83,7 @@ public final class SyncExecutor: Sendable {
     public func runReadyJobs(until stopping: @Sendable () -> Bool = { false }) async throws -> Progress {
         var progress = Progress()
         while !Task.isCancelled && !stopping() {
-            let head = try store.headJobs(limit: 512)
+            let head = try await store.headJobs(limit: 512)
             guard let first = head.first, first.notBefore <= now() else { break }
             // Consecutive cheap jobs (upserts, deletes) that are ready go in one transaction: the same
             // order and effect as one by one, at a fraction of the commits. The first job that needs
@@ -93,7 +93,7 @@ public final class SyncExecutor: Sendable {
                 let current = running.add(1, ordering: .acquiringAndReleasing).newValue
                 _ = mostAtOnce.max(current, ordering: .relaxed)
                 defer { running.subtract(1, ordering: .acquiringAndReleasing) }
-                let applied = try store.applyInOneTransaction(cheap)
+                let applied = try await store.applyInOneTransaction(cheap)
                 progress.completed += applied
                 for job in cheap.prefix(applied) { observe(job.kind, .completed) }
                 continue
@@ -124,7 +124,7 @@ public final class SyncExecutor: Sendable {
                 await wake.wait(until: clock.now.advanced(by: .seconds(1)), clock: clock)
                 continue
             }
-            let head = (try? store.headJobs(limit: 1))?.first
+            let head = (try? await store.headJobs(limit: 1))?.first
             if head == nil { logger.debug("journal drained") }
             var deadline: ContinuousClock.Instant?
             if let head {
@@ -176,7 +176,7 @@ public final class SyncExecutor: Sendable {
             if (error as? SyncError)?.waitsForSession == true, let id = job.id {
                 // Not the job's fault: it waits, uncounted, and runs once a session exists.
                 do {
-                    try store.recordFailure(
+                    try await store.recordFailure(
                         jobID: id, reason: reason, retryAt: now() + Checked.seconds(of: min(max(configuration.retryMaximum, .seconds(1)), .seconds(5))),
                         countsAttempt: false)
                     logger.debug("sync job waits for a session", metadata: ["sync.job.kind": "\(job.kind.rawValue)"])
@@ -191,7 +191,7 @@ public final class SyncExecutor: Sendable {
                 if attempts >= configuration.maximumAttempts {
                     var failed = job
                     failed.attempts = attempts
-                    try store.deadLetter(job: failed, reason: reason)
+                    try await store.deadLetter(job: failed, reason: reason)
                     logger.error("sync job became a dead letter", metadata: [
                         "sync.job.kind": "\(job.kind.rawValue)", "sync.job.order_id": "\(job.orderID ?? "")",
                         "sync.job.attempts": "\(attempts)", "sync.reason": "\(reason)",
@@ -200,7 +200,7 @@ public final class SyncExecutor: Sendable {
                 }
                 let delay = Checked.seconds(of: ExponentialDelay.delay(
                     attempt: job.attempts, base: configuration.retryBase, maximum: configuration.retryMaximum))
-                if let id = job.id { try store.recordFailure(jobID: id, reason: reason, retryAt: now() + delay, countsAttempt: true) }
+                if let id = job.id { try await store.recordFailure(jobID: id, reason: reason, retryAt: now() + delay, countsAttempt: true) }
                 logger.warning("sync job failed; will retry", metadata: [
                     "sync.job.kind": "\(job.kind.rawValue)", "sync.job.order_id": "\(job.orderID ?? "")",
                     "sync.job.attempts": "\(attempts)", "sync.reason": "\(reason)",
@@ -217,19 +217,19 @@ public final class SyncExecutor: Sendable {
         switch job.kind {
         case .upsert:
             guard let order = job.order else { throw SyncError("the upsert job's order cannot be read") }
-            try store.applyUpsert(order, completing: job.id)
+            try await store.applyUpsert(order, completing: job.id)
         case .delete:
             guard let id = job.orderID else { throw SyncError("the delete job has no order id") }
-            try store.applyDelete(orderID: id, version: job.version, completing: job.id)
+            try await store.applyDelete(orderID: id, version: job.version, completing: job.id)
         case .fetch:
             guard let id = job.orderID else { throw SyncError("the fetch job has no order id") }
             if let order = try await source.fetchOrder(id: id) {
                 if let bound = job.version, let version = order.version, version < bound {
                     throw SyncError("order \(id) is at version \(version) upstream, but version \(bound) was announced")
                 }
-                try store.applyUpsert(order, completing: job.id)
+                try await store.applyUpsert(order, completing: job.id)
             } else {
-                try store.applyDelete(orderID: id, version: nil, completing: job.id)
+                try await store.applyDelete(orderID: id, version: nil, completing: job.id)
             }
         case .fullSync:
             var cursor: String?
@@ -237,11 +237,11 @@ public final class SyncExecutor: Sendable {
             repeat {
                 let page = try await source.fetchPage(cursor: cursor, limit: configuration.pageSize)
                 for order in page.orders { seen.insert(order.id) }
-                try store.applyPage(page.orders)
+                try await store.applyPage(page.orders)
                 cursor = page.next
             } while cursor != nil
             // Only now, with every page in hand, may missing orders be deleted.
-            let removed = try store.completeFullSync(keeping: seen, completing: job.id)
+            let removed = try await store.completeFullSync(keeping: seen, completing: job.id)
             logger.info("full sync finished", metadata: ["sync.orders": "\(seen.count)", "sync.removed": "\(removed)"])
         }
     }

@@ -88,7 +88,7 @@ struct ChangeFeed: Sendable {
             catchingUp: while true {
                 let page: ChangesAfter
                 do {
-                    page = try hub.store.changes(after: cursor, limit: 1_000)
+                    page = try await hub.store.changes(after: cursor, limit: 1_000)
                 } catch {
                     logger.error("the change feed cannot read the order store", metadata: ["api.reason": "\(error)"])
                     throw FeedStoreError()
@@ -121,7 +121,7 @@ struct ChangeFeed: Sendable {
             }
             let snapshot: OrderSnapshot
             do {
-                snapshot = try hub.store.snapshot(matching: subscriber.filter)
+                snapshot = try await hub.store.snapshot(matching: subscriber.filter)
             } catch {
                 logger.error("the change feed cannot read the order store", metadata: ["api.reason": "\(error)"])
                 throw FeedStoreError()

@@ -162,7 +162,7 @@ public final class ChangeHub: Sendable {
         var head: Int64
         while true {
             do {
-                head = try store.changeHead()
+                head = try await store.changeHead()
                 break
             } catch {
                 logger.error("the change feed cannot read the order store; retrying", metadata: ["api.reason": "\(error)"])
@@ -174,11 +174,11 @@ public final class ChangeHub: Sendable {
         var sincePrune = Self.pruneEvery
         while !stopped.isStopped, !Task.isCancelled {
             do {
-                let fannedOut = try fanOut(after: &head)
+                let fannedOut = try await fanOut(after: &head)
                 sincePrune += fannedOut
                 if sincePrune >= Self.pruneEvery {
                     sincePrune = 0
-                    try prune()
+                    try await prune()
                 }
             } catch {
                 logger.error("the change feed cannot read the order store; retrying", metadata: ["api.reason": "\(error)"])
@@ -197,11 +197,11 @@ public final class ChangeHub: Sendable {
     static let pruneEvery = 1_000
 
     /// Reads every change after `head` and offers each to every subscriber; returns how many.
-    private func fanOut(after head: inout Int64) throws -> Int {
+    private func fanOut(after head: inout Int64) async throws -> Int {
         // With nobody subscribed, nothing is read or encoded: the hub only moves to the log's head.
         // The head is read before the (empty) list is taken, so whoever subscribes afterwards reads
         // its snapshot after that head and misses nothing.
-        let latest = try store.changeHead()
+        let latest = try await store.changeHead()
         if state.withLock({ $0.subscribers.isEmpty }) {
             let (skipped, overflow) = latest.subtractingReportingOverflow(head)
             head = latest
@@ -209,7 +209,7 @@ public final class ChangeHub: Sendable {
         }
         var total = 0
         while true {
-            let changes = try store.appendedChanges(after: head, limit: Self.readBatch)
+            let changes = try await store.appendedChanges(after: head, limit: Self.readBatch)
             guard !changes.isEmpty else { return total }
             let subscribers = state.withLock { Array($0.subscribers.values) }
             var expected = head
@@ -284,10 +284,10 @@ public final class ChangeHub: Sendable {
         }
     }
 
-    private func prune() throws {
+    private func prune() async throws {
         var removed = 0
         while true {
-            let batch = try store.pruneChanges(keeping: configuration.historyChanges, batch: 10_000)
+            let batch = try await store.pruneChanges(keeping: configuration.historyChanges, batch: 10_000)
             removed += batch
             if batch < 10_000 { break }
         }

@@ -80,7 +80,7 @@ public final class OrdersAPIServer: Service, Sendable {
                 let query: APIQuery
                 do throws(APIRefusal) { query = try APIQuery(request.uri, allowsSince: false) } catch { return PushEndpoint.json(.badRequest, error.message) }
                 do {
-                    let snapshot = try store.snapshot(matching: query.filter)
+                    let snapshot = try await store.snapshot(matching: query.filter)
                     var text = #"{"seq":\#(snapshot.seq),"orders":["#
                     text.reserveCapacity(snapshot.orders.reduce(64) { $0 + $1.body.utf8.count + 1 })
                     for (index, order) in snapshot.orders.enumerated() {
@@ -101,7 +101,7 @@ public final class OrdersAPIServer: Service, Sendable {
                 if let refusal = authentication.failure(request) { return PushEndpoint.json(.unauthorized, refusal) }
                 let id = context.parameters.get("id") ?? ""
                 do {
-                    guard let order = try store.order(id: id) else {
+                    guard let order = try await store.order(id: id) else {
                         return PushEndpoint.json(.notFound, "no order \(String(id.prefix(128))) in the store")
                     }
                     return PushEndpoint.body(.ok, order.body)

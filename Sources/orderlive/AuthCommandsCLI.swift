@@ -149,7 +149,7 @@ struct Status: AsyncParsableCommand {
         }
         let store: StoreStatus?
         do {
-            store = try StateDirectory(configuration.store.stateDirectory).storeStatus()
+            store = try await StateDirectory(configuration.store.stateDirectory).storeStatus()
         } catch {
             throw RuntimeFailure(description: "cannot read the order database: \(error)")
         }

@@ -20,7 +20,7 @@ import TestSupport
         let clock = ManualClock()
         let source = EventSource(
             configuration: EventSourceConfiguration(
-                url: base + "/v1/events", lastEventID: try ingest.cursor(), idleTimeout: nil),
+                url: base + "/v1/events", lastEventID: try await ingest.cursor(), idleTimeout: nil),
             loop: harness.loop, headerProvider: harness.headers, clock: clock, random: { 1 }, logger: quietLogger)
         var random = SplitMix(state: seed)
         var restarts = 0
@@ -28,7 +28,7 @@ import TestSupport
         _ = try await source.run { update in
             switch update {
             case .event(let event):
-                try ingest.journal(event)
+                try await ingest.journal(event)
                 _ = try await harness.executor.runReadyJobs()
                 if event.lastEventID == target {
                     source.stop()
@@ -66,17 +66,17 @@ import TestSupport
         struct Broken: Error {}
         let store: any JobJournal
         let broken = Locked(false)
-        func streamCursor() throws -> String {
+        func streamCursor() async throws -> String {
             if broken.withLock({ $0 }) { throw Broken() }
-            return try store.streamCursor()
+            return try await store.streamCursor()
         }
-        func journal(_ jobs: [NewJob], cursor: String?, deadLetters: [DeadLetterRecord]) throws -> Int {
-            try store.journal(jobs, cursor: cursor, deadLetters: deadLetters)
+        func journal(_ jobs: [NewJob], cursor: String?, deadLetters: [DeadLetterRecord]) async throws -> Int {
+            try await store.journal(jobs, cursor: cursor, deadLetters: deadLetters)
         }
         func accept(_ submissions: [IdempotentSubmission], policy: SubmissionPolicy) async -> [SubmissionOutcome] {
             await store.accept(submissions, policy: policy)
         }
-        func claim(for userID: String) throws -> Bool { try store.claim(for: userID) }
+        func claim(for userID: String) async throws -> Bool { try await store.claim(for: userID) }
     }
 
     /// A service that fails once the stream is open, as a listener that loses its socket would.
