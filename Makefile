@@ -1,7 +1,8 @@
 # orderlive — the two commands a newcomer needs are `make test` and `make demo`.
 SWIFT ?= swift
 # chromium: the dispatch board's browser test (headless, driven over DevTools).
-SYSTEM_PACKAGES := libcurl4-openssl-dev libssl-dev libsqlite3-dev pkg-config openssl python3 curl prometheus chromium
+# postgresql: the PostgreSQL engine's tests start a throwaway cluster of their own (DESIGN §12).
+SYSTEM_PACKAGES := libcurl4-openssl-dev libssl-dev libsqlite3-dev pkg-config openssl python3 curl prometheus chromium postgresql
 # From PyPI: schemathesis for `make fuzz-api` (pinned, so a new release cannot change what CI checks).
 PYTHON_PACKAGES := schemathesis==4.32.5
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)

@@ -27,6 +27,7 @@ let package = Package(
         .library(name: "Sandbox", targets: ["Sandbox"]),
         .library(name: "AuthSession", targets: ["AuthSession"]),
         .library(name: "OrderStore", targets: ["OrderStore"]),
+        .library(name: "PostgresStore", targets: ["PostgresStore"]),
         .library(name: "OrderSync", targets: ["OrderSync"]),
         .library(name: "PushIngest", targets: ["PushIngest"]),
         .library(name: "OrdersAPI", targets: ["OrdersAPI"]),
@@ -47,6 +48,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.34.1"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.9.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.1.0"),
+        // The second store engine (DESIGN §12): PostgreSQL over NIO, TLS per `sslmode` with NIOSSL.
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
         .systemLibrary(
@@ -121,6 +125,16 @@ let package = Package(
         .target(
             name: "OrderStore",
             dependencies: ["AsyncSignals", "CheckedInput", "JSONToolkit", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "PostgresStore",
+            dependencies: [
+                "AsyncSignals", "CheckedInput", "OrderStore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         .target(
@@ -276,6 +290,15 @@ let package = Package(
             dependencies: [
                 "OrderStore", "ServerSentEvents", "Sandbox", "CurlHTTP", "EventStream", "TestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            // The store's behaviour, one body of tests over both engines (SQLite and PostgreSQL).
+            name: "StoreEngineTests",
+            dependencies: [
+                "AsyncSignals", "OrderStore", "PostgresStore", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),

@@ -120,6 +120,12 @@ public struct OrderSnapshot: Sendable {
     public var seq: Int64
     /// The matching orders, sorted by id (numeric ids numerically).
     public var orders: [OrderRecord]
+
+    /// Creates a snapshot (an engine reads one).
+    public init(seq: Int64, orders: [OrderRecord]) {
+        self.seq = seq
+        self.orders = orders
+    }
 }
 
 /// What a subscriber resuming after a change gets.

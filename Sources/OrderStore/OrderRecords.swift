@@ -136,6 +136,14 @@ public struct TombstoneRecord: Codable, Sendable, Hashable, FetchableRecord, Per
     /// When it was deleted locally, Unix seconds.
     public var deletedAt: Double
 
+    /// Creates a tombstone (an engine reads one).
+    public init(id: String, version: Int64?, updatedAt: String?, deletedAt: Double) {
+        self.id = id
+        self.version = version
+        self.updatedAt = updatedAt
+        self.deletedAt = deletedAt
+    }
+
     enum CodingKeys: String, CodingKey {
         case id, version
         case updatedAt = "updated_at"

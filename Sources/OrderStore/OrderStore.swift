@@ -30,6 +30,14 @@ public struct StoreCounts: Sendable, Hashable {
     public var oldestJobCreatedAt: Double?
     /// Dead letters.
     public var deadLetters: Int
+
+    /// Creates counts (an engine reads them).
+    public init(orders: Int, journalDepth: Int, oldestJobCreatedAt: Double?, deadLetters: Int) {
+        self.orders = orders
+        self.journalDepth = journalDepth
+        self.oldestJobCreatedAt = oldestJobCreatedAt
+        self.deadLetters = deadLetters
+    }
 }
 
 /// How durable each commit is.

@@ -1,0 +1,241 @@
+import Logging
+import OrderStore
+import PostgresNIO
+
+/// Writing the journal: the stream's jobs with its cursor, pushes accepted exactly once, and the
+/// store's owner (DESIGN §3, §4, FIELD-NOTES 15), each in one transaction under the journal lock.
+extension PostgresOrderStore: JobJournal {
+    /// The stream cursor (`Last-Event-ID`), "" when none.
+    public func streamCursor() async throws -> String {
+        try await read { [self] connection in
+            var value = ""
+            let rows = try await connection.query(
+                "SELECT value FROM orderlive_stream_cursor WHERE account = \(account)", logger: logger)
+            for try await cursor in rows.decode(String.self) { value = cursor }
+            return value
+        }
+    }
+
+    /// Journals jobs and dead letters and, in the same transaction, advances the stream cursor. A
+    /// cursor advance is the leader's: it is fenced.
+    @discardableResult
+    public func journal(_ jobs: [NewJob], cursor: String? = nil, deadLetters: [DeadLetterRecord] = []) async throws -> Int {
+        let now = self.now()
+        let account = self.account
+        let logger = self.logger
+        return try await write(journal: true, fenced: cursor != nil) { connection in
+            var journaled = 0
+            for job in jobs where try await Self.insert(job, account: account, at: now, on: connection, logger: logger) {
+                journaled += 1
+            }
+            for letter in deadLetters {
+                try await Self.insert(letter, account: account, on: connection, logger: logger)
+            }
+            if let cursor {
+                try await connection.query("""
+                    INSERT INTO orderlive_stream_cursor (account, value, updated_at) VALUES (\(account), \(cursor), \(now))
+                    ON CONFLICT (account) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+                    """, logger: logger)
+            }
+            return journaled
+        }
+    }
+
+    /// Accepts a batch of submissions in one transaction (group commit), each all-or-nothing in its
+    /// own savepoint; one outcome each, in order, none before the commit. Dedupe keys are the
+    /// account's, shared by every agent of it.
+    public func accept(_ submissions: [IdempotentSubmission], policy: SubmissionPolicy) async -> [SubmissionOutcome] {
+        let now = self.now()
+        let account = self.account
+        let logger = self.logger
+        do {
+            return try await write(journal: true) { connection in
+                if let cutoff = policy.purgeKeysBefore {
+                    try await connection.query(
+                        "DELETE FROM orderlive_dedupe_key WHERE account = \(account) AND accepted_at < \(cutoff)",
+                        logger: logger)
+                }
+                var depth = 0
+                for try await count in try await connection.query(
+                    "SELECT COUNT(*) FROM orderlive_job WHERE account = \(account)", logger: logger).decode(Int.self) {
+                    depth = count
+                }
+                var outcomes: [SubmissionOutcome] = []
+                outcomes.reserveCapacity(submissions.count)
+                for submission in submissions {
+                    if let key = submission.requestKey, let response = try await Self.acceptedResponse(
+                        for: "request:" + key, account: account, since: policy.dedupeSince, on: connection, logger: logger) {
+                        outcomes.append(.duplicate(response: response))
+                        continue
+                    }
+                    guard depth < policy.highWaterJobs else {
+                        outcomes.append(.overloaded(depth: depth))
+                        continue
+                    }
+                    try await connection.query("SAVEPOINT submission", logger: logger)
+                    do {
+                        var journaled = 0
+                        var duplicates = 0
+                        for part in submission.parts {
+                            if let key = part.key.map({ "notification:" + $0 }) {
+                                if try await Self.acceptedResponse(
+                                    for: key, account: account, since: policy.dedupeSince, on: connection, logger: logger) != nil {
+                                    duplicates += 1
+                                    continue
+                                }
+                                try await Self.remember(key, response: "", account: account, at: now, on: connection, logger: logger)
+                            }
+                            for job in part.jobs
+                            where try await Self.insert(job, account: account, at: now, on: connection, logger: logger) {
+                                journaled += 1
+                            }
+                        }
+                        if let key = submission.requestKey {
+                            try await Self.remember(
+                                "request:" + key, response: submission.response, account: account, at: now,
+                                on: connection, logger: logger)
+                        }
+                        try await connection.query("RELEASE SAVEPOINT submission", logger: logger)
+                        depth += journaled
+                        outcomes.append(.accepted(jobs: journaled, duplicateParts: duplicates))
+                    } catch {
+                        // A failure the connection survives fails this submission only; one it does
+                        // not survive fails the transaction, and so every submission in it.
+                        try await connection.query("ROLLBACK TO SAVEPOINT submission", logger: logger)
+                        outcomes.append(.failed(reason: "\(Self.readable(error))"))
+                    }
+                }
+                return outcomes
+            }
+        } catch {
+            return submissions.map { _ in .failed(reason: "\(error)") }
+        }
+    }
+
+    /// Makes `userID` the owner of this account's data, clearing a different user's orders,
+    /// tombstones, journal, cursor, dedupe keys and dead letters first, in the same transaction
+    /// (FIELD-NOTES 15); the change log gets a `deleted` change per cleared order and its floor moves
+    /// past the switch. Only this account's rows are touched. Returns true when data was cleared.
+    @discardableResult
+    public func claim(for userID: String) async throws -> Bool {
+        let now = self.now()
+        let account = self.account
+        let logger = self.logger
+        let (cleared, last) = try await write(journal: true, fenced: true) { connection -> (Bool, Int64?) in
+            var current: String?
+            for try await owner in try await connection.query(
+                "SELECT user_id FROM orderlive_owner WHERE account = \(account) FOR UPDATE", logger: logger)
+                .decode(String.self) {
+                current = owner
+            }
+            if current == userID { return (false, nil) }
+            var changes = PostgresChangeAppender(account: account)
+            if current != nil {
+                let previousHead = try await Self.changeHead(account: account, on: connection, logger: logger)
+                for order in try await Self.orders(account: account, status: nil, on: connection, logger: logger) {
+                    try await changes.append(
+                        .deleted, orderID: order.id, version: order.version, body: nil, at: now, after: nil,
+                        before: OrderChange.Fields(status: order.status, storeID: order.storeID, courierID: order.courierID),
+                        on: connection, logger: logger)
+                }
+                for table in ["orderlive_order", "orderlive_tombstone", "orderlive_job", "orderlive_stream_cursor",
+                              "orderlive_dedupe_key", "orderlive_dead_letter"] {
+                    try await connection.query(
+                        PostgresQuery(unsafeSQL: "DELETE FROM \(table) WHERE account = $1", binds: Self.binds(account)),
+                        logger: logger)
+                }
+                try await connection.query(
+                    "DELETE FROM orderlive_order_change WHERE account = \(account) AND seq <= \(previousHead)", logger: logger)
+                try await connection.query(
+                    "UPDATE orderlive_change_log SET floor = \(changes.last ?? previousHead) WHERE account = \(account)",
+                    logger: logger)
+            }
+            try await connection.query("""
+                INSERT INTO orderlive_owner (account, user_id, since) VALUES (\(account), \(userID), \(now))
+                ON CONFLICT (account) DO UPDATE SET user_id = excluded.user_id, since = excluded.since
+                """, logger: logger)
+            try await changes.notify(on: connection, logger: logger)
+            return (current != nil, changes.last)
+        }
+        if let last { changesCommitted(last) }
+        return cleared
+    }
+
+    static func binds(_ text: String) -> PostgresBindings {
+        var bindings = PostgresBindings()
+        bindings.append(text)
+        return bindings
+    }
+
+    /// Journals one job inside a transaction, collapsing as the SQLite engine does: pending fetches
+    /// of one order become one (its version bound raised); a full sync makes pending fetches
+    /// redundant. False when the job collapsed into a pending one.
+    static func insert(
+        _ job: NewJob, account: String, at now: Double, on connection: PostgresConnection, logger: Logger
+    ) async throws -> Bool {
+        if job.kind == .fetch, let orderID = job.orderID {
+            var pending: (id: Int64, version: Int64?)?
+            for try await (id, version) in try await connection.query("""
+                SELECT id, version FROM orderlive_job
+                WHERE account = \(account) AND kind = \(JobKind.fetch.rawValue) AND order_id = \(orderID) AND attempts = 0
+                ORDER BY id LIMIT 1
+                """, logger: logger).decode((Int64, Int64?).self) {
+                pending = (id, version)
+            }
+            if let pending {
+                if let version = job.version {
+                    let raised = max(pending.version ?? version, version)
+                    try await connection.query(
+                        "UPDATE orderlive_job SET version = \(raised) WHERE id = \(pending.id)", logger: logger)
+                }
+                return false
+            }
+        }
+        if job.kind == .fullSync {
+            try await connection.query(
+                "DELETE FROM orderlive_job WHERE account = \(account) AND kind = \(JobKind.fetch.rawValue) AND attempts = 0",
+                logger: logger)
+        }
+        let order = job.order
+        try await connection.query("""
+            INSERT INTO orderlive_job (account, kind, order_id, version, payload, source, attempts, not_before,
+                                       last_error, created_at, status, store_id, courier_id, updated_at)
+            VALUES (\(account), \(job.kind.rawValue), \(job.orderID ?? order?.id), \(order?.version ?? job.version),
+                    \(order?.body), \(job.source), 0, 0, NULL, \(now), \(order?.status), \(order?.storeID),
+                    \(order?.courierID), \(order?.updatedAt))
+            """, logger: logger)
+        return true
+    }
+
+    static func insert(
+        _ letter: DeadLetterRecord, account: String, on connection: PostgresConnection, logger: Logger
+    ) async throws {
+        try await connection.query("""
+            INSERT INTO orderlive_dead_letter (account, kind, order_id, raw, reason, attempts, created_at)
+            VALUES (\(account), \(letter.kind), \(letter.orderID), \(letter.raw), \(letter.reason),
+                    \(Int64(letter.attempts)), \(letter.createdAt))
+            """, logger: logger)
+    }
+
+    private static func acceptedResponse(
+        for key: String, account: String, since: Double, on connection: PostgresConnection, logger: Logger
+    ) async throws -> String? {
+        var response: String?
+        for try await text in try await connection.query("""
+            SELECT response FROM orderlive_dedupe_key WHERE account = \(account) AND id = \(key) AND accepted_at >= \(since)
+            """, logger: logger).decode(String.self) {
+            response = text
+        }
+        return response
+    }
+
+    private static func remember(
+        _ key: String, response: String, account: String, at now: Double, on connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
+        try await connection.query("""
+            INSERT INTO orderlive_dedupe_key (account, id, response, accepted_at) VALUES (\(account), \(key), \(response), \(now))
+            ON CONFLICT (account, id) DO UPDATE SET response = excluded.response, accepted_at = excluded.accepted_at
+            """, logger: logger)
+    }
+}

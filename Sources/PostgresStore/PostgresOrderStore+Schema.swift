@@ -1,0 +1,145 @@
+import Logging
+import OrderStore
+import PostgresNIO
+
+/// The schema: versioned migrations, frozen once released (never edit one, add the next), applied by
+/// whichever agent starts first while it holds the migration lock; the others wait and find them done.
+extension PostgresOrderStore {
+    /// One migration: its version and its statements, run in one transaction.
+    struct Migration: Sendable {
+        var version: String
+        var statements: [String]
+    }
+
+    /// Frozen history. Tables are prefixed so the store can share a database with other software;
+    /// every table is keyed by account; JSON bodies are `text`, exactly as received.
+    static let migrations: [Migration] = [
+        Migration(version: "1", statements: [
+            """
+            CREATE TABLE orderlive_order (
+                account text NOT NULL, id text NOT NULL, status text NOT NULL, store_id text, courier_id text,
+                version bigint, updated_at text, body text NOT NULL, applied_at double precision NOT NULL,
+                PRIMARY KEY (account, id))
+            """,
+            "CREATE INDEX orderlive_order_status ON orderlive_order (account, status)",
+            "CREATE INDEX orderlive_order_store_id ON orderlive_order (account, store_id)",
+            "CREATE INDEX orderlive_order_courier_id ON orderlive_order (account, courier_id)",
+            """
+            CREATE TABLE orderlive_tombstone (
+                account text NOT NULL, id text NOT NULL, version bigint, updated_at text,
+                deleted_at double precision NOT NULL, PRIMARY KEY (account, id))
+            """,
+            """
+            CREATE TABLE orderlive_job (
+                id bigserial PRIMARY KEY, account text NOT NULL, kind text NOT NULL, order_id text, version bigint,
+                payload text, source text NOT NULL, attempts bigint NOT NULL DEFAULT 0,
+                not_before double precision NOT NULL DEFAULT 0, last_error text, created_at double precision NOT NULL,
+                status text, store_id text, courier_id text, updated_at text)
+            """,
+            "CREATE INDEX orderlive_job_account ON orderlive_job (account, id)",
+            "CREATE INDEX orderlive_job_order_id ON orderlive_job (account, order_id)",
+            """
+            CREATE TABLE orderlive_stream_cursor (
+                account text PRIMARY KEY, value text NOT NULL, updated_at double precision NOT NULL)
+            """,
+            """
+            CREATE TABLE orderlive_dedupe_key (
+                account text NOT NULL, id text NOT NULL, response text NOT NULL,
+                accepted_at double precision NOT NULL, PRIMARY KEY (account, id))
+            """,
+            "CREATE INDEX orderlive_dedupe_key_accepted_at ON orderlive_dedupe_key (account, accepted_at)",
+            """
+            CREATE TABLE orderlive_dead_letter (
+                id bigserial PRIMARY KEY, account text NOT NULL, kind text NOT NULL, order_id text, raw text NOT NULL,
+                reason text NOT NULL, attempts bigint NOT NULL, created_at double precision NOT NULL)
+            """,
+            "CREATE INDEX orderlive_dead_letter_account ON orderlive_dead_letter (account, id)",
+            """
+            CREATE TABLE orderlive_owner (
+                account text PRIMARY KEY, user_id text NOT NULL, since double precision NOT NULL)
+            """,
+            """
+            CREATE TABLE orderlive_order_change (
+                account text NOT NULL, seq bigint NOT NULL, order_id text NOT NULL, kind text NOT NULL,
+                version bigint, body text, at double precision NOT NULL, status text, store_id text, courier_id text,
+                before_status text, before_store_id text, before_courier_id text, PRIMARY KEY (account, seq))
+            """,
+            "CREATE TABLE orderlive_change_log (account text PRIMARY KEY, floor bigint NOT NULL)",
+            """
+            CREATE TABLE orderlive_leadership (
+                account text PRIMARY KEY, epoch bigint NOT NULL, leader text NOT NULL,
+                since double precision NOT NULL)
+            """,
+        ]),
+    ]
+
+    /// The key of the advisory lock migrations run under ("orderliv" in ASCII).
+    static let migrationLock: Int64 = 0x6F72_6465_726C_6976
+
+    /// Migrates the schema (under the migration lock) and opens this account's rows.
+    public func prepare() async throws {
+        do {
+            try await withLease { [self] connection in
+                try await connection.query("SELECT pg_advisory_lock(\(Self.migrationLock))", logger: logger)
+                do {
+                    try await migrate(on: connection)
+                    _ = try await connection.query("SELECT pg_advisory_unlock(\(Self.migrationLock))", logger: logger)
+                } catch {
+                    _ = try? await connection.query("ROLLBACK", logger: logger)
+                    _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.migrationLock))", logger: logger)
+                    throw error
+                }
+            }
+            try await write { [self] connection in
+                _ = try await connection.query(
+                    """
+                    INSERT INTO orderlive_change_log (account, floor) VALUES (\(account), \(Self.randomBase()))
+                    ON CONFLICT (account) DO NOTHING
+                    """,
+                    logger: logger)
+            }
+        } catch {
+            noteWrite(failure: error)
+            throw Self.readable(error)
+        }
+    }
+
+    /// The versions applied, in order.
+    public func appliedMigrations() async throws -> [String] {
+        try await read { [self] connection in
+            var versions: [String] = []
+            let rows = try await connection.query(
+                "SELECT version FROM orderlive_migration ORDER BY applied_at, version", logger: logger)
+            for try await version in rows.decode(String.self) { versions.append(version) }
+            return versions
+        }
+    }
+
+    private func migrate(on connection: PostgresConnection) async throws {
+        try await connection.query("""
+            CREATE TABLE IF NOT EXISTS orderlive_migration (
+                version text PRIMARY KEY, applied_at double precision NOT NULL)
+            """, logger: logger)
+        var applied = Set<String>()
+        for try await version in try await connection.query(
+            "SELECT version FROM orderlive_migration", logger: logger).decode(String.self) {
+            applied.insert(version)
+        }
+        for migration in Self.migrations where !applied.contains(migration.version) {
+            try await connection.query("BEGIN", logger: logger)
+            for statement in migration.statements {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            }
+            try await connection.query(
+                "INSERT INTO orderlive_migration (version, applied_at) VALUES (\(migration.version), \(now()))",
+                logger: logger)
+            try await connection.query("COMMIT", logger: logger)
+            logger.notice("PostgreSQL schema migrated", metadata: ["store.schema_version": "\(migration.version)"])
+        }
+    }
+
+    /// A random start for each account's seq, so an id from another account or database is told to reset.
+    static func randomBase() -> Int64 {
+        Int64.random(in: 1...(1 << 20)) << 32
+    }
+}

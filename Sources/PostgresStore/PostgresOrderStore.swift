@@ -1,0 +1,250 @@
+// PostgresStore: the order store on PostgreSQL (DESIGN §12), the second engine behind the store's
+// capabilities (`JobJournal`, `JobApplier`, `OrderReader`, `ChangeFeedSource`). One database holds
+// many accounts: every row carries its account and every statement names it. Several agents may
+// share an account: every journal write takes the account's journal lock for its transaction, so
+// job ids commit in id order and the serial executor never skips a job that commits later; every
+// apply checks the fencing epoch when the agent leads (``PostgresLeadership``).
+
+import AsyncSignals
+import Foundation
+import Logging
+import OrderStore
+import PostgresNIO
+
+/// The PostgreSQL engine of the store. ``run()`` must be running (it runs the connection pool) for
+/// anything else to answer; ``prepare()`` migrates the schema and opens this account's rows.
+public final class PostgresOrderStore: Sendable {
+    /// This agent's partition of the database.
+    public let account: String
+    let client: PostgresClient
+    let configuration: PostgresStoreConfiguration
+    let logger: Logger
+    let now: @Sendable () -> Double
+    let health = Locked(StoreWriteHealth())
+    let healthChanged: @Sendable (StoreWriteHealth) -> Void
+    let changesCommitted: @Sendable (Int64) -> Void
+    /// The epoch every apply must still hold, while this agent leads; nil when it does not fence
+    /// (a single agent, or a test of the store alone).
+    let fence = Locked<Int64?>(nil)
+
+    /// A store over the database `configuration` names. `now` is the wall clock (Unix seconds)
+    /// stamped on what is written; `healthChanged` hears every change of ``writeHealth``;
+    /// `changesCommitted` hears the last seq of every transaction of this agent that appended to the
+    /// change log, after it committed (it must return at once).
+    public init(
+        configuration: PostgresStoreConfiguration, logger: Logger,
+        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+        healthChanged: @escaping @Sendable (StoreWriteHealth) -> Void = { _ in },
+        changesCommitted: @escaping @Sendable (Int64) -> Void = { _ in }
+    ) {
+        self.account = configuration.account
+        self.configuration = configuration
+        self.client = PostgresClient(configuration: configuration.client, backgroundLogger: logger)
+        self.logger = logger
+        self.now = now
+        self.healthChanged = healthChanged
+        self.changesCommitted = changesCommitted
+    }
+
+    /// Runs the connection pool until the task is cancelled.
+    public func run() async {
+        await client.run()
+    }
+
+    /// The store's write health now (DESIGN §10).
+    public var writeHealth: StoreWriteHealth { health.withLock { $0 } }
+
+    /// Applies must hold `epoch` from now on (nil: stop fencing).
+    public func fence(epoch: Int64?) {
+        fence.withLock { $0 = epoch }
+    }
+
+    // MARK: Transactions
+
+    /// Runs `body` in one transaction on a pooled connection and notes the outcome in ``writeHealth``.
+    /// `journal` takes the account's journal lock first (every transaction that adds jobs);
+    /// `fenced` checks the leader's epoch first (every transaction that applies or advances the cursor).
+    func write<T: Sendable>(
+        journal: Bool = false, fenced: Bool = false, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        let epoch = fenced ? fence.withLock({ $0 }) : nil
+        let account = self.account
+        let logger = self.logger
+        do {
+            let result = try await withLease { connection -> T in
+                try await connection.query("BEGIN", logger: logger)
+                do {
+                    if journal {
+                        try await connection.query(
+                            "SELECT pg_advisory_xact_lock(hashtextextended(\(account), 1))", logger: logger)
+                    }
+                    if let epoch { try await Self.check(epoch: epoch, account: account, on: connection, logger: logger) }
+                    let result = try await body(connection)
+                    try await connection.query("COMMIT", logger: logger)
+                    return result
+                } catch {
+                    _ = try? await connection.query("ROLLBACK", logger: logger)
+                    throw error
+                }
+            }
+            noteWrite(failure: nil)
+            return result
+        } catch {
+            noteWrite(failure: error)
+            throw Self.readable(error)
+        }
+    }
+
+    /// Reads on a pooled connection, outside a transaction of its own unless `body` starts one.
+    func read<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        do {
+            return try await withLease(body)
+        } catch {
+            noteWrite(failure: error)
+            throw Self.readable(error)
+        }
+    }
+
+    /// Runs `body` on a pooled connection. Waiting for one ends after `connectTimeout`: the pool
+    /// itself keeps trying to connect to a database that is gone for a minute before it gives up,
+    /// and a push must get its `503` long before that. Once leased, `body` runs to its end (the
+    /// server's statement timeout bounds each statement).
+    func withLease<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        let leased = Locked(false)
+        let timeout = configuration.connectTimeout
+        let client = self.client
+        do {
+            return try await withThrowingTaskGroup(of: T?.self) { group in
+                group.addTask {
+                    try await client.withConnection { connection -> T in
+                        leased.withLock { $0 = true }
+                        return try await body(connection)
+                    }
+                }
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    if leased.withLock({ $0 }) { return nil }
+                    throw DatabaseUnreachable(waited: timeout)
+                }
+                while let result = try await group.next() {
+                    if let result {
+                        group.cancelAll()
+                        return result
+                    }
+                }
+                throw DatabaseUnreachable(waited: timeout)
+            }
+        } catch let error as DatabaseUnreachable {
+            throw error
+        } catch {
+            // Whatever ended the wait for a connection (the pool's circuit breaker, a refused
+            // connection) means the same to the operator; errors after it are the database's.
+            if !leased.withLock({ $0 }), !Task.isCancelled { throw DatabaseUnreachable(waited: nil) }
+            throw error
+        }
+    }
+
+    /// The fence (DESIGN §12): the account's epoch must still be ours, read under a share lock that
+    /// a takeover's update waits for, so no transaction of a deposed leader commits after it.
+    static func check(epoch: Int64, account: String, on connection: PostgresConnection, logger: Logger) async throws {
+        let rows = try await connection.query(
+            "SELECT epoch FROM orderlive_leadership WHERE account = \(account) FOR SHARE", logger: logger)
+        var current: Int64?
+        for try await (value) in rows.decode(Int64.self) { current = value }
+        guard current == epoch else {
+            throw FencedOut(held: epoch, current: current)
+        }
+    }
+
+    // MARK: Health
+
+    /// Notes a write's outcome; `failure` nil is a success. Errors that are not about the database
+    /// being reachable and writable (a constraint, a bug, the fence) do not change the health.
+    func noteWrite(failure: (any Error)?) {
+        let reason = failure.flatMap(Self.storageFault)
+        if failure != nil, reason == nil { return }
+        let changed: StoreWriteHealth? = health.withLock { health in
+            if let reason {
+                health.failures += 1
+                guard health.writable || health.reason != reason else { return nil }
+                health.writable = false
+                health.reason = reason
+                health.since = health.since ?? now()
+                return health
+            }
+            guard !health.writable else { return nil }
+            health.writable = true
+            health.reason = nil
+            health.since = nil
+            return health
+        }
+        if let changed { healthChanged(changed) }
+    }
+
+    /// The condition behind a database fault, in words an operator can act on; nil for other errors.
+    static func storageFault(_ error: any Error) -> String? {
+        if error is DatabaseUnreachable { return "the database cannot be reached" }
+        guard let error = error as? PSQLError else { return nil }
+        switch error.code {
+        case .connectionError, .serverClosedConnection, .uncleanShutdown, .poolClosed, .clientClosedConnection:
+            return "the database cannot be reached"
+        case .sslUnsupported, .failedToAddSSLHandler, .receivedUnencryptedDataAfterSSLRequest:
+            return "the database refused TLS as store.postgres_url's sslmode asks for it"
+        case .unsupportedAuthMechanism, .authMechanismRequiresPassword, .saslError:
+            return "the database refused the login: check the user and store.postgres_password_file"
+        case .queryCancelled:
+            return "the database did not answer in time"
+        case .server:
+            let state = error.serverInfo?[.sqlState] ?? ""
+            switch state {
+            case "53100": return "the database server's disk is full"
+            case "25006": return "the database is read-only (a standby?)"
+            case "57P01", "57P02", "57P03": return "the database server is shutting down or starting"
+            case "57014": return "the database did not answer in time (statement timeout)"
+            case "28000", "28P01": return "the database refused the login: check the user and store.postgres_password_file"
+            case "3D000": return "the database named in store.postgres_url does not exist"
+            case "53300": return "the database has no connection slots left"
+            default: return state.hasPrefix("08") ? "the database connection failed" : nil
+            }
+        default:
+            return nil
+        }
+    }
+
+    /// PostgresNIO hides a server error's text from `description` (to keep values out of logs); the
+    /// SQLSTATE and the server's message name what went wrong without a bound value.
+    static func readable(_ error: any Error) -> any Error {
+        if let error = error as? DatabaseUnreachable { return PostgresStoreError(error.description) }
+        guard let error = error as? PSQLError else { return error }
+        var parts = [storageFault(error) ?? "the database failed (\(error.code))"]
+        if let info = error.serverInfo {
+            if let state = info[.sqlState] { parts.append("SQLSTATE \(state)") }
+            if let message = info[.message] { parts.append(message) }
+        }
+        return PostgresStoreError(parts.joined(separator: ": "))
+    }
+}
+
+/// A transaction of a leader that another agent has since replaced: refused before it changed anything.
+public struct FencedOut: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The epoch this agent held.
+    public var held: Int64
+    /// The account's epoch now, if it has one.
+    public var current: Int64?
+
+    public var description: String {
+        "this agent's leadership (epoch \(held)) was taken over (epoch \(current.map(String.init) ?? "none")): "
+            + "the write was refused"
+    }
+}
+
+/// No connection to the database could be had.
+struct DatabaseUnreachable: Error, CustomStringConvertible {
+    /// How long the wait for a connection was, when it ran out.
+    var waited: Duration?
+
+    var description: String {
+        "the database cannot be reached" + (waited.map { ": no connection within \($0)" } ?? "")
+            + "; check store.postgres_url and that the server is running"
+    }
+}

@@ -1,0 +1,143 @@
+import Foundation
+import Logging
+import OrderStore
+import PostgresStore
+import TestSupport
+import Testing
+
+/// What only the PostgreSQL engine has: accounts sharing one database, migrations under a lock,
+/// the fence, and the URL rules of `store.postgres_url`.
+@Suite struct PostgresStoreTests {
+    @Test func twoAccountsInOneDatabaseNeverSeeEachOthersOrdersJournalCursorOrKeys() async throws {
+        let server = try await PostgresServer.running()
+        let database = try await server.database()
+        try await withPostgresStore(server: server, database: database, account: "north") { north in
+            try await withPostgresStore(server: server, database: database, account: "south") { south in
+                try await north.claim(for: "alice")
+                try await south.claim(for: "bob")
+                try await north.applyUpsert(try order(1, status: "created", version: 1), completing: nil)
+                try await south.applyUpsert(try order(1, status: "delivered", version: 9), completing: nil)
+                try await north.journal([NewJob(kind: .fetch, orderID: "2", source: "stream")], cursor: "n-7", deadLetters: [])
+                let push = IdempotentSubmission(requestKey: "msg_1", parts: [], response: "{}")
+                let policy = SubmissionPolicy(dedupeSince: 0, highWaterJobs: 100)
+                #expect(await north.accept([push], policy: policy) == [.accepted(jobs: 0, duplicateParts: 0)])
+                #expect(await south.accept([push], policy: policy) == [.accepted(jobs: 0, duplicateParts: 0)],
+                        "a key accepted in one account is new in another")
+                #expect(try await north.order(id: "1")?.status == "created")
+                #expect(try await south.order(id: "1")?.status == "delivered")
+                #expect(try await south.streamCursor() == "")
+                #expect(try await south.counts().journalDepth == 0)
+                #expect(try await north.headJobs(limit: 10).count == 1)
+                // A user switch in one account clears only that account.
+                #expect(try await south.claim(for: "carol") == true)
+                #expect(try await north.orders(status: nil).map(\.id) == ["1"])
+                #expect(try await north.streamCursor() == "n-7")
+                #expect(try await north.owner() == "alice")
+                #expect(try await south.orders(status: nil).isEmpty)
+                #expect(try await north.changeHead() != (try await south.changeHead()))
+            }
+        }
+    }
+
+    @Test func agentsStartingAtOnceMigrateOnceAndAgainFindNothingToDo() async throws {
+        let server = try await PostgresServer.running()
+        let database = try await server.database()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<4 {
+                group.addTask {
+                    try await withPostgresStore(server: server, database: database, account: "a\(index)") { store in
+                        let versions = try await store.appliedMigrations()
+                        #expect(versions == ["1"])
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await server.psql("SELECT COUNT(*) FROM orderlive_migration", database: database) == "1")
+        #expect(try await server.psql("SELECT COUNT(*) FROM orderlive_change_log", database: database) == "4")
+    }
+
+    @Test func aLeaderWhoseEpochWasTakenOverCannotCommitAndChangesNothing() async throws {
+        let server = try await PostgresServer.running()
+        let database = try await server.database()
+        try await withPostgresStore(server: server, database: database, account: "acme") { store in
+            _ = try await server.psql(
+                "INSERT INTO orderlive_leadership (account, epoch, leader, since) VALUES ('acme', 1, 'a:1', 0)",
+                database: database)
+            store.fence(epoch: 1)
+            #expect(try await store.applyUpsert(try order(1, version: 1), completing: nil) == .applied)
+            try await store.journal([NewJob(kind: .fetch, orderID: "2", source: "stream")], cursor: "5", deadLetters: [])
+            // Another agent takes over.
+            _ = try await server.psql("UPDATE orderlive_leadership SET epoch = 2, leader = 'b:2' WHERE account = 'acme'",
+                                      database: database)
+            await #expect(throws: FencedOut.self) {
+                try await store.applyUpsert(try order(1, status: "delivered", version: 2), completing: nil)
+            }
+            await #expect(throws: FencedOut.self) {
+                try await store.journal([], cursor: "6", deadLetters: [])
+            }
+            let job = try #require(try await store.headJobs(limit: 1).first)
+            await #expect(throws: FencedOut.self) {
+                try await store.applyInOneTransaction([job])
+            }
+            #expect(try await store.order(id: "1")?.version == 1)
+            #expect(try await store.streamCursor() == "5")
+            #expect(try await store.headJobs(limit: 10).count == 1)
+            #expect(store.writeHealth.writable, "being fenced is not a database fault")
+            // Pushes are every agent's, leader or not: the journal takes them without the fence.
+            let outcome = await store.accept(
+                [IdempotentSubmission(requestKey: "msg_9", parts: [], response: "{}")],
+                policy: SubmissionPolicy(dedupeSince: 0, highWaterJobs: 100))
+            #expect(outcome == [.accepted(jobs: 0, duplicateParts: 0)])
+        }
+    }
+
+    @Test func aStoppedDatabaseIsReportedAsUnwritableAndNeverCrashesTheCaller() async throws {
+        // A port nobody listens on: every call fails with a reason, nothing traps.
+        var configuration = try PostgresStoreConfiguration(
+            url: "postgres://postgres@127.0.0.1:1/none?sslmode=disable", password: nil, account: "acme")
+        configuration.connectTimeout = .seconds(1)
+        let store = PostgresOrderStore(configuration: configuration, logger: .init(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await store.run() }
+            defer { group.cancelAll() }
+            await #expect(throws: (any Error).self) { try await store.prepare() }
+            let outcome = await store.accept(
+                [IdempotentSubmission(requestKey: "k", parts: [], response: "{}")],
+                policy: SubmissionPolicy(dedupeSince: 0, highWaterJobs: 10))
+            guard case .failed(let reason) = outcome.first else {
+                Issue.record("expected a failure, got \(outcome)")
+                return
+            }
+            #expect(reason.contains("cannot be reached") && reason.contains("store.postgres_url"))
+            #expect(!store.writeHealth.writable)
+            #expect(store.writeHealth.reason == "the database cannot be reached")
+        }
+    }
+
+    @Test func theURLIsReadAsLibpqDoesAndAPasswordInItIsRefusedWithoutRepeatingIt() throws {
+        let read = try PostgresStoreConfiguration(
+            url: "postgres://orderlive@db.example:6543/orders?sslmode=verify-full", password: "from-file", account: "a")
+        #expect(read.host == "db.example" && read.port == 6543 && read.username == "orderlive")
+        #expect(read.database == "orders" && read.sslMode == .verifyFull && read.password == "from-file")
+        let defaults = try PostgresStoreConfiguration(url: "postgresql://me@localhost", password: nil, account: "a")
+        #expect(defaults.port == 5432 && defaults.database == "me" && defaults.sslMode == .prefer)
+        let refusals: [(String, String)] = [
+            ("postgres://me:s3cr3t-pw@db/orders", "holds a password"),
+            ("mysql://me@db/orders", "is not a postgres:// URL"),
+            ("postgres://db/orders", "names no user"),
+            ("postgres://me@db/orders?sslmode=sometimes", "sslmode"),
+            ("postgres://me@db/orders?connect_timeout=3", "'connect_timeout'"),
+            ("postgres://me@db:99999/orders", "outside 1–65535"),
+        ]
+        for (url, expected) in refusals {
+            do {
+                _ = try PostgresStoreConfiguration(url: url, password: nil, account: "a")
+                Issue.record("\(url) was accepted")
+            } catch {
+                #expect(error.message.contains(expected), "\(url): \(error.message)")
+                #expect(!error.message.contains("s3cr3t-pw"))
+            }
+        }
+    }
+}

@@ -1,0 +1,191 @@
+import AsyncSignals
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A throwaway PostgreSQL cluster from the distribution's packages (`make deps` installs them): one
+/// per test process, in a temporary directory, on a free loopback port, trust authentication for
+/// the superuser `postgres`, `fsync` off (nothing in it outlives the run). Each test takes a fresh
+/// database of its own with ``database()``. A watcher process stops the cluster and removes its
+/// directory when the test process ends, however it ends. As root, the cluster runs as the
+/// `postgres` user, because `initdb` refuses root.
+public final class PostgresServer: Sendable {
+    /// Why the cluster could not be started.
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// The port on 127.0.0.1.
+    public let port: Int
+    /// The superuser.
+    public let user = "postgres"
+    /// The cluster's directories (data and socket).
+    public let directory: String
+    private let binaries: String
+    private let databases = Locked(0)
+
+    /// The cluster of this test process, started by the first test that asks.
+    public static func running() async throws -> PostgresServer {
+        try await started.value
+    }
+
+    private static let started = Task<PostgresServer, any Error> { try await PostgresServer.start() }
+
+    private init(port: Int, directory: String, binaries: String) {
+        self.port = port
+        self.directory = directory
+        self.binaries = binaries
+    }
+
+    /// Creates an empty database and returns its name.
+    public func database() async throws -> String {
+        let number = databases.withLock { count in
+            count += 1
+            return count
+        }
+        let name = "t\(getpid())_\(number)"
+        let run = try await Self.run([binaries + "/createdb", "-h", "127.0.0.1", "-p", "\(port)", "-U", user, name])
+        guard run.status == 0 else { throw Failure(description: "createdb failed: \(run.output)") }
+        return name
+    }
+
+    /// Runs one SQL statement with `psql` against `database`; its output, unaligned and without headers.
+    public func psql(_ sql: String, database: String) async throws -> String {
+        let run = try await Self.run([binaries + "/psql",
+            "-h", "127.0.0.1", "-p", "\(port)", "-U", user, "-d", database, "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+            "-c", sql,
+        ])
+        guard run.status == 0 else { throw Failure(description: "psql failed: \(run.output)") }
+        return run.output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// `postgres://postgres@127.0.0.1:PORT/DATABASE?sslmode=disable`.
+    public func url(database: String) -> String {
+        "postgres://\(user)@127.0.0.1:\(port)/\(database)?sslmode=disable"
+    }
+
+    /// The newest server binaries Debian installed (`/usr/lib/postgresql/N/bin`).
+    public static func binaryDirectory() -> String? {
+        let root = "/usr/lib/postgresql"
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        return versions.compactMap { Int($0) }.sorted().reversed()
+            .map { "\(root)/\($0)/bin" }
+            .first { FileManager.default.isExecutableFile(atPath: $0 + "/initdb") }
+    }
+
+    private static func start() async throws -> PostgresServer {
+        guard let binaries = binaryDirectory() else {
+            throw Failure(description: "PostgreSQL is not installed: `make deps` installs Debian's postgresql package")
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-pg-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let asRoot = getuid() == 0
+        // As root, every server command runs as `postgres`, who must own the directory.
+        let prefix = asRoot ? ["/usr/sbin/runuser", "-u", "postgres", "--"] : []
+        if asRoot {
+            let chown = try await run(["/bin/chown", "-R", "postgres:postgres", directory])
+            guard chown.status == 0 else { throw Failure(description: "chown failed: \(chown.output)") }
+        }
+        func server(_ tool: String, _ arguments: [String]) async throws -> ToolRun {
+            try await run(prefix + [binaries + "/" + tool] + arguments)
+        }
+        let initdb = try await server("initdb", [
+            "-D", directory + "/data", "--auth=trust", "--username=postgres", "--encoding=UTF8", "--no-sync",
+        ])
+        guard initdb.status == 0 else { throw Failure(description: "initdb failed: \(initdb.output)") }
+        // A free port: the kernel picks one for a socket bound to port 0, which is then closed.
+        var lastOutput = ""
+        for _ in 0..<5 {
+            let port = try freePort()
+            let options = "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off "
+                + "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300"
+            let started = try await server("pg_ctl", [
+                "-D", directory + "/data", "-w", "-t", "60", "-l", directory + "/server.log", "-o", options, "start",
+            ])
+            if started.status == 0 {
+                try watch(directory: directory, stop: prefix + [binaries + "/pg_ctl", "-D", directory + "/data", "-m", "immediate", "stop"])
+                return PostgresServer(port: port, directory: directory, binaries: binaries)
+            }
+            lastOutput = started.output + ((try? String(contentsOfFile: directory + "/server.log", encoding: .utf8)) ?? "")
+        }
+        throw Failure(description: "pg_ctl start failed: \(lastOutput)")
+    }
+
+    /// A shell that outlives nothing: it waits for this process to end, then stops the cluster and
+    /// removes its directory.
+    private static func watch(directory: String, stop: [String]) throws {
+        let quoted = stop.map { "'\($0)'" }.joined(separator: " ")
+        _ = try spawn([
+            "/bin/sh", "-c",
+            "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; \(quoted) >/dev/null 2>&1; rm -rf '\(directory)'",
+        ], output: "/dev/null")
+    }
+
+    /// Runs `arguments` to its end; its output (stdout and stderr) and exit status. Not Foundation's
+    /// `Process`: `pg_ctl start` leaves the server running, and `Process.waitUntilExit` was seen
+    /// spinning forever on a child that had exited. The child gets only its own output file (a file,
+    /// not a pipe, so the long-lived server it starts holds nothing another test waits on) and is
+    /// waited for on a plain thread.
+    static func run(_ arguments: [String]) async throws -> ToolRun {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-pg-run-\(UUID().uuidString)").path
+        defer { unlink(output) }
+        let child = try spawn(arguments, output: output)
+        let status: Int32 = await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                var status: Int32 = 0
+                while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+                continuation.resume(returning: status)
+            }
+        }
+        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        // WIFEXITED / WEXITSTATUS, which Swift does not import as functions.
+        let exited = status & 0x7F == 0
+        return ToolRun(status: exited ? (status >> 8) & 0xFF : 128 + (status & 0x7F), output: text)
+    }
+
+    /// Starts `arguments` with stdin from /dev/null, stdout and stderr to `output`, and no other
+    /// descriptor of this process.
+    private static func spawn(_ arguments: [String], output: String) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        guard let closeFrom = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
+            throw Failure(description: "this C library cannot close a spawned child's descriptors (glibc 2.34 or later needed)")
+        }
+        guard unsafeBitCast(closeFrom, to: CloseFrom.self)(&actions, 3) == 0 else {
+            throw Failure(description: "posix_spawn_file_actions_addclosefrom_np failed")
+        }
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var child: pid_t = 0
+        let spawned = posix_spawn(&child, arguments[0], &actions, nil, &argv, environ)
+        guard spawned == 0 else { throw Failure(description: "could not start \(arguments[0]): error \(spawned)") }
+        return child
+    }
+
+    private static func freePort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw Failure(description: "socket() failed") }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else { throw Failure(description: "bind() failed") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        guard named == 0 else { throw Failure(description: "getsockname() failed") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
