@@ -37,6 +37,7 @@ extension PostgresOrderStore: JobJournal {
                     ON CONFLICT (account) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
                     """, logger: logger)
             }
+            if journaled > 0 { try await Self.notifyJobs(account: account, on: connection, logger: logger) }
             return journaled
         }
     }
@@ -105,6 +106,9 @@ extension PostgresOrderStore: JobJournal {
                         outcomes.append(.failed(reason: "\(Self.readable(error))"))
                     }
                 }
+                if outcomes.contains(where: { if case .accepted(let jobs, _) = $0 { jobs > 0 } else { false } }) {
+                    try await Self.notifyJobs(account: account, on: connection, logger: logger)
+                }
                 return outcomes
             }
         } catch {
@@ -159,6 +163,11 @@ extension PostgresOrderStore: JobJournal {
         }
         if let last { changesCommitted(last) }
         return cleared
+    }
+
+    /// Queues `account:` on the jobs channel, delivered at commit: the leader's executor wakes.
+    static func notifyJobs(account: String, on connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.query("SELECT pg_notify(\(jobChannel), \(account + ":"))", logger: logger)
     }
 
     static func binds(_ text: String) -> PostgresBindings {

@@ -8,6 +8,8 @@ import PostgresNIO
 extension PostgresOrderStore: OrderReader, ChangeFeedSource {
     /// The notification channel of committed changes (payload `account:seq`).
     public static let changeChannel = "orderlive_changes"
+    /// The notification channel of journaled jobs (payload `account:`), which wakes the leader's executor.
+    public static let jobChannel = "orderlive_jobs"
 
     static let orderColumns = "id, status, store_id, courier_id, version, updated_at, body, applied_at"
     /// SQLite's order: numeric ids numerically, then bytewise.

@@ -41,12 +41,15 @@ public struct PostgresStoreConfiguration: Sendable {
     public var statementTimeout: Duration
     /// How long connecting may take.
     public var connectTimeout: Duration
+    /// A follower takes over within this after the leader is gone (`store.failover_s`): also how
+    /// long the server lets a transaction sit idle before it ends it.
+    public var failover: Duration
 
     /// Creates a configuration from its parts.
     public init(
         host: String, port: Int = 5432, username: String, password: String?, database: String,
         sslMode: SSLMode = .prefer, account: String, maximumConnections: Int = 8,
-        statementTimeout: Duration = .seconds(10), connectTimeout: Duration = .seconds(5)
+        statementTimeout: Duration = .seconds(10), connectTimeout: Duration = .seconds(5), failover: Duration = .seconds(5)
     ) {
         self.host = host
         self.port = port
@@ -58,6 +61,7 @@ public struct PostgresStoreConfiguration: Sendable {
         self.maximumConnections = maximumConnections
         self.statementTimeout = statementTimeout
         self.connectTimeout = connectTimeout
+        self.failover = failover
     }
 
     /// Reads `postgres://USER@HOST:PORT/DB?sslmode=MODE`. A password in the URL is refused: it
@@ -119,10 +123,16 @@ public struct PostgresStoreConfiguration: Sendable {
         return configuration
     }
 
-    /// Settings sent when each connection starts: the statement timeout, and a name in `pg_stat_activity`.
+    /// Settings sent when each connection starts: the statement timeout, the idle-in-transaction
+    /// timeout (a frozen agent's open transaction ends and releases its locks), and a name in
+    /// `pg_stat_activity`.
     var startupParameters: [(String, String)] {
-        let milliseconds = max(1, Checked.milliseconds(of: statementTimeout))
-        return [("statement_timeout", "\(milliseconds)"), ("application_name", "orderlive")]
+        let statement = max(1, Checked.milliseconds(of: statementTimeout))
+        let idle = max(1, Checked.milliseconds(of: failover))
+        return [
+            ("statement_timeout", "\(statement)"), ("idle_in_transaction_session_timeout", "\(idle)"),
+            ("application_name", "orderlive"),
+        ]
     }
 
     /// A single connection's configuration (the leader's own, which holds its lock).
