@@ -201,6 +201,7 @@ let package = Package(
                 "EventStream",
                 "AuthSession",
                 "OrderStore",
+                "PostgresStore",
                 "OrderSync",
                 "PushIngest",
                 "OrdersAPI",

@@ -8,6 +8,7 @@ import JSONToolkit
 import Logging
 import OrderStore
 import OrderSync
+import PostgresStore
 import OrdersAPI
 import PushIngest
 import ServiceLifecycle
@@ -42,8 +43,8 @@ public struct AgentProgram: Sendable {
     public let state: AgentState
     /// The metrics registry.
     public let metrics: AgentMetrics
-    /// The order store.
-    public let store: OrderStore
+    /// The order store, on either engine.
+    public let store: any OrderStoreEngine
     /// The session.
     public let session: Session
     let logger: Logger
@@ -90,7 +91,7 @@ public struct AgentProgram: Sendable {
             try await group.run()
             tasks.cancelAll()
         }
-        let pending = (try? store.counts().journalDepth).map { "\($0)" } ?? "unknown"
+        let pending = (try? await store.counts().journalDepth).map { "\($0)" } ?? "unknown"
         logger.info("stopped", metadata: ["sync.journal_depth": "\(pending)"])
     }
 
@@ -160,20 +161,33 @@ public enum AgentBuilder {
         } catch {
             throw AgentStartError(error.message)
         }
-        let store: OrderStore
-        do {
-            store = try StateDirectory(configuration.store.stateDirectory)
-                .openStore(durability: configuration.store.durability) { health in
-                    // Once per change, not per failed write (DESIGN §10: reported, never a storm).
-                    if let reason = health.reason {
-                        logger.error("the order store cannot be written; pushes get 503 and the stream waits",
-                                     metadata: ["store.reason": "\(reason)"])
-                    } else {
-                        logger.notice("the order store can be written again")
+        // Once per change, not per failed write (DESIGN §10: reported, never a storm).
+        let healthChanged: @Sendable (StoreWriteHealth) -> Void = { health in
+            if let reason = health.reason {
+                logger.error("the order store cannot be written; pushes get 503 and the stream waits",
+                             metadata: ["store.reason": "\(reason)"])
+            } else {
+                logger.notice("the order store can be written again")
+            }
+        }
+        let store: any OrderStoreEngine
+        var postgres: PostgresOrderStore?
+        switch configuration.store.backend {
+        case .sqlite:
+            do {
+                store = try StateDirectory(configuration.store.stateDirectory)
+                    .openStore(durability: configuration.store.durability, healthChanged: healthChanged) { _ in
+                        feedWake.signal()
                     }
-                } changesCommitted: { _ in feedWake.signal() }
-        } catch {
-            throw AgentStartError("cannot open the order database in \(configuration.store.stateDirectory): \(error)")
+            } catch {
+                throw AgentStartError("cannot open the order database in \(configuration.store.stateDirectory): \(error)")
+            }
+        case .postgres:
+            let engine = PostgresOrderStore(
+                configuration: try postgresSettings(configuration, environment: environment), logger: logger,
+                healthChanged: healthChanged, changesCommitted: { _ in feedWake.signal() })
+            store = engine
+            postgres = engine
         }
         let metrics = AgentMetrics()
         let state = AgentState()
@@ -205,17 +219,43 @@ public enum AgentBuilder {
             configuration: .init(maximumAttempts: configuration.sync.maximumAttempts, pageSize: configuration.sync.pageSize),
             observe: { kind, outcome in metrics.record(kind, outcome) },
             logger: logger)
-        var services: [any Service] = [
-            CurlLoopService(loop: loop),
-            SessionRefreshService(session: session),
-            StreamStatusRecorder(state: state, stateDirectory: configuration.store.stateDirectory, logger: logger),
-            StreamService(
-                source: streamSource(configuration), loop: loop, session: session, store: store, wake: wake,
-                observer: AgentStreamObserver(state: state, metrics: metrics), logger: logger),
-            ExecutorService(executor: executor, wake: wake, running: { running in
-                state.update { $0.executorRunning = running }
-            }),
-        ]
+        let stream = StreamService(
+            source: streamSource(configuration), loop: loop, session: session, store: store, wake: wake,
+            observer: AgentStreamObserver(state: state, metrics: metrics), logger: logger)
+        let executorService = ExecutorService(executor: executor, wake: wake, running: { running in
+            state.update { $0.executorRunning = running }
+        })
+        var services: [any Service] = [CurlLoopService(loop: loop)]
+        if let postgres {
+            // The pool is stopped after every service that uses it (the group stops in reverse order).
+            let account = postgres.account
+            state.update { $0.cluster = .init(backend: "postgres", account: account, role: "follower", database: "connecting") }
+            let leadership = PostgresLeadership(
+                store: postgres, name: Self.agentName(), logger: logger,
+                changed: { status in
+                    state.update {
+                        $0.cluster = .init(
+                            backend: "postgres", account: account, role: status.role.rawValue, epoch: status.epoch,
+                            leader: status.leader, takeovers: status.takeovers, database: status.database)
+                    }
+                    metrics.record(status)
+                })
+            services += [
+                PostgresPoolService(store: postgres, logger: logger),
+                SessionRefreshService(session: session),
+                StreamStatusRecorder(state: state, stateDirectory: configuration.store.stateDirectory, logger: logger),
+                PostgresNotificationService(notifications: PostgresNotifications(
+                    store: postgres, changes: { feedWake.signal() }, jobs: { wake.signal() }, logger: logger)),
+                LeaderOnlyService(leadership: leadership, work: [stream, executorService]),
+            ]
+        } else {
+            services += [
+                SessionRefreshService(session: session),
+                StreamStatusRecorder(state: state, stateDirectory: configuration.store.stateDirectory, logger: logger),
+                stream,
+                executorService,
+            ]
+        }
         var server: PushServer?
         if let push {
             let ingest = configuration.ingest
@@ -252,6 +292,41 @@ public enum AgentBuilder {
         return AgentProgram(
             services: services, pushServer: server, apiServer: apiServer, state: state, metrics: metrics, store: store, session: session,
             logger: logger)
+    }
+
+    /// This agent's name in the leadership row: `host:pid`.
+    static func agentName() -> String {
+        "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier)"
+    }
+
+    /// The PostgreSQL store of `store.*`: the URL (checked when read), the password from
+    /// `store.postgres_password_file` or `PGPASSWORD`, and the account (`store.account`, else
+    /// `auth.identifier`).
+    static func postgresSettings(
+        _ configuration: OrderliveConfiguration, environment: [String: String]
+    ) throws(AgentStartError) -> PostgresStoreConfiguration {
+        let store = configuration.store
+        var password = environment["PGPASSWORD"]
+        if !store.postgresPasswordFile.isEmpty {
+            guard let text = try? String(contentsOfFile: store.postgresPasswordFile, encoding: .utf8) else {
+                throw AgentStartError("'store.postgres_password_file': cannot read \(store.postgresPasswordFile); "
+                    + "check the path and its permissions")
+            }
+            password = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let account = store.account.isEmpty ? configuration.auth.identifier : store.account
+        guard !account.isEmpty else {
+            throw AgentStartError("'store.backend' is postgres but no account is set: set 'store.account' "
+                + "(or 'auth.identifier', its default)")
+        }
+        do {
+            var settings = try PostgresStoreConfiguration(url: store.postgresURL, password: password, account: account)
+            settings.failover = store.failover
+            settings.connectTimeout = min(settings.connectTimeout, store.failover)
+            return settings
+        } catch {
+            throw AgentStartError("'store.postgres_url' \(error.message)")
+        }
     }
 
     /// The event source of `upstream.*` and `stream.*`; the stream service sets its `Last-Event-ID`.

@@ -1,6 +1,7 @@
 import AsyncSignals
 import AuthSession
 import OrderStore
+import PostgresStore
 import OrderSync
 import Prometheus
 
@@ -25,6 +26,10 @@ public final class AgentMetrics: Sendable {
     let authenticated: Prometheus.Gauge
     let storeWritable: Prometheus.Gauge
     let storeWriteFailures: Prometheus.Counter
+    let clusterLeader: Prometheus.Gauge
+    let clusterEpoch: Prometheus.Gauge
+    let clusterTakeovers: Prometheus.Counter
+    private let countedTakeovers = Locked(0)
     private let countedWriteFailures = Locked(0)
     private let jobs: [String: Prometheus.Counter]
     private let authEvents: [AuthEvent: Prometheus.Counter]
@@ -48,6 +53,13 @@ public final class AgentMetrics: Sendable {
         storeWritable = registry.makeGauge(descriptor: Self.name("orderlive_store_writable", "1 while the order store's writes succeed"))
         storeWriteFailures = registry.makeCounter(descriptor: Self.name(
             "orderlive_store_write_failures_total", "Store writes that failed for a storage reason (full, read-only, I/O, locked)"))
+        clusterLeader = registry.makeGauge(descriptor: Self.name(
+            "orderlive_cluster_leader", "1 while this agent leads its account (always 1 with SQLite)"))
+        clusterLeader.set(Int64(1))
+        clusterEpoch = registry.makeGauge(descriptor: Self.name(
+            "orderlive_cluster_epoch", "The account's fencing epoch as this agent last saw it (PostgreSQL)"))
+        clusterTakeovers = registry.makeCounter(descriptor: Self.name(
+            "orderlive_cluster_takeovers_total", "Times this agent took over the leadership of its account"))
         var jobs: [String: Prometheus.Counter] = [:]
         for kind in JobKind.allCases {
             for outcome in [SyncExecutor.Outcome.completed, .failed, .deadLettered] {
@@ -81,6 +93,17 @@ public final class AgentMetrics: Sendable {
     /// Counts one job outcome.
     func record(_ kind: JobKind, _ outcome: SyncExecutor.Outcome) {
         jobs["\(kind.rawValue)/\(outcome.rawValue)"]?.increment()
+    }
+
+    /// Records the cluster as the leadership sees it (DESIGN §12).
+    func record(_ status: PostgresLeadership.Status) {
+        clusterLeader.set(Int64(status.role == .leader ? 1 : 0))
+        if let epoch = status.epoch { clusterEpoch.set(epoch) }
+        let new = countedTakeovers.withLock { counted in
+            defer { counted = max(counted, status.takeovers) }
+            return max(0, status.takeovers - counted)
+        }
+        if new > 0 { clusterTakeovers.increment(by: Int64(new)) }
     }
 
     /// The exposition text, with the store's gauges brought up to date first.

@@ -36,7 +36,7 @@ public struct AgentOperations: OperationsProvider {
             reason = "the order store cannot be read"
         } else if let problem = store.writeHealth.reason {
             reason = "the order store cannot be written: \(problem)"
-        } else if !snapshot.executorRunning {
+        } else if !snapshot.executorRunning, snapshot.cluster.role == "leader" {
             reason = "the executor is not running"
         }
         var notes: [String] = []
@@ -51,6 +51,7 @@ public struct AgentOperations: OperationsProvider {
             #""reason":\#(reason.map(JSONText.string) ?? "null")"#,
             #""auth":{"state":\#(JSONText.string(auth.state.rawValue))}"#,
             #""stream":{"state":\#(JSONText.string(snapshot.stream.rawValue)),"reconnects":\#(snapshot.reconnects)}"#,
+            #""cluster":\#(snapshot.cluster.json)"#,
             #""notes":[\#(notes.map(JSONText.string).joined(separator: ","))]"#,
         ].joined(separator: ",") + "}"
         return Readiness(isReady: reason == nil, json: json)

@@ -1,4 +1,7 @@
+import AsyncSignals
 import CurlHTTP
+import Logging
+import PostgresStore
 import ServiceLifecycle
 
 /// The curl loop as a service: it lives until graceful shutdown, and shuts down after every service
@@ -20,5 +23,60 @@ struct ShutdownMarker: Service {
     func run() async throws {
         try? await gracefulShutdown()
         state.update { $0.shuttingDown = true }
+    }
+}
+
+/// The PostgreSQL store's connection pool as a service (DESIGN §12). It is the second service of
+/// the group, so it stops after every service that uses it. Migrations run on the first use.
+struct PostgresPoolService: Service {
+    let store: PostgresOrderStore
+    let logger: Logger
+
+    func run() async throws {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await store.run() }
+            try? await gracefulShutdown()
+            group.cancelAll()
+        }
+    }
+}
+
+/// Wakes the change feed and the executor when another agent of the account commits.
+struct PostgresNotificationService: Service {
+    let notifications: PostgresNotifications
+
+    func run() async throws {
+        let stopping = StopFlag()
+        await withGracefulShutdownHandler {
+            await notifications.run(until: stopping)
+        } onGracefulShutdown: {
+            stopping.stop()
+        }
+    }
+}
+
+/// Runs `work` (the stream and the serial executor) only while this agent leads its account: one
+/// leader streams and applies for the whole cluster (DESIGN §12). Losing the leadership connection
+/// cancels the work at once (the job in hand stays journaled, and the fence refuses anything it
+/// would still commit); graceful shutdown lets the work finish as it does with SQLite, then gives
+/// the leadership up so a follower takes over without waiting for `failover_s`.
+struct LeaderOnlyService: Service {
+    let leadership: PostgresLeadership
+    let work: [any Service]
+
+    func run() async throws {
+        let stopping = StopFlag()
+        await withGracefulShutdownHandler {
+            await leadership.run(until: stopping) {
+                await withTaskGroup(of: Void.self) { group in
+                    for service in work {
+                        group.addTask { try? await service.run() }
+                    }
+                    await group.waitForAll()
+                }
+            }
+        } onGracefulShutdown: {
+            stopping.stop()
+        }
     }
 }

@@ -1,5 +1,6 @@
 import AsyncSignals
 import Foundation
+import JSONToolkit
 import OrderSync
 
 /// What the running agent knows about itself that is not on disk: the stream's state and counters,
@@ -25,6 +26,40 @@ public final class AgentState: Sendable {
         public var executorRunning = false
         /// True once shutdown began.
         public var shuttingDown = false
+        /// The cluster as this agent sees it (DESIGN §12).
+        public var cluster = Cluster()
+    }
+
+    /// DESIGN §12 `cluster`: the engine, this agent's role and what it knows of the leader.
+    public struct Cluster: Sendable, Hashable {
+        /// `sqlite` or `postgres`.
+        public var backend = "sqlite"
+        /// The account (PostgreSQL).
+        public var account: String?
+        /// `leader` or `follower`; with SQLite always the leader.
+        public var role = "leader"
+        /// The account's fencing epoch, when known.
+        public var epoch: Int64?
+        /// The leader's `host:pid`, when known.
+        public var leader: String?
+        /// Takeovers by this agent.
+        public var takeovers = 0
+        /// "ok" or why the database cannot be used (PostgreSQL).
+        public var database: String?
+
+        /// The `cluster` object of `/readyz` and `status --json`.
+        public var json: String {
+            var fields = [#""backend":\#(JSONText.string(backend))"#]
+            if let account { fields.append(#""account":\#(JSONText.string(account))"#) }
+            fields.append(#""role":\#(JSONText.string(role))"#)
+            if backend == "postgres" {
+                fields.append(#""epoch":\#(epoch.map(String.init) ?? "null")"#)
+                fields.append(#""leader":\#(leader.map(JSONText.string) ?? "null")"#)
+                fields.append(#""takeovers":\#(takeovers)"#)
+                fields.append(#""database":\#(JSONText.string(database ?? "ok"))"#)
+            }
+            return "{" + fields.joined(separator: ",") + "}"
+        }
     }
 
     private let state = Locked(Snapshot())

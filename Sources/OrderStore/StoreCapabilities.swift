@@ -78,4 +78,7 @@ public protocol ChangeFeedSource: Sendable {
     func pruneChanges(keeping: Int, batch: Int) async throws -> Int
 }
 
+/// Every capability: what the agent holds, whichever engine keeps the store.
+public typealias OrderStoreEngine = JobJournal & JobApplier & OrderReader & ChangeFeedSource
+
 extension OrderStore: JobJournal, JobApplier, OrderReader, ChangeFeedSource {}

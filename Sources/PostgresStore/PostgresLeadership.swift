@@ -66,6 +66,7 @@ public final class PostgresLeadership: Sendable {
     public func run(until stopping: StopFlag, lead: @escaping @Sendable () async -> Void) async {
         while !stopping.isStopped, !Task.isCancelled {
             do {
+                if !store.prepared.withLock({ $0 }) { try await store.prepare() }
                 let configuration = try leadershipConnection()
                 let connection = try await PostgresConnection.connect(
                     configuration: configuration, id: 1, logger: logger)

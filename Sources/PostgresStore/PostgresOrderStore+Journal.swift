@@ -165,6 +165,25 @@ extension PostgresOrderStore: JobJournal {
         return cleared
     }
 
+    /// Deletes every row of this account (`logout --wipe`): orders, tombstones, journal, cursor,
+    /// dedupe keys, dead letters, owner and change log. Returns how many rows went.
+    public func wipeAccount() async throws -> Int {
+        let account = self.account
+        let logger = self.logger
+        return try await write(journal: true) { connection in
+            var removed = 0
+            for table in ["orderlive_order", "orderlive_tombstone", "orderlive_job", "orderlive_stream_cursor",
+                          "orderlive_dedupe_key", "orderlive_dead_letter", "orderlive_owner", "orderlive_order_change"] {
+                for try await count in try await connection.query(PostgresQuery(
+                    unsafeSQL: "WITH gone AS (DELETE FROM \(table) WHERE account = $1 RETURNING 1) SELECT COUNT(*) FROM gone",
+                    binds: Self.binds(account)), logger: logger).decode(Int64.self) {
+                    removed += Int(clamping: count)
+                }
+            }
+            return removed
+        }
+    }
+
     /// Queues `account:` on the jobs channel, delivered at commit: the leader's executor wakes.
     static func notifyJobs(account: String, on connection: PostgresConnection, logger: Logger) async throws {
         try await connection.query("SELECT pg_notify(\(jobChannel), \(account + ":"))", logger: logger)

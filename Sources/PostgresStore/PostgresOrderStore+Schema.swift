@@ -79,7 +79,7 @@ extension PostgresOrderStore {
     /// Migrates the schema (under the migration lock) and opens this account's rows.
     public func prepare() async throws {
         do {
-            try await withLease { [self] connection in
+            try await withLease(preparing: true) { [self] connection in
                 try await connection.query("SELECT pg_advisory_lock(\(Self.migrationLock))", logger: logger)
                 do {
                     try await migrate(on: connection)
@@ -90,7 +90,7 @@ extension PostgresOrderStore {
                     throw error
                 }
             }
-            try await write { [self] connection in
+            try await write(preparing: true) { [self] connection in
                 _ = try await connection.query(
                     """
                     INSERT INTO orderlive_change_log (account, floor) VALUES (\(account), \(Self.randomBase()))
@@ -98,6 +98,7 @@ extension PostgresOrderStore {
                     """,
                     logger: logger)
             }
+            prepared.withLock { $0 = true }
         } catch {
             noteWrite(failure: error)
             throw Self.readable(error)

@@ -26,6 +26,8 @@ public final class PostgresOrderStore: Sendable {
     /// The epoch every apply must still hold, while this agent leads; nil when it does not fence
     /// (a single agent, or a test of the store alone).
     let fence = Locked<Int64?>(nil)
+    /// True once ``prepare()`` succeeded; until then every operation prepares first.
+    let prepared = Locked(false)
 
     /// A store over the database `configuration` names. `now` is the wall clock (Unix seconds)
     /// stamped on what is written; `healthChanged` hears every change of ``writeHealth``;
@@ -39,7 +41,10 @@ public final class PostgresOrderStore: Sendable {
     ) {
         self.account = configuration.account
         self.configuration = configuration
-        self.client = PostgresClient(configuration: configuration.client, backgroundLogger: logger)
+        // The pool's own background lines (a keep-alive every few seconds) only from info up.
+        var background = logger
+        background.logLevel = max(.info, logger.logLevel)
+        self.client = PostgresClient(configuration: configuration.client, backgroundLogger: background)
         self.logger = logger
         self.now = now
         self.healthChanged = healthChanged
@@ -65,13 +70,14 @@ public final class PostgresOrderStore: Sendable {
     /// `journal` takes the account's journal lock first (every transaction that adds jobs);
     /// `fenced` checks the leader's epoch first (every transaction that applies or advances the cursor).
     func write<T: Sendable>(
-        journal: Bool = false, fenced: Bool = false, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+        journal: Bool = false, fenced: Bool = false, preparing: Bool = false,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         let epoch = fenced ? fence.withLock({ $0 }) : nil
         let account = self.account
         let logger = self.logger
         do {
-            let result = try await withLease { connection -> T in
+            let result = try await withLease(preparing: preparing) { connection -> T in
                 try await connection.query("BEGIN", logger: logger)
                 do {
                     if journal {
@@ -109,7 +115,11 @@ public final class PostgresOrderStore: Sendable {
     /// itself keeps trying to connect to a database that is gone for a minute before it gives up,
     /// and a push must get its `503` long before that. Once leased, `body` runs to its end (the
     /// server's statement timeout bounds each statement).
-    func withLease<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    func withLease<T: Sendable>(
+        preparing: Bool = false, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        // The schema is migrated on first use, so an agent starts while its database is away.
+        if !preparing, !prepared.withLock({ $0 }) { try await prepare() }
         let leased = Locked(false)
         let timeout = configuration.connectTimeout
         let client = self.client

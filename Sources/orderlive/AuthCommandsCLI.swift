@@ -114,7 +114,7 @@ struct Logout: AsyncParsableCommand {
             : "Logged out locally: credentials deleted (the backend did not confirm the revocation).")
         if wipe {
             do {
-                let removed = try StateDirectory(configuration.store.stateDirectory).wipeOrders()
+                let removed = try await ConfiguredStore.wipe(configuration, logger: authCommandLogger())
                 LineWriter.standardOutput.write(line: removed.isEmpty
                     ? "No local order database to wipe."
                     : "Wiped local orders: \(removed.joined(separator: ", ")).")
@@ -129,7 +129,8 @@ struct Logout: AsyncParsableCommand {
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show the session state from the state directory (never a token).",
-        discussion: "Works whether or not the agent is running; it makes no network request."
+        discussion: "Works whether or not the agent is running. With SQLite it makes no network request; "
+            + "with PostgreSQL (store.backend) it reads the account's rows from the shared database."
     )
 
     @OptionGroup var config: ConfigOption
@@ -149,7 +150,12 @@ struct Status: AsyncParsableCommand {
         }
         let store: StoreStatus?
         do {
-            store = try await StateDirectory(configuration.store.stateDirectory).storeStatus()
+            switch configuration.store.backend {
+            case .sqlite:
+                store = try await StateDirectory(configuration.store.stateDirectory).storeStatus()
+            case .postgres:
+                store = try await ConfiguredStore.withReader(configuration, logger: logger) { try await StoreStatus($0) }
+            }
         } catch {
             throw RuntimeFailure(description: "cannot read the order database: \(error)")
         }

@@ -140,7 +140,7 @@ struct Demo: Sendable {
                 if faults == 2 { sandbox.expireAccessTokens() }
                 sandbox.orders.dropOpenStreams()
             }
-            let orders = (try? program.store.orders()) ?? []
+            let orders = (try? await program.store.orders(status: nil)) ?? []
             var current: [String: (status: String, version: Int64?)] = [:]
             var lines: [String] = []
             for order in orders {

@@ -25,8 +25,10 @@ struct Orders: AsyncParsableCommand {
             let configuration = try await config.load()
             let orders: [OrderRecord]
             do {
-                orders = try StateDirectory(configuration.store.stateDirectory).openExistingStore()?
-                    .orders(status: status) ?? []
+                let status = self.status
+                orders = try await ConfiguredStore.withReader(configuration, logger: authCommandLogger()) { store in
+                    try await store.orders(status: status)
+                } ?? []
             } catch {
                 throw RuntimeFailure(description: "cannot read the order database: \(error)")
             }
@@ -56,8 +58,10 @@ struct Orders: AsyncParsableCommand {
             let configuration = try await config.load()
             let found: OrderRecord?
             do {
-                found = try StateDirectory(configuration.store.stateDirectory).openExistingStore()?
-                    .order(id: id)
+                let id = self.id
+                found = try await ConfiguredStore.withReader(configuration, logger: authCommandLogger()) { store in
+                    try await store.order(id: id)
+                } ?? nil
             } catch {
                 throw RuntimeFailure(description: "cannot read the order database: \(error)")
             }

@@ -45,7 +45,7 @@ import Testing
             // The stream brings the book's orders in.
             let streamed = try #require(await logs.wait(message: "event journaled", ["stream.event.id": "\(book.latestSequence)"]))
             _ = try #require(await logs.wait(from: streamed.index, message: "journal drained"))
-            #expect(Set(try program.store.orders(status: nil).map(\.id)) == Set(ids.map { "\($0)" }))
+            #expect(Set(try await program.store.orders(status: nil).map(\.id)) == Set(ids.map { "\($0)" }))
 
             // A change only a push announces.
             book.update(ids[0], status: "delivering", announce: .silent)
@@ -58,7 +58,7 @@ import Testing
             let applied = try #require(await logs.wait(
                 from: before, message: "sync job applied", ["sync.job.kind": "fetch", "sync.job.order_id": "\(ids[0])"]))
             _ = try #require(await logs.wait(from: applied.index, message: "journal drained"))
-            #expect(try program.store.order(id: "\(ids[0])")?.status == "delivering")
+            #expect(try await program.store.order(id: "\(ids[0])")?.status == "delivering")
             #expect(program.state.snapshot.stream == .open)
             let ready = try await loop.perform(HTTPRequest(url: "http://127.0.0.1:\(port)/readyz"))
             #expect(ready.status == 200)

@@ -73,13 +73,13 @@ import Glibc
             // view equals GET /v1/orders.
             let clock = ContinuousClock()
             let deadline = clock.now.advanced(by: .seconds(30))
-            func local() throws -> [String: String] {
-                Dictionary(uniqueKeysWithValues: try program.store.orders(status: nil).map { ($0.id, $0.status) })
+            func local() async throws -> [String: String] {
+                Dictionary(uniqueKeysWithValues: try await program.store.orders(status: nil).map { ($0.id, $0.status) })
             }
-            while clock.now < deadline, try local() != book.snapshot.mapValues(\.status) {
+            while clock.now < deadline, try await local() != book.snapshot.mapValues(\.status) {
                 try await Task.sleep(for: .milliseconds(50))
             }
-            #expect(try local() == book.snapshot.mapValues(\.status))
+            #expect(try await local() == book.snapshot.mapValues(\.status))
             let list = try await loop.perform(HTTPRequest(url: base + "/v1/orders"))
             let object = try #require(try JSONSerialization.jsonObject(with: Data(list.body)) as? [String: Any])
             var expected: [String: String] = [:]

@@ -15,6 +15,11 @@ public final class PostgresServer: Sendable {
     /// Why the cluster could not be started.
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
+
+        /// A failure described by `description`.
+        public init(description: String) {
+            self.description = description
+        }
     }
 
     /// The port on 127.0.0.1.

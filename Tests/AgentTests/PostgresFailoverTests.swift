@@ -1,0 +1,173 @@
+import CurlHTTP
+import Foundation
+import Logging
+import Sandbox
+import Testing
+import TestSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// DESIGN §12 with the real executable: two `orderlive run` processes for one account on one
+/// PostgreSQL database against the Sandbox. One leads (streams and applies), the other follows
+/// (ingests pushes, which the leader applies); the leader is killed with SIGKILL and the follower
+/// takes over within `failover_s`, resuming from the shared cursor, and the store ends equal to
+/// the Sandbox.
+@Suite struct PostgresFailoverTests {
+    struct Agent {
+        let child: OrderliveProcess
+        let logs: LogWatch
+        let reader: Task<Void, Never>
+        let url: String
+    }
+
+    @Test func whenTheLeaderIsKilledTheFollowerTakesOverAndTheStoreEndsEqualToTheBackend() async throws {
+        let server = try await PostgresServer.running()
+        let database = try await server.database()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-pg-e2e-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let passwordFile = directory + "/password"
+        try Data((SandboxUser.demo.password + "\n").utf8).write(to: URL(fileURLWithPath: passwordFile))
+        func configuration(_ name: String) throws -> String {
+            let file = directory + "/\(name).yaml"
+            try Data("""
+                auth:
+                  identifier: "\(SandboxUser.demo.identifier)"
+                  password_file: "\(passwordFile)"
+                stream:
+                  initial_delay_ms: 0
+                  max_delay_ms: 200
+                ingest:
+                  listen: "127.0.0.1:0"
+                api:
+                  listen: ""
+                store:
+                  state_dir: "\(directory)/\(name)"
+                  backend: "postgres"
+                  postgres_url: "\(server.url(database: database))"
+                  account: "depot-7"
+                  failover_s: 3
+                log:
+                  level: "debug"
+                  format: "json"
+
+                """.utf8).write(to: URL(fileURLWithPath: file))
+            return file
+        }
+        let sandbox = SandboxConfiguration(
+            port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true), feed: .orderBook)
+        let loop = try CurlLoop(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let http = AgentHTTP(loop: loop)
+        try await Sandbox.withRunning(sandbox) { sandbox in
+            let environment = ["ORDERLIVE_UPSTREAM_BASE_URL": await sandbox.baseURL]
+            let book = sandbox.orders
+            let ids = (0..<4).map { _ in book.create() }
+            func start(_ name: String) async throws -> Agent {
+                let child = try OrderliveProcess(["run", "--config", try configuration(name)], environment: environment,
+                                                 readStandardError: true)
+                let logs = LogWatch()
+                let reader = Task { await logs.follow(child.lines) }
+                guard let listening = await logs.wait(message: "push endpoint listening") else {
+                    throw PostgresServer.Failure(description: "\(name) never listened: \(logs.raw.suffix(20))")
+                }
+                return Agent(child: child, logs: logs, reader: reader, url: "http://" + (listening.line["push.listen"] ?? ""))
+            }
+            func stored() async throws -> [String: String] {
+                let rows = try await server.psql(
+                    "SELECT id || ' ' || status FROM orderlive_order WHERE account = 'depot-7' ORDER BY id", database: database)
+                var result: [String: String] = [:]
+                for row in rows.split(separator: "\n") {
+                    let parts = row.split(separator: " ")
+                    if parts.count == 2 { result[String(parts[0])] = String(parts[1]) }
+                }
+                return result
+            }
+            let first = try await start("first")
+            let watchdog = Task {
+                try await Task.sleep(for: .seconds(40))
+                first.child.signal(SIGKILL)
+            }
+            defer { watchdog.cancel() }
+            guard let led = await first.logs.wait(message: "this agent leads its account now: it streams and applies") else {
+                Issue.record("the first agent never led: \(first.logs.raw.suffix(30).joined(separator: "\n"))")
+                return
+            }
+            #expect(led.line["cluster.epoch"] == "1")
+            let second = try await start("second")
+            let secondWatchdog = Task {
+                try await Task.sleep(for: .seconds(40))
+                second.child.signal(SIGKILL)
+            }
+            defer { secondWatchdog.cancel() }
+
+            // The leader streams and applies.
+            for id in ids { book.update(id, status: "assigned") }
+            let streamed = try #require(await first.logs.wait(message: "event journaled", ["stream.event.id": "\(book.latestSequence)"]))
+            _ = try #require(await first.logs.wait(from: streamed.index, message: "journal drained"))
+            #expect(try await stored() == book.snapshot.mapValues(\.status))
+
+            // A push to the follower: it journals, the leader is woken by NOTIFY and applies.
+            book.update(ids[0], status: "delivering", announce: .silent)
+            let version = try #require(book.snapshot["\(ids[0])"]?.version)
+            let push = try await loop.perform(HTTPRequest(
+                url: second.url + "/api/push", method: "POST", headers: ["Content-Type": "application/json"],
+                body: Array(#"{"notifications":[{"tokens":["t"],"platform":2,"content_available":true,"data":{"type":"order.status_changed","order_id":\#(ids[0]),"version":\#(version)}}]}"#.utf8)))
+            #expect(push.status == 200, "\(String(decoding: push.body, as: UTF8.self))")
+            _ = try #require(await first.logs.wait(
+                message: "sync job applied", ["sync.job.kind": "fetch", "sync.job.order_id": "\(ids[0])"]))
+            let followerReady = try await http.get(second.url + "/readyz")
+            #expect(followerReady.status == 200, "a follower is ready: \(followerReady.body)")
+            #expect(followerReady.body.contains(#""cluster":{"backend":"postgres","account":"depot-7","role":"follower","epoch":1"#),
+                    "\(followerReady.body)")
+            #expect(!second.logs.lines.contains { $0["message"] == "stream open" }, "a follower never streams")
+
+            // The leader dies; the follower takes over and resumes from the shared cursor.
+            let cursor = try await server.psql(
+                "SELECT value FROM orderlive_stream_cursor WHERE account = 'depot-7'", database: database)
+            let clock = ContinuousClock()
+            let killedAt = clock.now
+            first.child.signal(SIGKILL)
+            _ = await first.child.waitForExit()
+            let took = try #require(await second.logs.wait(message: "this agent leads its account now: it streams and applies"))
+            let takeover = clock.now - killedAt
+            #expect(took.line["cluster.epoch"] == "2")
+            #expect(takeover < .seconds(5), "failover_s is 3 s; the takeover took \(takeover)")
+            let resumed = try #require(await second.logs.wait(from: took.index, message: "stream open"))
+            #expect(resumed.line["stream.cursor"] == cursor)
+            book.update(ids[1], status: "delivered")
+            book.delete(ids[2])
+            let created = book.create()
+            let caughtUp = try #require(await second.logs.wait(
+                from: resumed.index, message: "event journaled", ["stream.event.id": "\(book.latestSequence)"]))
+            _ = try #require(await second.logs.wait(from: caughtUp.index, message: "journal drained"))
+            let upstream = book.snapshot.mapValues(\.status)
+            #expect(try await stored() == upstream)
+            #expect(upstream["\(created)"] != nil && upstream["\(ids[2])"] == nil)
+            let leaderReady = try await http.get(second.url + "/readyz")
+            #expect(leaderReady.body.contains(#""role":"leader","epoch":2"#), "\(leaderReady.body)")
+            let metrics = try await http.get(second.url + "/metrics").body
+            #expect(metrics.contains("orderlive_cluster_leader 1") && metrics.contains("orderlive_cluster_takeovers_total 1"),
+                    "\(metrics)")
+
+            // `orders list` reads the account from PostgreSQL, like the agents.
+            let lister = try OrderliveProcess(["orders", "list", "--json", "--config", try configuration("second")],
+                                              environment: environment)
+            var output: [String] = []
+            for await line in lister.lines { output.append(line) }
+            let (listed, errors) = await lister.waitForExit()
+            #expect(listed == 0, "\(errors)")
+            let array = try JSONSerialization.jsonObject(with: Data(output.joined(separator: "\n").utf8)) as? [[String: Any]] ?? []
+            #expect(Dictionary(uniqueKeysWithValues: array.map { ("\($0["id"] ?? "")", "\($0["status"] ?? "")") }) == upstream)
+
+            // SIGTERM: the new leader stops cleanly.
+            second.child.signal(SIGTERM)
+            let (status, _) = await second.child.waitForExit()
+            #expect(status == 0)
+            await first.reader.value
+            await second.reader.value
+        }
+        await loop.shutdown()
+    }
+}
