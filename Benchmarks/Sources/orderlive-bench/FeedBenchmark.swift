@@ -414,10 +414,12 @@ func feedBenchmark() async throws {
     let program = try AgentBuilder.build(configuration: configuration, logger: logger, environment: [:])
     guard let server = program.apiServer else { return }
     // Twenty orders in the store: each subscriber's snapshot.
-    try program.store.applyPage(try (0..<20).map { try benchOrder($0, version: 1, status: "created") })
+    // The benchmark's configuration keeps the default SQLite engine, whose writes the committer calls directly.
+    guard let store = program.store as? OrderStore else { return }
+    try store.applyPage(try (0..<20).map { try benchOrder($0, version: 1, status: "created") })
     let running = Task { try await program.run(handlingSignals: false) }
     let port = await server.port
-    let committer = Committer(store: program.store, orders: 20)
+    let committer = Committer(store: store, orders: 20)
     print("")
     print("change feed: \(subscribers) subscribers on one agent (load generator: feed-client, its own process on SwiftNIO, \(System.coreCount) event loops)")
     print("| subscribers | phase | changes committed | changes/s | deliveries | deliveries/s | per delivery p50 / p99 / max ms | to every subscriber p50 / p99 / max ms | cut off | agent RSS MB |")

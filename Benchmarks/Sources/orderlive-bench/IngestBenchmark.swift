@@ -141,7 +141,7 @@ func withAgent(durability: StoreDurability, _ body: @Sendable @escaping (Int) as
     resetPeakResident()
     var result = try await body(port)
     result?.memory = "\(format(before, 0)) → \(format(residentMegabytes("VmRSS"), 0)) (\(format(residentMegabytes("VmHWM"), 0)))"
-    let counts = try program.store.counts()
+    let counts = try await program.store.counts()
     await program.shutdown()
     try await running.value
     return (result, counts.orders + counts.journalDepth)

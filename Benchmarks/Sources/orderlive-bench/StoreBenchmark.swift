@@ -54,7 +54,7 @@ func storeBenchmark() async throws {
                     }
                 }, batchEnded: {
                     // Group commit: the batch's jobs and last cursor in one transaction.
-                    try ingest.journal(batch: pending)
+                    try await ingest.journal(batch: pending)
                     pending.removeAll(keepingCapacity: true)
                     wake.signal()
                 })
@@ -103,7 +103,7 @@ func commitLatency() async throws {
                 if case .event(let event) = update { pending.append(event) }
             }, batchEnded: {
                 guard !pending.isEmpty else { return }
-                try ingest.journal(batch: pending)
+                try await ingest.journal(batch: pending)
                 let committed = ContinuousClock.now
                 wake.signal()
                 for event in pending {
