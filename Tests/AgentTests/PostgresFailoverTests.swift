@@ -22,7 +22,11 @@ import Glibc
         let url: String
     }
 
-    @Test func whenTheLeaderIsKilledTheFollowerTakesOverAndTheStoreEndsEqualToTheBackend() async throws {
+    /// SIGKILL: the leader's sockets close and the lock is free at once. SIGSTOP: the frozen leader's
+    /// session is ended by the server after `failover_s` (`idle_session_timeout`); after SIGCONT its
+    /// late writes are refused by the fence and it steps down.
+    @Test(arguments: [SIGKILL, SIGSTOP])
+    func whenTheLeaderIsKilledOrFrozenTheFollowerTakesOverAndTheStoreEndsEqualToTheBackend(signal: Int32) async throws {
         let server = try await PostgresServer.running()
         let database = try await server.database()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-pg-e2e-\(UUID().uuidString)").path
@@ -128,12 +132,21 @@ import Glibc
                 "SELECT value FROM orderlive_stream_cursor WHERE account = 'depot-7'", database: database)
             let clock = ContinuousClock()
             let killedAt = clock.now
-            first.child.signal(SIGKILL)
-            _ = await first.child.waitForExit()
+            first.child.signal(signal)
+            if signal == SIGKILL { _ = await first.child.waitForExit() }
+            // Changes the frozen leader's open stream is sent too: it reads them when it wakes.
+            if signal == SIGSTOP { book.update(ids[3], status: "picked_up") }
             let took = try #require(await second.logs.wait(message: "this agent leads its account now: it streams and applies"))
             let takeover = clock.now - killedAt
             #expect(took.line["cluster.epoch"] == "2")
             #expect(takeover < .seconds(5), "failover_s is 3 s; the takeover took \(takeover)")
+            if signal == SIGSTOP {
+                // Woken, the old leader finds its session ended: it steps down, and nothing it
+                // still tries to write passes the fence.
+                let before = first.logs.count
+                first.child.signal(SIGCONT)
+                _ = try #require(await first.logs.wait(from: before, message: "the database cannot be used for leadership; retrying"))
+            }
             let resumed = try #require(await second.logs.wait(from: took.index, message: "stream open"))
             #expect(resumed.line["stream.cursor"] == cursor)
             book.update(ids[1], status: "delivered")
@@ -161,10 +174,19 @@ import Glibc
             let array = try JSONSerialization.jsonObject(with: Data(output.joined(separator: "\n").utf8)) as? [[String: Any]] ?? []
             #expect(Dictionary(uniqueKeysWithValues: array.map { ("\($0["id"] ?? "")", "\($0["status"] ?? "")") }) == upstream)
 
-            // SIGTERM: the new leader stops cleanly.
+            // SIGTERM: the new leader stops cleanly (and the woken old one, a follower now).
             second.child.signal(SIGTERM)
             let (status, _) = await second.child.waitForExit()
             #expect(status == 0)
+            if signal == SIGSTOP {
+                #expect(first.logs.lines.filter { $0["message"] == "this agent leads its account now: it streams and applies" }.count == 1,
+                        "the woken leader did not lead again while the other led")
+                first.child.signal(SIGTERM)
+                let (oldStatus, _) = await first.child.waitForExit()
+                #expect(oldStatus == 0)
+            }
+            let epochs = try await server.psql("SELECT epoch FROM orderlive_leadership WHERE account = 'depot-7'", database: database)
+            #expect(epochs == "2", "exactly one takeover")
             await first.reader.value
             await second.reader.value
         }
