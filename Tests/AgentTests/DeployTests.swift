@@ -21,7 +21,7 @@ import TestSupport
         let stand = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-deploy-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: stand, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: stand) }
-        for name in ["password", "ingest-secret", "credentials-key"] {
+        for name in ["password", "ingest-secret", "credentials-key", "pg-password", "api-tokens"] {
             try Data("secret".utf8).write(to: stand.appendingPathComponent(name))
         }
         let file = stand.appendingPathComponent("orderlive.yaml")
@@ -32,6 +32,8 @@ import TestSupport
         configuration.auth.passwordFile = back(configuration.auth.passwordFile)
         configuration.ingest.secretFile = back(configuration.ingest.secretFile)
         configuration.auth.credentialsKeyFile = back(configuration.auth.credentialsKeyFile)
+        configuration.store.postgresPasswordFile = back(configuration.store.postgresPasswordFile)
+        configuration.api.tokensFile = back(configuration.api.tokensFile)
         return configuration
     }
 
@@ -89,6 +91,32 @@ import TestSupport
         #expect(configuration.store.stateDirectory == "/var/lib/orderlive")
         for probe in ["path: /healthz", "path: /readyz"] { #expect(manifest.contains(probe)) }
         #expect(manifest.contains("replicas: 1") && manifest.contains("type: Recreate"))
+    }
+
+    /// Three agents for one account on a managed PostgreSQL (DESIGN §12): the embedded file loads,
+    /// names the database password as a mounted secret (never in the URL), and the pods may run side
+    /// by side behind one Service.
+    @Test func kubernetesPostgresExampleRunsSeveralAgentsForOneAccount() async throws {
+        let manifest = try Self.text("Deploy/kubernetes/orderlive-postgres.yaml")
+        let lines = manifest.split(separator: "\n", omittingEmptySubsequences: false)
+        let start = try #require(lines.firstIndex { $0.trimmingCharacters(in: .whitespaces) == "orderlive.yaml: |" })
+        var embedded: [Substring] = []
+        for line in lines[(start + 1)...] {
+            guard line.hasPrefix("    ") else { break }
+            embedded.append(line.dropFirst(4))
+        }
+        let configuration = try await Self.load(yaml: embedded.joined(separator: "\n") + "\n", secretsIn: "/run/secrets/orderlive")
+        Self.expectSecrets(configuration, in: "/run/secrets/orderlive", names: ["password", "ingest-secret", "credentials-key"])
+        #expect(configuration.store.backend == .postgres)
+        #expect(configuration.store.postgresPasswordFile == "/run/secrets/orderlive/pg-password")
+        #expect(configuration.api.tokensFile == "/run/secrets/orderlive/api-tokens")
+        #expect(configuration.store.postgresURL.contains("sslmode=verify-full"))
+        #expect(!configuration.store.postgresURL.contains(":replace-me@"))
+        for secret in ["pg-password:", "api-tokens:", "password:", "ingest-secret:", "credentials-key:"] {
+            #expect(manifest.contains("  \(secret)"), "the Secret has no \(secret)")
+        }
+        #expect(manifest.contains("replicas: 3") && !manifest.contains("type: Recreate"))
+        for probe in ["path: /healthz", "path: /readyz"] { #expect(manifest.contains(probe)) }
     }
 
     @Test func systemdUnitVerifies() async throws {
