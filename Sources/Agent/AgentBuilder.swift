@@ -246,7 +246,7 @@ public enum AgentBuilder {
                 StreamStatusRecorder(state: state, stateDirectory: configuration.store.stateDirectory, logger: logger),
                 PostgresNotificationService(notifications: PostgresNotifications(
                     store: postgres, changes: { feedWake.signal() }, jobs: { wake.signal() }, logger: logger)),
-                LeaderOnlyService(leadership: leadership, work: [stream, executorService]),
+                LeaderOnlyService(leadership: leadership, work: [stream, executorService], logger: logger),
             ]
         } else {
             services += [

@@ -63,6 +63,7 @@ struct PostgresNotificationService: Service {
 struct LeaderOnlyService: Service {
     let leadership: PostgresLeadership
     let work: [any Service]
+    let logger: Logger
 
     func run() async throws {
         let stopping = StopFlag()
@@ -70,7 +71,10 @@ struct LeaderOnlyService: Service {
             await leadership.run(until: stopping) {
                 await withTaskGroup(of: Void.self) { group in
                     for service in work {
-                        group.addTask { try? await service.run() }
+                        group.addTask {
+                            try? await service.run()
+                            logger.debug("leader work ended", metadata: ["cluster.work": "\(type(of: service))"])
+                        }
                     }
                     await group.waitForAll()
                 }

@@ -127,7 +127,13 @@ public final class PostgresLeadership: Sendable {
                     // The connection must answer within the interval, every interval.
                     while true {
                         try await Task.sleep(for: self.interval)
-                        try await self.probe(connection)
+                        do {
+                            try await self.probe(connection)
+                        } catch {
+                            self.logger.warning("the leadership connection failed: stopping the stream and the executor",
+                                                metadata: ["store.reason": "\(PostgresOrderStore.readable(error))"])
+                            throw error
+                        }
                     }
                 }
                 defer { group.cancelAll() }

@@ -114,44 +114,56 @@ public final class PostgresOrderStore: Sendable {
     /// Runs `body` on a pooled connection. Waiting for one ends after `connectTimeout`: the pool
     /// itself keeps trying to connect to a database that is gone for a minute before it gives up,
     /// and a push must get its `503` long before that. Once leased, `body` runs to its end (the
-    /// server's statement timeout bounds each statement).
+    /// server's statement timeout bounds each statement) unless the connection closes under it: a
+    /// query in flight when the server ends its connection was seen never to return (PostgresNIO
+    /// 1.33), so `body` runs in a task of its own that is abandoned then, and a watchdog fails the
+    /// call instead. The abandoned task can commit nothing: its connection is gone.
     func withLease<T: Sendable>(
         preparing: Bool = false, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         // The schema is migrated on first use, so an agent starts while its database is away.
         if !preparing, !prepared.withLock({ $0 }) { try await prepare() }
-        let leased = Locked(false)
+        let leased = Locked<PostgresConnection?>(nil)
+        let outcome = OneShot<Result<T, any Error>>()
         let timeout = configuration.connectTimeout
         let client = self.client
-        do {
-            return try await withThrowingTaskGroup(of: T?.self) { group in
-                group.addTask {
-                    try await client.withConnection { connection -> T in
-                        leased.withLock { $0 = true }
-                        return try await body(connection)
-                    }
+        let work = Task {
+            do {
+                let value = try await client.withConnection { connection -> T in
+                    leased.withLock { $0 = connection }
+                    return try await body(connection)
                 }
-                group.addTask {
-                    try await Task.sleep(for: timeout)
-                    if leased.withLock({ $0 }) { return nil }
-                    throw DatabaseUnreachable(waited: timeout)
-                }
-                while let result = try await group.next() {
-                    if let result {
-                        group.cancelAll()
-                        return result
-                    }
-                }
-                throw DatabaseUnreachable(waited: timeout)
+                _ = outcome.give(.success(value))
+            } catch {
+                // Whatever ended the wait for a connection (the pool's circuit breaker, a refused
+                // connection) means the same to the operator; errors after it are the database's.
+                _ = outcome.give(.failure(leased.withLock { $0 } == nil ? DatabaseUnreachable(waited: nil) : error))
             }
-        } catch let error as DatabaseUnreachable {
-            throw error
-        } catch {
-            // Whatever ended the wait for a connection (the pool's circuit breaker, a refused
-            // connection) means the same to the operator; errors after it are the database's.
-            if !leased.withLock({ $0 }), !Task.isCancelled { throw DatabaseUnreachable(waited: nil) }
-            throw error
         }
+        let watchdog = Task {
+            let clock = ContinuousClock()
+            let deadline = clock.now.advanced(by: timeout)
+            while outcome.current == nil {
+                try? await Task.sleep(for: .milliseconds(50))
+                if Task.isCancelled { return }
+                switch leased.withLock({ $0 }) {
+                case nil where clock.now >= deadline:
+                    _ = outcome.give(.failure(DatabaseUnreachable(waited: timeout)))
+                case let connection? where connection.isClosed:
+                    _ = outcome.give(.failure(DatabaseUnreachable(waited: nil)))
+                default:
+                    break
+                }
+            }
+        }
+        let result = await withTaskCancellationHandler {
+            await outcome.value
+        } onCancel: {
+            _ = outcome.give(.failure(CancellationError()))
+        }
+        watchdog.cancel()
+        if case .failure = result { work.cancel() }
+        return try result.get()
     }
 
     /// The fence (DESIGN §12): the account's epoch must still be ours, read under a share lock that

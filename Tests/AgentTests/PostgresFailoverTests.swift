@@ -192,4 +192,126 @@ import Glibc
         }
         await loop.shutdown()
     }
+
+    /// The database stopped and started while pushes keep coming: every push is answered 200 or
+    /// 503 (never hangs past `failover_s`), every push answered 200 is journaled (its `notif_id`
+    /// kept) and applied, and the agent recovers by itself: it leads again and its store ends equal
+    /// to the Sandbox.
+    @Test func theDatabaseStoppedAndStartedUnderLoadLosesNothingAcknowledgedAndTheAgentRecovers() async throws {
+        let server = try await PostgresServer.dedicated()
+        let database = try await server.database()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-pg-restart-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let passwordFile = directory + "/password"
+        try Data((SandboxUser.demo.password + "\n").utf8).write(to: URL(fileURLWithPath: passwordFile))
+        let configFile = directory + "/orderlive.yaml"
+        try Data("""
+            auth:
+              identifier: "\(SandboxUser.demo.identifier)"
+              password_file: "\(passwordFile)"
+            stream:
+              initial_delay_ms: 0
+              max_delay_ms: 200
+            ingest:
+              listen: "127.0.0.1:0"
+            api:
+              listen: ""
+            store:
+              state_dir: "\(directory)/state"
+              backend: "postgres"
+              postgres_url: "\(server.url(database: database))"
+              account: "depot-9"
+              failover_s: 2
+            log:
+              level: "debug"
+              format: "json"
+
+            """.utf8).write(to: URL(fileURLWithPath: configFile))
+        let sandbox = SandboxConfiguration(
+            port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true), feed: .orderBook)
+        let loop = try CurlLoop(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        try await Sandbox.withRunning(sandbox) { sandbox in
+            let book = sandbox.orders
+            let ids = (0..<6).map { _ in book.create() }
+            let child = try OrderliveProcess(["run", "--config", configFile],
+                                             environment: ["ORDERLIVE_UPSTREAM_BASE_URL": await sandbox.baseURL],
+                                             readStandardError: true)
+            let logs = LogWatch()
+            let reader = Task { await logs.follow(child.lines) }
+            let watchdog = Task {
+                try await Task.sleep(for: .seconds(90))
+                child.signal(SIGKILL)
+            }
+            defer { watchdog.cancel() }
+            let listening = try #require(await logs.wait(message: "push endpoint listening"))
+            let pushURL = "http://" + (listening.line["push.listen"] ?? "") + "/api/push"
+            _ = try #require(await logs.wait(message: "this agent leads its account now: it streams and applies"))
+
+            // Pushes, one notification each with its own notif_id, before, during and after the outage.
+            var accepted: [String] = []
+            var refused = 0
+            var number = 0
+            func push() async throws {
+                number += 1
+                let id = ids[number % ids.count]
+                book.update(id, status: number % 2 == 0 ? "assigned" : "picked_up", announce: .silent)
+                let clock = ContinuousClock()
+                let sent = clock.now
+                let answer = try await loop.perform(HTTPRequest(
+                    url: pushURL, method: "POST", headers: ["Content-Type": "application/json"],
+                    body: Array(#"{"notifications":[{"tokens":["t"],"platform":2,"notif_id":"n-\#(number)","data":{"type":"order.updated","order_id":\#(id)}}]}"#.utf8)))
+                #expect(clock.now - sent < .seconds(4), "a push waited \(clock.now - sent) for the database")
+                switch answer.status {
+                case 200: accepted.append("n-\(number)")
+                case 503: refused += 1
+                default: Issue.record("push answered \(answer.status)")
+                }
+            }
+            for _ in 0..<5 { try await push() }
+            try await server.stop()
+            for _ in 0..<3 { try await push() }
+            let unwritable = try #require(await logs.wait(message: "the order store cannot be written; pushes get 503 and the stream waits"))
+            let reason = unwritable.line["store.reason"] ?? ""
+            #expect(reason.contains("cannot be reached") || reason.contains("shutting down"), "\(unwritable.line)")
+            try await server.start()
+            // Recovered by itself: it leads again, and pushes are accepted.
+            guard await logs.wait(from: unwritable.index, message: "this agent leads its account now: it streams and applies") != nil else {
+                Issue.record("the agent did not lead again: \(logs.raw.suffix(60).joined(separator: "\n"))")
+                return
+            }
+            for _ in 0..<5 { try await push() }
+            #expect(refused >= 1, "pushes while the database was gone get 503")
+            #expect(accepted.count >= 10)
+
+            // Every acknowledged push is journaled: its notif_id is kept...
+            let keys = try await server.psql(
+                "SELECT id FROM orderlive_dedupe_key WHERE account = 'depot-9' AND id LIKE 'notification:%'", database: database)
+            let kept = Set(keys.split(separator: "\n").map { String($0.dropFirst("notification:".count)) })
+            #expect(Set(accepted).isSubset(of: kept), "acknowledged but not kept: \(Set(accepted).subtracting(kept).sorted())")
+            // ...and applied: the store ends equal to the Sandbox.
+            let clock = ContinuousClock()
+            let deadline = clock.now.advanced(by: .seconds(30))
+            var stored: [String: String] = [:]
+            let upstream = book.snapshot.mapValues(\.status)
+            while clock.now < deadline {
+                let rows = try await server.psql(
+                    "SELECT id || ' ' || status FROM orderlive_order WHERE account = 'depot-9'", database: database)
+                stored = Dictionary(uniqueKeysWithValues: rows.split(separator: "\n").compactMap { row in
+                    let parts = row.split(separator: " ")
+                    return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
+                })
+                let depth = try await server.psql("SELECT COUNT(*) FROM orderlive_job WHERE account = 'depot-9'", database: database)
+                if stored == upstream, depth == "0" { break }
+                _ = await logs.wait(from: logs.count, message: "journal drained")
+            }
+            #expect(stored == upstream)
+            child.signal(SIGTERM)
+            let (status, _) = await child.waitForExit()
+            #expect(status == 0)
+            await reader.value
+        }
+        await loop.shutdown()
+        try? await server.stop()
+    }
 }

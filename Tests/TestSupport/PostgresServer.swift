@@ -38,10 +38,38 @@ public final class PostgresServer: Sendable {
 
     private static let started = Task<PostgresServer, any Error> { try await PostgresServer.start() }
 
-    private init(port: Int, directory: String, binaries: String) {
+    /// Runs a server command (as `postgres` when root).
+    private let prefix: [String]
+    /// The server's `-o` options (port, socket directory, settings).
+    private let options: String
+
+    private init(port: Int, directory: String, binaries: String, prefix: [String], options: String) {
         self.port = port
         self.directory = directory
         self.binaries = binaries
+        self.prefix = prefix
+        self.options = options
+    }
+
+    /// A cluster of the calling test's own, for a test that stops and starts it (the shared one of
+    /// ``running()`` must stay up for the tests beside it).
+    public static func dedicated() async throws -> PostgresServer {
+        try await start()
+    }
+
+    /// Stops the server (`pg_ctl stop -m fast`): its connections are closed, new ones refused.
+    public func stop() async throws {
+        let run = try await Self.run(prefix + [binaries + "/pg_ctl", "-D", directory + "/data", "-m", "fast", "-w", "stop"])
+        guard run.status == 0 else { throw Failure(description: "pg_ctl stop failed: \(run.output)") }
+    }
+
+    /// Starts the stopped server again on the same port.
+    public func start() async throws {
+        let run = try await Self.run(prefix + [
+            binaries + "/pg_ctl", "-D", directory + "/data", "-w", "-t", "60", "-l", directory + "/server.log", "-o", options,
+            "start",
+        ])
+        guard run.status == 0 else { throw Failure(description: "pg_ctl start failed: \(run.output)") }
     }
 
     /// Creates an empty database and returns its name.
@@ -111,7 +139,7 @@ public final class PostgresServer: Sendable {
             ])
             if started.status == 0 {
                 try watch(directory: directory, stop: prefix + [binaries + "/pg_ctl", "-D", directory + "/data", "-m", "immediate", "stop"])
-                return PostgresServer(port: port, directory: directory, binaries: binaries)
+                return PostgresServer(port: port, directory: directory, binaries: binaries, prefix: prefix, options: options)
             }
             lastOutput = started.output + ((try? String(contentsOfFile: directory + "/server.log", encoding: .utf8)) ?? "")
         }
