@@ -1,3 +1,4 @@
+import AsyncSignals
 import CurlHTTP
 import Foundation
 import Logging
@@ -313,5 +314,172 @@ import Glibc
         }
         await loop.shutdown()
         try? await server.stop()
+    }
+
+    /// Three agents for one account; five times the leader is killed with SIGKILL at a random
+    /// moment (and restarted, so three agents remain), then once frozen with SIGSTOP beyond
+    /// `failover_s`, while the Sandbox changes orders and pushes go to every agent. After each, a
+    /// follower leads with the next epoch within `failover_s` plus its reconnect delay; at the end
+    /// every acknowledged push is kept and the store equals the Sandbox.
+    @Test func threeAgentsSurviveFiveKilledLeadersAndAFrozenOne() async throws {
+        let server = try await PostgresServer.running()
+        let database = try await server.database()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-pg-three-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let passwordFile = directory + "/password"
+        try Data((SandboxUser.demo.password + "\n").utf8).write(to: URL(fileURLWithPath: passwordFile))
+        func configuration(_ name: String) throws -> String {
+            let file = directory + "/\(name).yaml"
+            try Data("""
+                auth:
+                  identifier: "\(SandboxUser.demo.identifier)"
+                  password_file: "\(passwordFile)"
+                stream:
+                  initial_delay_ms: 0
+                  max_delay_ms: 200
+                ingest:
+                  listen: "127.0.0.1:0"
+                api:
+                  listen: ""
+                store:
+                  state_dir: "\(directory)/\(name)"
+                  backend: "postgres"
+                  postgres_url: "\(server.url(database: database))"
+                  account: "depot-3"
+                  failover_s: 3
+                log:
+                  level: "debug"
+                  format: "json"
+
+                """.utf8).write(to: URL(fileURLWithPath: file))
+            return file
+        }
+        let leads = "this agent leads its account now: it streams and applies"
+        let sandbox = SandboxConfiguration(
+            port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true), feed: .orderBook)
+        let loop = try CurlLoop(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        try await Sandbox.withRunning(sandbox) { sandbox in
+            let environment = ["ORDERLIVE_UPSTREAM_BASE_URL": await sandbox.baseURL]
+            let book = sandbox.orders
+            let ids = (0..<8).map { _ in book.create() }
+            var random = SplitMix(state: 0x5EED_0015)
+            let children = Locked<[OrderliveProcess]>([])
+            func start(_ name: String) async throws -> Agent {
+                let child = try OrderliveProcess(["run", "--config", try configuration(name)], environment: environment,
+                                                 readStandardError: true)
+                children.withLock { $0.append(child) }
+                let logs = LogWatch()
+                let reader = Task { await logs.follow(child.lines) }
+                guard let listening = await logs.wait(message: "push endpoint listening") else {
+                    throw PostgresServer.Failure(description: "\(name) never listened: \(logs.raw.suffix(20))")
+                }
+                return Agent(child: child, logs: logs, reader: reader, url: "http://" + (listening.line["push.listen"] ?? ""))
+            }
+            var agents: [String: Agent] = [:]
+            for name in ["a", "b", "c"] { agents[name] = try await start(name) }
+            let watchdog = Task {
+                try await Task.sleep(for: .seconds(240))
+                for child in children.withLock({ $0 }) { child.signal(SIGKILL) }
+            }
+            defer { watchdog.cancel() }
+            var accepted: [String] = []
+            var pushes = 0
+            var down: String?
+            func change() async throws {
+                let id = ids[Int(random.next() % UInt64(ids.count))]
+                book.update(id, status: ["assigned", "picked_up", "delivering"][Int(random.next() % 3)],
+                            announce: random.next() % 2 == 0 ? .fullBody : .silent)
+                pushes += 1
+                // As a load balancer would: only to agents that are up.
+                let up = agents.filter { $0.key != down }.values.sorted { $0.url < $1.url }
+                let target = up[Int(random.next() % UInt64(up.count))]
+                let answer = try await loop.perform(HTTPRequest(
+                    url: target.url + "/api/push", method: "POST", headers: ["Content-Type": "application/json"],
+                    body: Array(#"{"notifications":[{"tokens":["t"],"platform":2,"notif_id":"p-\#(pushes)","data":{"type":"order.updated","order_id":\#(id)}}]}"#.utf8)))
+                if answer.status == 200 { accepted.append("p-\(pushes)") }
+            }
+            /// The agent that leads with `epoch`, once one does. (A log wait cannot be cancelled: the
+            /// others' end when their process does.)
+            func leader(epoch: Int) async -> String? {
+                let found = OneShot<String?>()
+                for (name, agent) in agents {
+                    Task {
+                        if await agent.logs.wait(message: leads, ["cluster.epoch": "\(epoch)"]) != nil { _ = found.give(name) }
+                    }
+                }
+                let deadline = Task {
+                    try? await Task.sleep(for: .seconds(30))
+                    _ = found.give(nil)
+                }
+                defer { deadline.cancel() }
+                return await found.value
+            }
+            var epoch = 1
+            var current = try #require(await leader(epoch: epoch))
+            let clock = ContinuousClock()
+            for round in 0..<6 {
+                for _ in 0..<(3 + Int(random.next() % 5)) { try await change() }
+                let victim = try #require(agents[current])
+                let frozen = round == 5
+                let killedAt = clock.now
+                down = current
+                victim.child.signal(frozen ? SIGSTOP : SIGKILL)
+                epoch += 1
+                for _ in 0..<3 { try await change() }
+                guard let next = await leader(epoch: epoch) else {
+                    Issue.record("nobody led with epoch \(epoch) after the leader \(current) was stopped")
+                    return
+                }
+                let took = clock.now - killedAt
+                #expect(took < .seconds(6), "round \(round): failover_s 3 s, the takeover took \(took)")
+                #expect(next != current)
+                if frozen {
+                    victim.child.signal(SIGCONT)
+                } else {
+                    _ = await victim.child.waitForExit()
+                    await victim.reader.value
+                    agents[current] = try await start(current)
+                }
+                down = nil
+                current = next
+            }
+            for _ in 0..<5 { try await change() }
+            #expect(accepted.count >= pushes - 6, "most pushes are accepted (\(accepted.count) of \(pushes))")
+
+            // The leader catches up: the store ends equal to the Sandbox, with an empty journal.
+            let upstream = book.snapshot.mapValues(\.status)
+            let newest = "\(book.latestSequence)"
+            let leaderLogs = try #require(agents[current]?.logs)
+            _ = try #require(await leaderLogs.wait(message: "event journaled", ["stream.event.id": newest]))
+            var stored: [String: String] = [:]
+            var depth = ""
+            for _ in 0..<100 {
+                let rows = try await server.psql(
+                    "SELECT id || ' ' || status FROM orderlive_order WHERE account = 'depot-3'", database: database)
+                stored = Dictionary(uniqueKeysWithValues: rows.split(separator: "\n").compactMap { row in
+                    let parts = row.split(separator: " ")
+                    return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
+                })
+                depth = try await server.psql("SELECT COUNT(*) FROM orderlive_job WHERE account = 'depot-3'", database: database)
+                if stored == upstream, depth == "0" { break }
+                _ = await leaderLogs.wait(from: leaderLogs.count, message: "journal drained")
+            }
+            #expect(stored == upstream)
+            #expect(depth == "0")
+            let keys = try await server.psql(
+                "SELECT id FROM orderlive_dedupe_key WHERE account = 'depot-3' AND id LIKE 'notification:%'", database: database)
+            let kept = Set(keys.split(separator: "\n").map { String($0.dropFirst("notification:".count)) })
+            #expect(Set(accepted).isSubset(of: kept), "acknowledged but not kept: \(Set(accepted).subtracting(kept).sorted())")
+            #expect(try await server.psql("SELECT epoch FROM orderlive_leadership WHERE account = 'depot-3'", database: database)
+                == "\(epoch)")
+            for agent in agents.values {
+                agent.child.signal(SIGTERM)
+                let (status, _) = await agent.child.waitForExit()
+                #expect(status == 0)
+                await agent.reader.value
+            }
+        }
+        await loop.shutdown()
     }
 }
