@@ -34,7 +34,31 @@ public enum StreamStatusFile {
         snapshot.lastEventAt = Checked.jsonNumber(object["last_event_at"]).flatMap {
             Checked.finite($0, in: 0...Double(Checked.unixTimeRange.upperBound))
         }
+        if let cluster = object["cluster"] as? [String: Any] {
+            snapshot.cluster.backend = (cluster["backend"] as? String) == "postgres" ? "postgres" : "sqlite"
+            snapshot.cluster.account = cluster["account"] as? String
+            // A stopped agent leads nothing; with SQLite the one agent is the leader by definition.
+            let role = (cluster["role"] as? String) == "leader" ? "leader" : "follower"
+            snapshot.cluster.role = snapshot.cluster.backend == "sqlite" ? "leader" : (alive ? role : "follower")
+            snapshot.cluster.epoch = Checked.jsonInteger(cluster["epoch"])
+            snapshot.cluster.leader = cluster["leader"] as? String
+            snapshot.cluster.takeovers = Checked.jsonInteger(cluster["takeovers"]).flatMap { Int(exactly: $0) } ?? 0
+            snapshot.cluster.database = cluster["database"] as? String
+        }
         return snapshot
+    }
+
+    /// ``read(stateDirectory:)`` for `configuration`'s state directory. With PostgreSQL and no
+    /// agent run here yet, the cluster is this account's, and the agent a follower until it runs.
+    public static func read(for configuration: OrderliveConfiguration) -> AgentState.Snapshot? {
+        var stream = read(stateDirectory: configuration.store.stateDirectory)
+        if configuration.store.backend == .postgres, stream?.cluster.backend != "postgres" {
+            var known = stream ?? AgentState.Snapshot()
+            let account = try? AgentBuilder.postgresSettings(configuration, environment: ProcessInfo.processInfo.environment).account
+            known.cluster = .init(backend: "postgres", account: account, role: "follower")
+            stream = known
+        }
+        return stream
     }
 
     /// Writes `snapshot` atomically (a temporary file renamed over the old one).
@@ -43,6 +67,7 @@ public enum StreamStatusFile {
             #""pid":\#(getpid())"#, #""state":\#(JSONText.string(snapshot.stream.rawValue))"#,
             #""reconnects":\#(snapshot.reconnects)"#,
             #""last_event_at":\#(snapshot.lastEventAt.map { String($0) } ?? "null")"#,
+            #""cluster":\#(snapshot.cluster.json)"#,
         ].joined(separator: ",") + "}\n"
         let target = path(stateDirectory: stateDirectory)
         let temporary = target + ".tmp"
@@ -66,7 +91,7 @@ struct StreamStatusRecorder: Service {
             while !Task.isCancelled {
                 let snapshot = state.snapshot
                 if snapshot.stream != written?.stream || snapshot.reconnects != written?.reconnects
-                    || snapshot.lastEventAt != written?.lastEventAt {
+                    || snapshot.lastEventAt != written?.lastEventAt || snapshot.cluster != written?.cluster {
                     do {
                         try StreamStatusFile.write(snapshot, stateDirectory: directory)
                         written = snapshot

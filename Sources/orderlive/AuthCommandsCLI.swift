@@ -160,7 +160,7 @@ struct Status: AsyncParsableCommand {
             throw RuntimeFailure(description: "cannot read the order database: \(error)")
         }
         // The running agent's stream state, or what was last known (DESIGN §5).
-        let stream = StreamStatusFile.read(stateDirectory: configuration.store.stateDirectory)
+        let stream = StreamStatusFile.read(for: configuration)
         if json {
             LineWriter.standardOutput.write(line: StatusOutput.json(snapshot, store: store, stream: stream))
         } else {

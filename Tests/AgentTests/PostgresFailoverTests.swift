@@ -159,6 +159,14 @@ import Glibc
             let upstream = book.snapshot.mapValues(\.status)
             #expect(try await stored() == upstream)
             #expect(upstream["\(created)"] != nil && upstream["\(ids[2])"] == nil)
+            // `status` in another process shows the cluster as the agent recorded it.
+            _ = try #require(await second.logs.wait(from: took.index, message: "stream status recorded"))
+            let statusCommand = try OrderliveProcess(["status", "--json", "--config", try configuration("second")], environment: environment)
+            var statusLines: [String] = []
+            for await line in statusCommand.lines { statusLines.append(line) }
+            _ = await statusCommand.waitForExit()
+            #expect(statusLines.joined().contains(#""cluster":{"backend":"postgres","account":"depot-7","role":"leader","epoch":2"#),
+                    "\(statusLines)")
             let leaderReady = try await http.get(second.url + "/readyz")
             #expect(leaderReady.body.contains(#""role":"leader","epoch":2"#), "\(leaderReady.body)")
             let metrics = try await http.get(second.url + "/metrics").body

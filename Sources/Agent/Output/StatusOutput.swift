@@ -40,6 +40,7 @@ public enum StatusOutput {
         } else {
             sections.append(#""owner_user_id":\#(jsonIdentifier(snapshot.userID))"#)
         }
+        sections.append(#""cluster":\#((stream?.cluster ?? AgentState.Cluster()).json)"#)
         return "{" + sections.joined(separator: ",") + "}"
     }
 
@@ -68,6 +69,13 @@ public enum StatusOutput {
             lines.append("orders:   \(store.counts.orders)" + (store.owner.map { " (user \($0))" } ?? ""))
         } else {
             lines.append("orders:   no local order database yet")
+        }
+        if let cluster = stream?.cluster, cluster.backend == "postgres" {
+            var line = "cluster:  postgres, account \(cluster.account ?? "?"), \(cluster.role)"
+            if let epoch = cluster.epoch { line += ", epoch \(epoch)" }
+            if let leader = cluster.leader { line += ", leader \(leader)" }
+            if let database = cluster.database, database != "ok" { line += ", database: \(database)" }
+            lines.append(line)
         }
         lines.append("state:    \(stateDirectory)")
         return lines
