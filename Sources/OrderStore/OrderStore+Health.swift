@@ -19,6 +19,26 @@ public struct StoreWriteHealth: Sendable, Hashable {
     public init() {}
 }
 
+extension StoreWriteHealth {
+    /// Records a write's outcome, whichever engine made it: `fault` is the storage condition it
+    /// failed for, nil for a success. Returns the new health when it changed (for the observer).
+    public mutating func record(fault: String?, at now: @autoclosure () -> Double) -> StoreWriteHealth? {
+        if let fault {
+            failures += 1
+            guard writable || reason != fault else { return nil }
+            writable = false
+            reason = fault
+            since = since ?? now()
+            return self
+        }
+        guard !writable else { return nil }
+        writable = true
+        reason = nil
+        since = nil
+        return self
+    }
+}
+
 extension OrderStore {
     /// The store's write health now.
     public var writeHealth: StoreWriteHealth { health.withLock { $0 } }
@@ -40,21 +60,7 @@ extension OrderStore {
     func noteWrite(failure: (any Error)?) {
         let reason = failure.flatMap(Self.storageFault)
         if failure != nil, reason == nil { return }
-        let changed: StoreWriteHealth? = health.withLock { health in
-            if let reason {
-                health.failures += 1
-                guard health.writable || health.reason != reason else { return nil }
-                health.writable = false
-                health.reason = reason
-                health.since = health.since ?? now()
-                return health
-            }
-            guard !health.writable else { return nil }
-            health.writable = true
-            health.reason = nil
-            health.since = nil
-            return health
-        }
+        let changed = health.withLock { $0.record(fault: reason, at: now()) }
         if let changed { healthChanged(changed) }
     }
 

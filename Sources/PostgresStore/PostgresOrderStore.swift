@@ -185,21 +185,7 @@ public final class PostgresOrderStore: Sendable {
     func noteWrite(failure: (any Error)?) {
         let reason = failure.flatMap(Self.storageFault)
         if failure != nil, reason == nil { return }
-        let changed: StoreWriteHealth? = health.withLock { health in
-            if let reason {
-                health.failures += 1
-                guard health.writable || health.reason != reason else { return nil }
-                health.writable = false
-                health.reason = reason
-                health.since = health.since ?? now()
-                return health
-            }
-            guard !health.writable else { return nil }
-            health.writable = true
-            health.reason = nil
-            health.since = nil
-            return health
-        }
+        let changed = health.withLock { $0.record(fault: reason, at: now()) }
         if let changed { healthChanged(changed) }
     }
 

@@ -37,6 +37,18 @@ import TestSupport
         return configuration
     }
 
+    /// A Kubernetes manifest's ConfigMap file: the indented block after `orderlive.yaml: |`.
+    static func embeddedFile(of manifest: String) throws -> String {
+        let lines = manifest.split(separator: "\n", omittingEmptySubsequences: false)
+        let start = try #require(lines.firstIndex { $0.trimmingCharacters(in: .whitespaces) == "orderlive.yaml: |" })
+        var embedded: [Substring] = []
+        for line in lines[(start + 1)...] {
+            guard line.hasPrefix("    ") else { break }
+            embedded.append(line.dropFirst(4))
+        }
+        return embedded.joined(separator: "\n") + "\n"
+    }
+
     /// The secrets a configuration names, all under `directory`, with the file names given.
     static func expectSecrets(_ configuration: OrderliveConfiguration, in directory: String, names: Set<String>) {
         let paths = [configuration.auth.passwordFile, configuration.ingest.secretFile, configuration.auth.credentialsKeyFile]
@@ -76,15 +88,7 @@ import TestSupport
 
     @Test func kubernetesConfigMapMatchesItsSecretAndMounts() async throws {
         let manifest = try Self.text("Deploy/kubernetes/orderlive.yaml")
-        // The ConfigMap's embedded file: the indented block after `orderlive.yaml: |`.
-        let lines = manifest.split(separator: "\n", omittingEmptySubsequences: false)
-        let start = try #require(lines.firstIndex { $0.trimmingCharacters(in: .whitespaces) == "orderlive.yaml: |" })
-        var embedded: [Substring] = []
-        for line in lines[(start + 1)...] {
-            guard line.hasPrefix("    ") else { break }
-            embedded.append(line.dropFirst(4))
-        }
-        let configuration = try await Self.load(yaml: embedded.joined(separator: "\n") + "\n", secretsIn: "/run/secrets/orderlive")
+        let configuration = try await Self.load(yaml: try Self.embeddedFile(of: manifest), secretsIn: "/run/secrets/orderlive")
         Self.expectSecrets(configuration, in: "/run/secrets/orderlive", names: ["password", "ingest-secret", "credentials-key"])
         #expect(manifest.contains("mountPath: /run/secrets/orderlive"))
         #expect(manifest.contains("mountPath: /var/lib/orderlive"))
@@ -98,14 +102,7 @@ import TestSupport
     /// by side behind one Service.
     @Test func kubernetesPostgresExampleRunsSeveralAgentsForOneAccount() async throws {
         let manifest = try Self.text("Deploy/kubernetes/orderlive-postgres.yaml")
-        let lines = manifest.split(separator: "\n", omittingEmptySubsequences: false)
-        let start = try #require(lines.firstIndex { $0.trimmingCharacters(in: .whitespaces) == "orderlive.yaml: |" })
-        var embedded: [Substring] = []
-        for line in lines[(start + 1)...] {
-            guard line.hasPrefix("    ") else { break }
-            embedded.append(line.dropFirst(4))
-        }
-        let configuration = try await Self.load(yaml: embedded.joined(separator: "\n") + "\n", secretsIn: "/run/secrets/orderlive")
+        let configuration = try await Self.load(yaml: try Self.embeddedFile(of: manifest), secretsIn: "/run/secrets/orderlive")
         Self.expectSecrets(configuration, in: "/run/secrets/orderlive", names: ["password", "ingest-secret", "credentials-key"])
         #expect(configuration.store.backend == .postgres)
         #expect(configuration.store.postgresPasswordFile == "/run/secrets/orderlive/pg-password")

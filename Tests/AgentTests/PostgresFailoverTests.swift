@@ -15,7 +15,7 @@ import Glibc
 /// (ingests pushes, which the leader applies); the leader is killed with SIGKILL and the follower
 /// takes over within `failover_s`, resuming from the shared cursor, and the store ends equal to
 /// the Sandbox.
-@Suite struct PostgresFailoverTests {
+@Suite(.serialized) struct PostgresFailoverTests {
     struct Agent {
         let child: OrderliveProcess
         let logs: LogWatch
@@ -28,178 +28,159 @@ import Glibc
     /// late writes are refused by the fence and it steps down.
     @Test(arguments: [SIGKILL, SIGSTOP])
     func whenTheLeaderIsKilledOrFrozenTheFollowerTakesOverAndTheStoreEndsEqualToTheBackend(signal: Int32) async throws {
-        let server = try await PostgresServer.running()
-        let database = try await server.database()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-pg-e2e-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let passwordFile = directory + "/password"
-        try Data((SandboxUser.demo.password + "\n").utf8).write(to: URL(fileURLWithPath: passwordFile))
-        func configuration(_ name: String) throws -> String {
-            let file = directory + "/\(name).yaml"
-            try Data("""
-                auth:
-                  identifier: "\(SandboxUser.demo.identifier)"
-                  password_file: "\(passwordFile)"
-                stream:
-                  initial_delay_ms: 0
-                  max_delay_ms: 200
-                ingest:
-                  listen: "127.0.0.1:0"
-                api:
-                  listen: ""
-                store:
-                  state_dir: "\(directory)/\(name)"
-                  backend: "postgres"
-                  postgres_url: "\(server.url(database: database))"
-                  account: "depot-7"
-                  failover_s: 3
-                log:
-                  level: "debug"
-                  format: "json"
-
-                """.utf8).write(to: URL(fileURLWithPath: file))
-            return file
-        }
-        let sandbox = SandboxConfiguration(
-            port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true), feed: .orderBook)
-        let loop = try CurlLoop(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-        let http = AgentHTTP(loop: loop)
-        try await Sandbox.withRunning(sandbox) { sandbox in
-            let environment = ["ORDERLIVE_UPSTREAM_BASE_URL": await sandbox.baseURL]
-            let book = sandbox.orders
-            let ids = (0..<4).map { _ in book.create() }
-            func start(_ name: String) async throws -> Agent {
-                let child = try OrderliveProcess(["run", "--config", try configuration(name)], environment: environment,
-                                                 readStandardError: true)
-                let logs = LogWatch()
-                let reader = Task { await logs.follow(child.lines) }
-                guard let listening = await logs.wait(message: "push endpoint listening") else {
-                    throw PostgresServer.Failure(description: "\(name) never listened: \(logs.raw.suffix(20))")
+        try await HeavyScenarios.gate.exclusively {
+            let server = try await PostgresServer.running()
+            let database = try await server.database()
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-pg-e2e-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let passwordFile = directory + "/password"
+            try Data((SandboxUser.demo.password + "\n").utf8).write(to: URL(fileURLWithPath: passwordFile))
+            func configuration(_ name: String) throws -> String {
+                try PostgresAgentConfiguration.write(
+                    directory: directory, name: name, passwordFile: passwordFile, url: server.url(database: database),
+                    account: "depot-7", failover: 3)
+            }
+            let sandbox = SandboxConfiguration(
+                port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true), feed: .orderBook)
+            let loop = try CurlLoop(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+            let http = AgentHTTP(loop: loop)
+            try await Sandbox.withRunning(sandbox) { sandbox in
+                let environment = ["ORDERLIVE_UPSTREAM_BASE_URL": await sandbox.baseURL]
+                let book = sandbox.orders
+                let ids = (0..<4).map { _ in book.create() }
+                func start(_ name: String) async throws -> Agent {
+                    let child = try OrderliveProcess(["run", "--config", try configuration(name)], environment: environment,
+                                                     readStandardError: true)
+                    let logs = LogWatch()
+                    let reader = Task { await logs.follow(child.lines) }
+                    guard let listening = await logs.wait(message: "push endpoint listening") else {
+                        throw PostgresServer.Failure(description: "\(name) never listened: \(logs.raw.suffix(20))")
+                    }
+                    return Agent(child: child, logs: logs, reader: reader, url: "http://" + (listening.line["push.listen"] ?? ""))
                 }
-                return Agent(child: child, logs: logs, reader: reader, url: "http://" + (listening.line["push.listen"] ?? ""))
-            }
-            func stored() async throws -> [String: String] {
-                let rows = try await server.psql(
-                    "SELECT id || ' ' || status FROM orderlive_order WHERE account = 'depot-7' ORDER BY id", database: database)
-                var result: [String: String] = [:]
-                for row in rows.split(separator: "\n") {
-                    let parts = row.split(separator: " ")
-                    if parts.count == 2 { result[String(parts[0])] = String(parts[1]) }
+                func stored() async throws -> [String: String] {
+                    let rows = try await server.psql(
+                        "SELECT id || ' ' || status FROM orderlive_order WHERE account = 'depot-7' ORDER BY id", database: database)
+                    var result: [String: String] = [:]
+                    for row in rows.split(separator: "\n") {
+                        let parts = row.split(separator: " ")
+                        if parts.count == 2 { result[String(parts[0])] = String(parts[1]) }
+                    }
+                    return result
                 }
-                return result
-            }
-            let first = try await start("first")
-            let watchdog = Task {
-                try await Task.sleep(for: .seconds(40))
-                first.child.signal(SIGKILL)
-            }
-            defer { watchdog.cancel() }
-            guard let led = await first.logs.wait(message: "this agent leads its account now: it streams and applies") else {
-                Issue.record("the first agent never led: \(first.logs.raw.suffix(30).joined(separator: "\n"))")
-                return
-            }
-            #expect(led.line["cluster.epoch"] == "1")
-            let second = try await start("second")
-            let secondWatchdog = Task {
-                try await Task.sleep(for: .seconds(40))
-                second.child.signal(SIGKILL)
-            }
-            defer { secondWatchdog.cancel() }
+                let first = try await start("first")
+                let watchdog = Task {
+                    try await Task.sleep(for: .seconds(40))
+                    first.child.signal(SIGKILL)
+                }
+                defer { watchdog.cancel() }
+                guard let led = await first.logs.wait(message: "this agent leads its account now: it streams and applies") else {
+                    Issue.record("the first agent never led: \(first.logs.raw.suffix(30).joined(separator: "\n"))")
+                    return
+                }
+                #expect(led.line["cluster.epoch"] == "1")
+                let second = try await start("second")
+                let secondWatchdog = Task {
+                    try await Task.sleep(for: .seconds(40))
+                    second.child.signal(SIGKILL)
+                }
+                defer { secondWatchdog.cancel() }
 
-            // The leader streams and applies.
-            for id in ids { book.update(id, status: "assigned") }
-            let streamed = try #require(await first.logs.wait(message: "event journaled", ["stream.event.id": "\(book.latestSequence)"]))
-            _ = try #require(await first.logs.wait(from: streamed.index, message: "journal drained"))
-            #expect(try await stored() == book.snapshot.mapValues(\.status))
+                // The leader streams and applies.
+                for id in ids { book.update(id, status: "assigned") }
+                let streamed = try #require(await first.logs.wait(message: "event journaled", ["stream.event.id": "\(book.latestSequence)"]))
+                _ = try #require(await first.logs.wait(from: streamed.index, message: "journal drained"))
+                #expect(try await stored() == book.snapshot.mapValues(\.status))
 
-            // A push to the follower: it journals, the leader is woken by NOTIFY and applies.
-            book.update(ids[0], status: "delivering", announce: .silent)
-            let version = try #require(book.snapshot["\(ids[0])"]?.version)
-            let push = try await loop.perform(HTTPRequest(
-                url: second.url + "/api/push", method: "POST", headers: ["Content-Type": "application/json"],
-                body: Array(#"{"notifications":[{"tokens":["t"],"platform":2,"content_available":true,"data":{"type":"order.status_changed","order_id":\#(ids[0]),"version":\#(version)}}]}"#.utf8)))
-            #expect(push.status == 200, "\(String(decoding: push.body, as: UTF8.self))")
-            _ = try #require(await first.logs.wait(
-                message: "sync job applied", ["sync.job.kind": "fetch", "sync.job.order_id": "\(ids[0])"]))
-            let followerReady = try await http.get(second.url + "/readyz")
-            #expect(followerReady.status == 200, "a follower is ready: \(followerReady.body)")
-            #expect(followerReady.body.contains(#""cluster":{"backend":"postgres","account":"depot-7","role":"follower","epoch":1"#),
-                    "\(followerReady.body)")
-            #expect(!second.logs.lines.contains { $0["message"] == "stream open" }, "a follower never streams")
+                // A push to the follower: it journals, the leader is woken by NOTIFY and applies.
+                book.update(ids[0], status: "delivering", announce: .silent)
+                let version = try #require(book.snapshot["\(ids[0])"]?.version)
+                let push = try await loop.perform(HTTPRequest(
+                    url: second.url + "/api/push", method: "POST", headers: ["Content-Type": "application/json"],
+                    body: Array(#"{"notifications":[{"tokens":["t"],"platform":2,"content_available":true,"data":{"type":"order.status_changed","order_id":\#(ids[0]),"version":\#(version)}}]}"#.utf8)))
+                #expect(push.status == 200, "\(String(decoding: push.body, as: UTF8.self))")
+                _ = try #require(await first.logs.wait(
+                    message: "sync job applied", ["sync.job.kind": "fetch", "sync.job.order_id": "\(ids[0])"]))
+                let followerReady = try await http.get(second.url + "/readyz")
+                #expect(followerReady.status == 200, "a follower is ready: \(followerReady.body)")
+                #expect(followerReady.body.contains(#""cluster":{"backend":"postgres","account":"depot-7","role":"follower","epoch":1"#),
+                        "\(followerReady.body)")
+                #expect(!second.logs.lines.contains { $0["message"] == "stream open" }, "a follower never streams")
 
-            // The leader dies; the follower takes over and resumes from the shared cursor.
-            let cursor = try await server.psql(
-                "SELECT value FROM orderlive_stream_cursor WHERE account = 'depot-7'", database: database)
-            let clock = ContinuousClock()
-            let killedAt = clock.now
-            first.child.signal(signal)
-            if signal == SIGKILL { _ = await first.child.waitForExit() }
-            // Changes the frozen leader's open stream is sent too: it reads them when it wakes.
-            if signal == SIGSTOP { book.update(ids[3], status: "picked_up") }
-            let took = try #require(await second.logs.wait(message: "this agent leads its account now: it streams and applies"))
-            let takeover = clock.now - killedAt
-            #expect(took.line["cluster.epoch"] == "2")
-            #expect(takeover < .seconds(5), "failover_s is 3 s; the takeover took \(takeover)")
-            if signal == SIGSTOP {
-                // Woken, the old leader finds its session ended: it steps down, and nothing it
-                // still tries to write passes the fence.
-                let before = first.logs.count
-                first.child.signal(SIGCONT)
-                _ = try #require(await first.logs.wait(from: before, message: "the database cannot be used for leadership; retrying"))
+                // The leader dies; the follower takes over and resumes from the shared cursor.
+                let cursor = try await server.psql(
+                    "SELECT value FROM orderlive_stream_cursor WHERE account = 'depot-7'", database: database)
+                let clock = ContinuousClock()
+                let killedAt = clock.now
+                first.child.signal(signal)
+                if signal == SIGKILL { _ = await first.child.waitForExit() }
+                // Changes the frozen leader's open stream is sent too: it reads them when it wakes.
+                if signal == SIGSTOP { book.update(ids[3], status: "picked_up") }
+                let took = try #require(await second.logs.wait(message: "this agent leads its account now: it streams and applies"))
+                let takeover = clock.now - killedAt
+                #expect(took.line["cluster.epoch"] == "2")
+                #expect(takeover < .seconds(5), "failover_s is 3 s; the takeover took \(takeover)")
+                if signal == SIGSTOP {
+                    // Woken, the old leader finds its session ended: it steps down, and nothing it
+                    // still tries to write passes the fence.
+                    let before = first.logs.count
+                    first.child.signal(SIGCONT)
+                    _ = try #require(await first.logs.wait(from: before, message: "the database cannot be used for leadership; retrying"))
+                }
+                let resumed = try #require(await second.logs.wait(from: took.index, message: "stream open"))
+                #expect(resumed.line["stream.cursor"] == cursor)
+                book.update(ids[1], status: "delivered")
+                book.delete(ids[2])
+                let created = book.create()
+                let caughtUp = try #require(await second.logs.wait(
+                    from: resumed.index, message: "event journaled", ["stream.event.id": "\(book.latestSequence)"]))
+                _ = try #require(await second.logs.wait(from: caughtUp.index, message: "journal drained"))
+                let upstream = book.snapshot.mapValues(\.status)
+                #expect(try await stored() == upstream)
+                #expect(upstream["\(created)"] != nil && upstream["\(ids[2])"] == nil)
+                // `status` in another process shows the cluster as the agent recorded it.
+                _ = try #require(await second.logs.wait(from: took.index, message: "stream status recorded"))
+                let statusCommand = try OrderliveProcess(["status", "--json", "--config", try configuration("second")], environment: environment)
+                var statusLines: [String] = []
+                for await line in statusCommand.lines { statusLines.append(line) }
+                _ = await statusCommand.waitForExit()
+                #expect(statusLines.joined().contains(#""cluster":{"backend":"postgres","account":"depot-7","role":"leader","epoch":2"#),
+                        "\(statusLines)")
+                let leaderReady = try await http.get(second.url + "/readyz")
+                #expect(leaderReady.body.contains(#""role":"leader","epoch":2"#), "\(leaderReady.body)")
+                let metrics = try await http.get(second.url + "/metrics").body
+                #expect(metrics.contains("orderlive_cluster_leader 1") && metrics.contains("orderlive_cluster_takeovers_total 1"),
+                        "\(metrics)")
+
+                // `orders list` reads the account from PostgreSQL, like the agents.
+                let lister = try OrderliveProcess(["orders", "list", "--json", "--config", try configuration("second")],
+                                                  environment: environment)
+                var output: [String] = []
+                for await line in lister.lines { output.append(line) }
+                let (listed, errors) = await lister.waitForExit()
+                #expect(listed == 0, "\(errors)")
+                let array = try JSONSerialization.jsonObject(with: Data(output.joined(separator: "\n").utf8)) as? [[String: Any]] ?? []
+                #expect(Dictionary(uniqueKeysWithValues: array.map { ("\($0["id"] ?? "")", "\($0["status"] ?? "")") }) == upstream)
+
+                // SIGTERM: the new leader stops cleanly (and the woken old one, a follower now).
+                second.child.signal(SIGTERM)
+                let (status, _) = await second.child.waitForExit()
+                #expect(status == 0)
+                if signal == SIGSTOP {
+                    #expect(first.logs.lines.filter { $0["message"] == "this agent leads its account now: it streams and applies" }.count == 1,
+                            "the woken leader did not lead again while the other led")
+                    first.child.signal(SIGTERM)
+                    let (oldStatus, _) = await first.child.waitForExit()
+                    #expect(oldStatus == 0)
+                }
+                let epochs = try await server.psql("SELECT epoch FROM orderlive_leadership WHERE account = 'depot-7'", database: database)
+                #expect(epochs == "2", "exactly one takeover")
+                await first.reader.value
+                await second.reader.value
             }
-            let resumed = try #require(await second.logs.wait(from: took.index, message: "stream open"))
-            #expect(resumed.line["stream.cursor"] == cursor)
-            book.update(ids[1], status: "delivered")
-            book.delete(ids[2])
-            let created = book.create()
-            let caughtUp = try #require(await second.logs.wait(
-                from: resumed.index, message: "event journaled", ["stream.event.id": "\(book.latestSequence)"]))
-            _ = try #require(await second.logs.wait(from: caughtUp.index, message: "journal drained"))
-            let upstream = book.snapshot.mapValues(\.status)
-            #expect(try await stored() == upstream)
-            #expect(upstream["\(created)"] != nil && upstream["\(ids[2])"] == nil)
-            // `status` in another process shows the cluster as the agent recorded it.
-            _ = try #require(await second.logs.wait(from: took.index, message: "stream status recorded"))
-            let statusCommand = try OrderliveProcess(["status", "--json", "--config", try configuration("second")], environment: environment)
-            var statusLines: [String] = []
-            for await line in statusCommand.lines { statusLines.append(line) }
-            _ = await statusCommand.waitForExit()
-            #expect(statusLines.joined().contains(#""cluster":{"backend":"postgres","account":"depot-7","role":"leader","epoch":2"#),
-                    "\(statusLines)")
-            let leaderReady = try await http.get(second.url + "/readyz")
-            #expect(leaderReady.body.contains(#""role":"leader","epoch":2"#), "\(leaderReady.body)")
-            let metrics = try await http.get(second.url + "/metrics").body
-            #expect(metrics.contains("orderlive_cluster_leader 1") && metrics.contains("orderlive_cluster_takeovers_total 1"),
-                    "\(metrics)")
-
-            // `orders list` reads the account from PostgreSQL, like the agents.
-            let lister = try OrderliveProcess(["orders", "list", "--json", "--config", try configuration("second")],
-                                              environment: environment)
-            var output: [String] = []
-            for await line in lister.lines { output.append(line) }
-            let (listed, errors) = await lister.waitForExit()
-            #expect(listed == 0, "\(errors)")
-            let array = try JSONSerialization.jsonObject(with: Data(output.joined(separator: "\n").utf8)) as? [[String: Any]] ?? []
-            #expect(Dictionary(uniqueKeysWithValues: array.map { ("\($0["id"] ?? "")", "\($0["status"] ?? "")") }) == upstream)
-
-            // SIGTERM: the new leader stops cleanly (and the woken old one, a follower now).
-            second.child.signal(SIGTERM)
-            let (status, _) = await second.child.waitForExit()
-            #expect(status == 0)
-            if signal == SIGSTOP {
-                #expect(first.logs.lines.filter { $0["message"] == "this agent leads its account now: it streams and applies" }.count == 1,
-                        "the woken leader did not lead again while the other led")
-                first.child.signal(SIGTERM)
-                let (oldStatus, _) = await first.child.waitForExit()
-                #expect(oldStatus == 0)
-            }
-            let epochs = try await server.psql("SELECT epoch FROM orderlive_leadership WHERE account = 'depot-7'", database: database)
-            #expect(epochs == "2", "exactly one takeover")
-            await first.reader.value
-            await second.reader.value
+            await loop.shutdown()
         }
-        await loop.shutdown()
     }
 
     /// The database stopped and started while pushes keep coming: every push is answered 200 or
@@ -207,14 +188,262 @@ import Glibc
     /// kept) and applied, and the agent recovers by itself: it leads again and its store ends equal
     /// to the Sandbox.
     @Test func theDatabaseStoppedAndStartedUnderLoadLosesNothingAcknowledgedAndTheAgentRecovers() async throws {
-        let server = try await PostgresServer.dedicated()
-        let database = try await server.database()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-pg-restart-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let passwordFile = directory + "/password"
-        try Data((SandboxUser.demo.password + "\n").utf8).write(to: URL(fileURLWithPath: passwordFile))
-        let configFile = directory + "/orderlive.yaml"
+        try await HeavyScenarios.gate.exclusively {
+            let server = try await PostgresServer.dedicated()
+            let database = try await server.database()
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-pg-restart-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let passwordFile = directory + "/password"
+            try Data((SandboxUser.demo.password + "\n").utf8).write(to: URL(fileURLWithPath: passwordFile))
+            let configFile = try PostgresAgentConfiguration.write(
+                directory: directory, name: "agent", passwordFile: passwordFile, url: server.url(database: database),
+                account: "depot-9", failover: 2)
+            let sandbox = SandboxConfiguration(
+                port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true), feed: .orderBook)
+            let loop = try CurlLoop(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+            try await Sandbox.withRunning(sandbox) { sandbox in
+                let book = sandbox.orders
+                let ids = (0..<6).map { _ in book.create() }
+                let child = try OrderliveProcess(["run", "--config", configFile],
+                                                 environment: ["ORDERLIVE_UPSTREAM_BASE_URL": await sandbox.baseURL],
+                                                 readStandardError: true)
+                let logs = LogWatch()
+                let reader = Task { await logs.follow(child.lines) }
+                let watchdog = Task {
+                    try await Task.sleep(for: .seconds(90))
+                    child.signal(SIGKILL)
+                }
+                defer { watchdog.cancel() }
+                let listening = try #require(await logs.wait(message: "push endpoint listening"))
+                let pushURL = "http://" + (listening.line["push.listen"] ?? "") + "/api/push"
+                _ = try #require(await logs.wait(message: "this agent leads its account now: it streams and applies"))
+
+                // Pushes, one notification each with its own notif_id, before, during and after the outage.
+                var accepted: [String] = []
+                var refused = 0
+                var number = 0
+                func push() async throws {
+                    number += 1
+                    let id = ids[number % ids.count]
+                    book.update(id, status: number % 2 == 0 ? "assigned" : "picked_up", announce: .silent)
+                    let clock = ContinuousClock()
+                    let sent = clock.now
+                    let answer = try await loop.perform(HTTPRequest(
+                        url: pushURL, method: "POST", headers: ["Content-Type": "application/json"],
+                        body: Array(#"{"notifications":[{"tokens":["t"],"platform":2,"notif_id":"n-\#(number)","data":{"type":"order.updated","order_id":\#(id)}}]}"#.utf8)))
+                    #expect(clock.now - sent < .seconds(4), "a push waited \(clock.now - sent) for the database")
+                    switch answer.status {
+                    case 200: accepted.append("n-\(number)")
+                    case 503: refused += 1
+                    default: Issue.record("push answered \(answer.status)")
+                    }
+                }
+                for _ in 0..<5 { try await push() }
+                try await server.stop()
+                for _ in 0..<3 { try await push() }
+                let unwritable = try #require(await logs.wait(message: "the order store cannot be written; pushes get 503 and the stream waits"))
+                let reason = unwritable.line["store.reason"] ?? ""
+                #expect(reason.contains("cannot be reached") || reason.contains("shutting down"), "\(unwritable.line)")
+                try await server.start()
+                // Recovered by itself: it leads again, and pushes are accepted.
+                guard await logs.wait(from: unwritable.index, message: "this agent leads its account now: it streams and applies") != nil else {
+                    Issue.record("the agent did not lead again: \(logs.raw.suffix(60).joined(separator: "\n"))")
+                    return
+                }
+                for _ in 0..<5 { try await push() }
+                #expect(refused >= 1, "pushes while the database was gone get 503")
+                #expect(accepted.count >= 10)
+
+                // Every acknowledged push is journaled: its notif_id is kept...
+                let keys = try await server.psql(
+                    "SELECT id FROM orderlive_dedupe_key WHERE account = 'depot-9' AND id LIKE 'notification:%'", database: database)
+                let kept = Set(keys.split(separator: "\n").map { String($0.dropFirst("notification:".count)) })
+                #expect(Set(accepted).isSubset(of: kept), "acknowledged but not kept: \(Set(accepted).subtracting(kept).sorted())")
+                // ...and applied: the store ends equal to the Sandbox.
+                let clock = ContinuousClock()
+                let deadline = clock.now.advanced(by: .seconds(30))
+                var stored: [String: String] = [:]
+                let upstream = book.snapshot.mapValues(\.status)
+                while clock.now < deadline {
+                    let rows = try await server.psql(
+                        "SELECT id || ' ' || status FROM orderlive_order WHERE account = 'depot-9'", database: database)
+                    stored = Dictionary(uniqueKeysWithValues: rows.split(separator: "\n").compactMap { row in
+                        let parts = row.split(separator: " ")
+                        return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
+                    })
+                    let depth = try await server.psql("SELECT COUNT(*) FROM orderlive_job WHERE account = 'depot-9'", database: database)
+                    if stored == upstream, depth == "0" { break }
+                    _ = await logs.wait(from: logs.count, message: "journal drained")
+                }
+                #expect(stored == upstream)
+                child.signal(SIGTERM)
+                let (status, _) = await child.waitForExit()
+                #expect(status == 0)
+                await reader.value
+            }
+            await loop.shutdown()
+            try? await server.stop()
+        }
+    }
+
+    /// Three agents for one account; five times the leader is killed with SIGKILL at a random
+    /// moment (and restarted, so three agents remain), then once frozen with SIGSTOP beyond
+    /// `failover_s`, while the Sandbox changes orders and pushes go to every agent. After each, a
+    /// follower leads with the next epoch within `failover_s` plus its reconnect delay; at the end
+    /// every acknowledged push is kept and the store equals the Sandbox.
+    @Test func threeAgentsSurviveFiveKilledLeadersAndAFrozenOne() async throws {
+        try await HeavyScenarios.gate.exclusively {
+            let server = try await PostgresServer.running()
+            let database = try await server.database()
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-pg-three-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let passwordFile = directory + "/password"
+            try Data((SandboxUser.demo.password + "\n").utf8).write(to: URL(fileURLWithPath: passwordFile))
+            func configuration(_ name: String) throws -> String {
+                try PostgresAgentConfiguration.write(
+                    directory: directory, name: name, passwordFile: passwordFile, url: server.url(database: database),
+                    account: "depot-3", failover: 3)
+            }
+            let leads = "this agent leads its account now: it streams and applies"
+            let sandbox = SandboxConfiguration(
+                port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true), feed: .orderBook)
+            let loop = try CurlLoop(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+            try await Sandbox.withRunning(sandbox) { sandbox in
+                let environment = ["ORDERLIVE_UPSTREAM_BASE_URL": await sandbox.baseURL]
+                let book = sandbox.orders
+                let ids = (0..<8).map { _ in book.create() }
+                var random = SplitMix(state: 0x5EED_0015)
+                let children = Locked<[OrderliveProcess]>([])
+                func start(_ name: String) async throws -> Agent {
+                    let child = try OrderliveProcess(["run", "--config", try configuration(name)], environment: environment,
+                                                     readStandardError: true)
+                    children.withLock { $0.append(child) }
+                    let logs = LogWatch()
+                    let reader = Task { await logs.follow(child.lines) }
+                    guard let listening = await logs.wait(message: "push endpoint listening") else {
+                        throw PostgresServer.Failure(description: "\(name) never listened: \(logs.raw.suffix(20))")
+                    }
+                    return Agent(child: child, logs: logs, reader: reader, url: "http://" + (listening.line["push.listen"] ?? ""))
+                }
+                var agents: [String: Agent] = [:]
+                for name in ["a", "b", "c"] { agents[name] = try await start(name) }
+                let watchdog = Task {
+                    try await Task.sleep(for: .seconds(240))
+                    for child in children.withLock({ $0 }) { child.signal(SIGKILL) }
+                }
+                defer { watchdog.cancel() }
+                var accepted: [String] = []
+                var pushes = 0
+                var down: String?
+                func change() async throws {
+                    let id = ids[Int(random.next() % UInt64(ids.count))]
+                    book.update(id, status: ["assigned", "picked_up", "delivering"][Int(random.next() % 3)],
+                                announce: random.next() % 2 == 0 ? .fullBody : .silent)
+                    pushes += 1
+                    // As a load balancer would: only to agents that are up.
+                    let up = agents.filter { $0.key != down }.values.sorted { $0.url < $1.url }
+                    let target = up[Int(random.next() % UInt64(up.count))]
+                    let answer = try await loop.perform(HTTPRequest(
+                        url: target.url + "/api/push", method: "POST", headers: ["Content-Type": "application/json"],
+                        body: Array(#"{"notifications":[{"tokens":["t"],"platform":2,"notif_id":"p-\#(pushes)","data":{"type":"order.updated","order_id":\#(id)}}]}"#.utf8)))
+                    if answer.status == 200 { accepted.append("p-\(pushes)") }
+                }
+                /// The agent that leads with `epoch`, once one does. (A log wait cannot be cancelled: the
+                /// others' end when their process does.)
+                func leader(epoch: Int) async -> String? {
+                    let found = OneShot<String?>()
+                    for (name, agent) in agents {
+                        Task {
+                            if await agent.logs.wait(message: leads, ["cluster.epoch": "\(epoch)"]) != nil { _ = found.give(name) }
+                        }
+                    }
+                    let deadline = Task {
+                        try? await Task.sleep(for: .seconds(30))
+                        _ = found.give(nil)
+                    }
+                    defer { deadline.cancel() }
+                    return await found.value
+                }
+                var epoch = 1
+                var current = try #require(await leader(epoch: epoch))
+                let clock = ContinuousClock()
+                for round in 0..<6 {
+                    for _ in 0..<(3 + Int(random.next() % 5)) { try await change() }
+                    let victim = try #require(agents[current])
+                    let frozen = round == 5
+                    let killedAt = clock.now
+                    down = current
+                    victim.child.signal(frozen ? SIGSTOP : SIGKILL)
+                    epoch += 1
+                    for _ in 0..<3 { try await change() }
+                    guard let next = await leader(epoch: epoch) else {
+                        Issue.record("nobody led with epoch \(epoch) after the leader \(current) was stopped")
+                        return
+                    }
+                    let took = clock.now - killedAt
+                    #expect(took < .seconds(6), "round \(round): failover_s 3 s, the takeover took \(took)")
+                    #expect(next != current)
+                    if frozen {
+                        victim.child.signal(SIGCONT)
+                    } else {
+                        _ = await victim.child.waitForExit()
+                        await victim.reader.value
+                        agents[current] = try await start(current)
+                    }
+                    down = nil
+                    current = next
+                }
+                for _ in 0..<5 { try await change() }
+                #expect(accepted.count >= pushes - 6, "most pushes are accepted (\(accepted.count) of \(pushes))")
+
+                // The leader catches up: the store ends equal to the Sandbox, with an empty journal.
+                let upstream = book.snapshot.mapValues(\.status)
+                let newest = "\(book.latestSequence)"
+                let leaderLogs = try #require(agents[current]?.logs)
+                _ = try #require(await leaderLogs.wait(message: "event journaled", ["stream.event.id": newest]))
+                var stored: [String: String] = [:]
+                var depth = ""
+                for _ in 0..<100 {
+                    let rows = try await server.psql(
+                        "SELECT id || ' ' || status FROM orderlive_order WHERE account = 'depot-3'", database: database)
+                    stored = Dictionary(uniqueKeysWithValues: rows.split(separator: "\n").compactMap { row in
+                        let parts = row.split(separator: " ")
+                        return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
+                    })
+                    depth = try await server.psql("SELECT COUNT(*) FROM orderlive_job WHERE account = 'depot-3'", database: database)
+                    if stored == upstream, depth == "0" { break }
+                    _ = await leaderLogs.wait(from: leaderLogs.count, message: "journal drained")
+                }
+                #expect(stored == upstream)
+                #expect(depth == "0")
+                let keys = try await server.psql(
+                    "SELECT id FROM orderlive_dedupe_key WHERE account = 'depot-3' AND id LIKE 'notification:%'", database: database)
+                let kept = Set(keys.split(separator: "\n").map { String($0.dropFirst("notification:".count)) })
+                #expect(Set(accepted).isSubset(of: kept), "acknowledged but not kept: \(Set(accepted).subtracting(kept).sorted())")
+                #expect(try await server.psql("SELECT epoch FROM orderlive_leadership WHERE account = 'depot-3'", database: database)
+                    == "\(epoch)")
+                for agent in agents.values {
+                    agent.child.signal(SIGTERM)
+                    let (status, _) = await agent.child.waitForExit()
+                    #expect(status == 0)
+                    await agent.reader.value
+                }
+            }
+            await loop.shutdown()
+        }
+    }
+}
+
+/// The configuration of an `orderlive run` in these tests: the Sandbox's demo user, pushes on a free
+/// loopback port, no orders API, debug JSON logs, and the store on PostgreSQL at `url` for `account`.
+enum PostgresAgentConfiguration {
+    /// Writes `DIRECTORY/NAME.yaml` (state in `DIRECTORY/NAME`) and returns its path.
+    static func write(
+        directory: String, name: String, passwordFile: String, url: String, account: String, failover: Int
+    ) throws -> String {
+        let file = directory + "/\(name).yaml"
         try Data("""
             auth:
               identifier: "\(SandboxUser.demo.identifier)"
@@ -227,267 +456,16 @@ import Glibc
             api:
               listen: ""
             store:
-              state_dir: "\(directory)/state"
+              state_dir: "\(directory)/\(name)"
               backend: "postgres"
-              postgres_url: "\(server.url(database: database))"
-              account: "depot-9"
-              failover_s: 2
+              postgres_url: "\(url)"
+              account: "\(account)"
+              failover_s: \(failover)
             log:
               level: "debug"
               format: "json"
 
-            """.utf8).write(to: URL(fileURLWithPath: configFile))
-        let sandbox = SandboxConfiguration(
-            port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true), feed: .orderBook)
-        let loop = try CurlLoop(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-        try await Sandbox.withRunning(sandbox) { sandbox in
-            let book = sandbox.orders
-            let ids = (0..<6).map { _ in book.create() }
-            let child = try OrderliveProcess(["run", "--config", configFile],
-                                             environment: ["ORDERLIVE_UPSTREAM_BASE_URL": await sandbox.baseURL],
-                                             readStandardError: true)
-            let logs = LogWatch()
-            let reader = Task { await logs.follow(child.lines) }
-            let watchdog = Task {
-                try await Task.sleep(for: .seconds(90))
-                child.signal(SIGKILL)
-            }
-            defer { watchdog.cancel() }
-            let listening = try #require(await logs.wait(message: "push endpoint listening"))
-            let pushURL = "http://" + (listening.line["push.listen"] ?? "") + "/api/push"
-            _ = try #require(await logs.wait(message: "this agent leads its account now: it streams and applies"))
-
-            // Pushes, one notification each with its own notif_id, before, during and after the outage.
-            var accepted: [String] = []
-            var refused = 0
-            var number = 0
-            func push() async throws {
-                number += 1
-                let id = ids[number % ids.count]
-                book.update(id, status: number % 2 == 0 ? "assigned" : "picked_up", announce: .silent)
-                let clock = ContinuousClock()
-                let sent = clock.now
-                let answer = try await loop.perform(HTTPRequest(
-                    url: pushURL, method: "POST", headers: ["Content-Type": "application/json"],
-                    body: Array(#"{"notifications":[{"tokens":["t"],"platform":2,"notif_id":"n-\#(number)","data":{"type":"order.updated","order_id":\#(id)}}]}"#.utf8)))
-                #expect(clock.now - sent < .seconds(4), "a push waited \(clock.now - sent) for the database")
-                switch answer.status {
-                case 200: accepted.append("n-\(number)")
-                case 503: refused += 1
-                default: Issue.record("push answered \(answer.status)")
-                }
-            }
-            for _ in 0..<5 { try await push() }
-            try await server.stop()
-            for _ in 0..<3 { try await push() }
-            let unwritable = try #require(await logs.wait(message: "the order store cannot be written; pushes get 503 and the stream waits"))
-            let reason = unwritable.line["store.reason"] ?? ""
-            #expect(reason.contains("cannot be reached") || reason.contains("shutting down"), "\(unwritable.line)")
-            try await server.start()
-            // Recovered by itself: it leads again, and pushes are accepted.
-            guard await logs.wait(from: unwritable.index, message: "this agent leads its account now: it streams and applies") != nil else {
-                Issue.record("the agent did not lead again: \(logs.raw.suffix(60).joined(separator: "\n"))")
-                return
-            }
-            for _ in 0..<5 { try await push() }
-            #expect(refused >= 1, "pushes while the database was gone get 503")
-            #expect(accepted.count >= 10)
-
-            // Every acknowledged push is journaled: its notif_id is kept...
-            let keys = try await server.psql(
-                "SELECT id FROM orderlive_dedupe_key WHERE account = 'depot-9' AND id LIKE 'notification:%'", database: database)
-            let kept = Set(keys.split(separator: "\n").map { String($0.dropFirst("notification:".count)) })
-            #expect(Set(accepted).isSubset(of: kept), "acknowledged but not kept: \(Set(accepted).subtracting(kept).sorted())")
-            // ...and applied: the store ends equal to the Sandbox.
-            let clock = ContinuousClock()
-            let deadline = clock.now.advanced(by: .seconds(30))
-            var stored: [String: String] = [:]
-            let upstream = book.snapshot.mapValues(\.status)
-            while clock.now < deadline {
-                let rows = try await server.psql(
-                    "SELECT id || ' ' || status FROM orderlive_order WHERE account = 'depot-9'", database: database)
-                stored = Dictionary(uniqueKeysWithValues: rows.split(separator: "\n").compactMap { row in
-                    let parts = row.split(separator: " ")
-                    return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
-                })
-                let depth = try await server.psql("SELECT COUNT(*) FROM orderlive_job WHERE account = 'depot-9'", database: database)
-                if stored == upstream, depth == "0" { break }
-                _ = await logs.wait(from: logs.count, message: "journal drained")
-            }
-            #expect(stored == upstream)
-            child.signal(SIGTERM)
-            let (status, _) = await child.waitForExit()
-            #expect(status == 0)
-            await reader.value
-        }
-        await loop.shutdown()
-        try? await server.stop()
-    }
-
-    /// Three agents for one account; five times the leader is killed with SIGKILL at a random
-    /// moment (and restarted, so three agents remain), then once frozen with SIGSTOP beyond
-    /// `failover_s`, while the Sandbox changes orders and pushes go to every agent. After each, a
-    /// follower leads with the next epoch within `failover_s` plus its reconnect delay; at the end
-    /// every acknowledged push is kept and the store equals the Sandbox.
-    @Test func threeAgentsSurviveFiveKilledLeadersAndAFrozenOne() async throws {
-        let server = try await PostgresServer.running()
-        let database = try await server.database()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-pg-three-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let passwordFile = directory + "/password"
-        try Data((SandboxUser.demo.password + "\n").utf8).write(to: URL(fileURLWithPath: passwordFile))
-        func configuration(_ name: String) throws -> String {
-            let file = directory + "/\(name).yaml"
-            try Data("""
-                auth:
-                  identifier: "\(SandboxUser.demo.identifier)"
-                  password_file: "\(passwordFile)"
-                stream:
-                  initial_delay_ms: 0
-                  max_delay_ms: 200
-                ingest:
-                  listen: "127.0.0.1:0"
-                api:
-                  listen: ""
-                store:
-                  state_dir: "\(directory)/\(name)"
-                  backend: "postgres"
-                  postgres_url: "\(server.url(database: database))"
-                  account: "depot-3"
-                  failover_s: 3
-                log:
-                  level: "debug"
-                  format: "json"
-
-                """.utf8).write(to: URL(fileURLWithPath: file))
-            return file
-        }
-        let leads = "this agent leads its account now: it streams and applies"
-        let sandbox = SandboxConfiguration(
-            port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true), feed: .orderBook)
-        let loop = try CurlLoop(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-        try await Sandbox.withRunning(sandbox) { sandbox in
-            let environment = ["ORDERLIVE_UPSTREAM_BASE_URL": await sandbox.baseURL]
-            let book = sandbox.orders
-            let ids = (0..<8).map { _ in book.create() }
-            var random = SplitMix(state: 0x5EED_0015)
-            let children = Locked<[OrderliveProcess]>([])
-            func start(_ name: String) async throws -> Agent {
-                let child = try OrderliveProcess(["run", "--config", try configuration(name)], environment: environment,
-                                                 readStandardError: true)
-                children.withLock { $0.append(child) }
-                let logs = LogWatch()
-                let reader = Task { await logs.follow(child.lines) }
-                guard let listening = await logs.wait(message: "push endpoint listening") else {
-                    throw PostgresServer.Failure(description: "\(name) never listened: \(logs.raw.suffix(20))")
-                }
-                return Agent(child: child, logs: logs, reader: reader, url: "http://" + (listening.line["push.listen"] ?? ""))
-            }
-            var agents: [String: Agent] = [:]
-            for name in ["a", "b", "c"] { agents[name] = try await start(name) }
-            let watchdog = Task {
-                try await Task.sleep(for: .seconds(240))
-                for child in children.withLock({ $0 }) { child.signal(SIGKILL) }
-            }
-            defer { watchdog.cancel() }
-            var accepted: [String] = []
-            var pushes = 0
-            var down: String?
-            func change() async throws {
-                let id = ids[Int(random.next() % UInt64(ids.count))]
-                book.update(id, status: ["assigned", "picked_up", "delivering"][Int(random.next() % 3)],
-                            announce: random.next() % 2 == 0 ? .fullBody : .silent)
-                pushes += 1
-                // As a load balancer would: only to agents that are up.
-                let up = agents.filter { $0.key != down }.values.sorted { $0.url < $1.url }
-                let target = up[Int(random.next() % UInt64(up.count))]
-                let answer = try await loop.perform(HTTPRequest(
-                    url: target.url + "/api/push", method: "POST", headers: ["Content-Type": "application/json"],
-                    body: Array(#"{"notifications":[{"tokens":["t"],"platform":2,"notif_id":"p-\#(pushes)","data":{"type":"order.updated","order_id":\#(id)}}]}"#.utf8)))
-                if answer.status == 200 { accepted.append("p-\(pushes)") }
-            }
-            /// The agent that leads with `epoch`, once one does. (A log wait cannot be cancelled: the
-            /// others' end when their process does.)
-            func leader(epoch: Int) async -> String? {
-                let found = OneShot<String?>()
-                for (name, agent) in agents {
-                    Task {
-                        if await agent.logs.wait(message: leads, ["cluster.epoch": "\(epoch)"]) != nil { _ = found.give(name) }
-                    }
-                }
-                let deadline = Task {
-                    try? await Task.sleep(for: .seconds(30))
-                    _ = found.give(nil)
-                }
-                defer { deadline.cancel() }
-                return await found.value
-            }
-            var epoch = 1
-            var current = try #require(await leader(epoch: epoch))
-            let clock = ContinuousClock()
-            for round in 0..<6 {
-                for _ in 0..<(3 + Int(random.next() % 5)) { try await change() }
-                let victim = try #require(agents[current])
-                let frozen = round == 5
-                let killedAt = clock.now
-                down = current
-                victim.child.signal(frozen ? SIGSTOP : SIGKILL)
-                epoch += 1
-                for _ in 0..<3 { try await change() }
-                guard let next = await leader(epoch: epoch) else {
-                    Issue.record("nobody led with epoch \(epoch) after the leader \(current) was stopped")
-                    return
-                }
-                let took = clock.now - killedAt
-                #expect(took < .seconds(6), "round \(round): failover_s 3 s, the takeover took \(took)")
-                #expect(next != current)
-                if frozen {
-                    victim.child.signal(SIGCONT)
-                } else {
-                    _ = await victim.child.waitForExit()
-                    await victim.reader.value
-                    agents[current] = try await start(current)
-                }
-                down = nil
-                current = next
-            }
-            for _ in 0..<5 { try await change() }
-            #expect(accepted.count >= pushes - 6, "most pushes are accepted (\(accepted.count) of \(pushes))")
-
-            // The leader catches up: the store ends equal to the Sandbox, with an empty journal.
-            let upstream = book.snapshot.mapValues(\.status)
-            let newest = "\(book.latestSequence)"
-            let leaderLogs = try #require(agents[current]?.logs)
-            _ = try #require(await leaderLogs.wait(message: "event journaled", ["stream.event.id": newest]))
-            var stored: [String: String] = [:]
-            var depth = ""
-            for _ in 0..<100 {
-                let rows = try await server.psql(
-                    "SELECT id || ' ' || status FROM orderlive_order WHERE account = 'depot-3'", database: database)
-                stored = Dictionary(uniqueKeysWithValues: rows.split(separator: "\n").compactMap { row in
-                    let parts = row.split(separator: " ")
-                    return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
-                })
-                depth = try await server.psql("SELECT COUNT(*) FROM orderlive_job WHERE account = 'depot-3'", database: database)
-                if stored == upstream, depth == "0" { break }
-                _ = await leaderLogs.wait(from: leaderLogs.count, message: "journal drained")
-            }
-            #expect(stored == upstream)
-            #expect(depth == "0")
-            let keys = try await server.psql(
-                "SELECT id FROM orderlive_dedupe_key WHERE account = 'depot-3' AND id LIKE 'notification:%'", database: database)
-            let kept = Set(keys.split(separator: "\n").map { String($0.dropFirst("notification:".count)) })
-            #expect(Set(accepted).isSubset(of: kept), "acknowledged but not kept: \(Set(accepted).subtracting(kept).sorted())")
-            #expect(try await server.psql("SELECT epoch FROM orderlive_leadership WHERE account = 'depot-3'", database: database)
-                == "\(epoch)")
-            for agent in agents.values {
-                agent.child.signal(SIGTERM)
-                let (status, _) = await agent.child.waitForExit()
-                #expect(status == 0)
-                await agent.reader.value
-            }
-        }
-        await loop.shutdown()
+            """.utf8).write(to: URL(fileURLWithPath: file))
+        return file
     }
 }

@@ -27,9 +27,9 @@ import Testing
                     PostgresLeadership(store: store, name: name, logger: logger) { seen.yield(Seen(agent: name, status: $0)) }
                 }
                 let agents = ["a": leadership(first, "a"), "b": leadership(second, "b")]
-                // `stops` keeps an agent from taking part again; `done` ends the leader's work.
+                // `stops` keeps an agent from taking part again; `dones` ends its work as leader.
                 let stops = ["a": StopFlag(), "b": StopFlag()]
-                let done = StopFlag()
+                let dones = ["a": StopFlag(), "b": StopFlag()]
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for (name, agent) in agents {
                         let stop = stops[name] ?? StopFlag()
@@ -37,7 +37,13 @@ import Testing
                             await agent.run(until: stop) {
                                 leading.withLock { $0[name, default: 0] += 1 }
                                 // Leads until cancelled (its connection failed) or the test ends.
-                                while !done.isStopped, !Task.isCancelled { try? await Task.sleep(for: .milliseconds(20)) }
+                                let ended = OneShot<Bool>()
+                                dones[name]?.onStop { _ = ended.give(true) }
+                                _ = await withTaskCancellationHandler {
+                                    await ended.value
+                                } onCancel: {
+                                    _ = ended.give(false)
+                                }
                                 leading.withLock { $0[name, default: 0] -= 1 }
                             }
                         }
@@ -82,7 +88,7 @@ import Testing
                         "SELECT epoch || ' ' || leader FROM orderlive_leadership WHERE account = 'acme'", database: database)
                         == "\(oldEpoch + 1) \(follower)")
                     stops[follower]?.stop()
-                    done.stop()
+                    for flag in dones.values { flag.stop() }
                 }
             }
         }

@@ -146,35 +146,37 @@ import Testing
 /// connect timeout while it is gone, and succeed again once it is back, without a restart.
 @Suite struct PostgresRestartTests {
     @Test func aStoreAnswersWhileTheDatabaseIsGoneAndRecoversWhenItIsBack() async throws {
-        let server = try await PostgresServer.dedicated()
-        let database = try await server.database()
-        var configuration = try PostgresStoreConfiguration(url: server.url(database: database), password: nil, account: "acme")
-        configuration.connectTimeout = .seconds(2)
-        let store = PostgresOrderStore(configuration: configuration, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await store.run() }
-            defer { group.cancelAll() }
-            // As an agent does, the first use is retried while the new cluster is slow to answer.
-            var prepared = false
-            for _ in 0..<5 where !prepared { prepared = (try? await store.prepare()) != nil }
-            #expect(try await store.applyUpsert(try order(1, version: 1), completing: nil) == .applied)
-            try await server.stop()
-            let clock = ContinuousClock()
-            for _ in 0..<3 {
-                let started = clock.now
-                await #expect(throws: (any Error).self) { try await store.applyUpsert(try order(1, version: 2), completing: nil) }
-                #expect(clock.now - started < .seconds(4), "a call waited \(clock.now - started) (connect timeout 2 s)")
+        try await HeavyScenarios.gate.exclusively {
+            let server = try await PostgresServer.dedicated()
+            let database = try await server.database()
+            var configuration = try PostgresStoreConfiguration(url: server.url(database: database), password: nil, account: "acme")
+            configuration.connectTimeout = .seconds(2)
+            let store = PostgresOrderStore(configuration: configuration, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await store.run() }
+                defer { group.cancelAll() }
+                // As an agent does, the first use is retried while the new cluster is slow to answer.
+                var prepared = false
+                for _ in 0..<5 where !prepared { prepared = (try? await store.prepare()) != nil }
+                #expect(try await store.applyUpsert(try order(1, version: 1), completing: nil) == .applied)
+                try await server.stop()
+                let clock = ContinuousClock()
+                for _ in 0..<3 {
+                    let started = clock.now
+                    await #expect(throws: (any Error).self) { try await store.applyUpsert(try order(1, version: 2), completing: nil) }
+                    #expect(clock.now - started < .seconds(4), "a call waited \(clock.now - started) (connect timeout 2 s)")
+                }
+                #expect(!store.writeHealth.writable)
+                try await server.start()
+                var recovered = false
+                for _ in 0..<20 where !recovered {
+                    recovered = (try? await store.applyUpsert(try order(1, version: 3), completing: nil)) == .applied
+                }
+                #expect(recovered)
+                #expect(store.writeHealth.writable)
+                #expect(try await store.order(id: "1")?.version == 3)
             }
-            #expect(!store.writeHealth.writable)
-            try await server.start()
-            var recovered = false
-            for _ in 0..<20 where !recovered {
-                recovered = (try? await store.applyUpsert(try order(1, version: 3), completing: nil)) == .applied
-            }
-            #expect(recovered)
-            #expect(store.writeHealth.writable)
-            #expect(try await store.order(id: "1")?.version == 3)
+            try? await server.stop()
         }
-        try? await server.stop()
     }
 }

@@ -222,3 +222,27 @@ public final class PostgresServer: Sendable {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 }
+
+/// One heavy PostgreSQL scenario at a time (several agent processes, a cluster of its own, a
+/// database stopped and started). Beside the rest of the suite on two cores, two or three of them
+/// at once starved the test process long enough for unrelated tests' 1–10 s timeouts to pass.
+public actor HeavyScenarios {
+    /// The gate of this test process.
+    public static let gate = HeavyScenarios()
+
+    private var busy = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    /// Runs `body` when no other heavy scenario runs.
+    public func exclusively<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        if busy {
+            await withCheckedContinuation { waiting.append($0) }
+        } else {
+            busy = true
+        }
+        defer {
+            if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
+        }
+        return try await body()
+    }
+}
