@@ -163,7 +163,12 @@ import Glibc
                 let array = try JSONSerialization.jsonObject(with: Data(output.joined(separator: "\n").utf8)) as? [[String: Any]] ?? []
                 #expect(Dictionary(uniqueKeysWithValues: array.map { ("\($0["id"] ?? "")", "\($0["status"] ?? "")") }) == upstream)
 
-                // SIGTERM: the new leader stops cleanly (and the woken old one, a follower now).
+                // Neither the database password nor the user's password is in any log line.
+            for secret in [PostgresAgentConfiguration.databasePassword, SandboxUser.demo.password] {
+                #expect(!(first.logs.raw + second.logs.raw).contains { $0.contains(secret) })
+            }
+
+            // SIGTERM: the new leader stops cleanly (and the woken old one, a follower now).
                 second.child.signal(SIGTERM)
                 let (status, _) = await second.child.waitForExit()
                 #expect(status == 0)
@@ -439,11 +444,16 @@ import Glibc
 /// The configuration of an `orderlive run` in these tests: the Sandbox's demo user, pushes on a free
 /// loopback port, no orders API, debug JSON logs, and the store on PostgreSQL at `url` for `account`.
 enum PostgresAgentConfiguration {
+    /// The database password every agent is given (in `DIRECTORY/pg-password`); the test cluster
+    /// trusts loopback, so it is held and never needed, and no log may show it.
+    static let databasePassword = "pg-pw-7Hq2-never-logged"
+
     /// Writes `DIRECTORY/NAME.yaml` (state in `DIRECTORY/NAME`) and returns its path.
     static func write(
         directory: String, name: String, passwordFile: String, url: String, account: String, failover: Int
     ) throws -> String {
         let file = directory + "/\(name).yaml"
+        try Data((databasePassword + "\n").utf8).write(to: URL(fileURLWithPath: directory + "/pg-password"))
         try Data("""
             auth:
               identifier: "\(SandboxUser.demo.identifier)"
@@ -459,6 +469,7 @@ enum PostgresAgentConfiguration {
               state_dir: "\(directory)/\(name)"
               backend: "postgres"
               postgres_url: "\(url)"
+              postgres_password_file: "\(directory)/pg-password"
               account: "\(account)"
               failover_s: \(failover)
             log:
