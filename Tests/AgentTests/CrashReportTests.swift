@@ -29,6 +29,9 @@ import TestSupport
             environment["SWIFT_BACKTRACE"] = setting
             let agent = try RunningAgent(["--config", workspace.configFile], environment: environment)
             let (child, logs) = (agent.child, agent.logs)
+            // The backtracer it starts when it crashes inherits its priority: symbolicating the debug
+            // binary takes a core for half a minute, which must not starve the tests beside it.
+            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(child.process.processIdentifier), 19)
             #expect(await logs.wait(message: "stream open") != nil)
             // SIGILL is one of the signals the backtracer reports as a crash; once it has written
             // its report the process is killed for good.
