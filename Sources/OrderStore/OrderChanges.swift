@@ -264,12 +264,9 @@ extension OrderStore {
         try recordedWrite { db in
             guard let oldest = try Int64.fetchOne(db, sql: "SELECT MIN(seq) FROM order_change") else { return 0 }
             let head = try Self.changeHead(in: db)
-            let keep = Int64(max(1, keeping))
-            let (byBatch, batchOverflow) = oldest.addingReportingOverflow(Int64(max(1, batch)))
-            let (byHistory, historyOverflow) = head.subtractingReportingOverflow(keep - 1)
-            guard !historyOverflow else { return 0 }
-            let end = batchOverflow ? byHistory : min(byBatch, byHistory)
-            guard end > oldest else { return 0 }
+            guard let end = ChangeLogRules.pruneEnd(oldest: oldest, head: head, keeping: keeping, batch: batch) else {
+                return 0
+            }
             try db.execute(sql: "DELETE FROM order_change WHERE seq < ?", arguments: [end])
             return db.changesCount
         }
@@ -280,3 +277,20 @@ extension OrderStore {
         try writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM order_change") ?? 0 }
     }
 }
+
+/// The change log's rules that do not depend on the engine: how far a prune may go. Both engines
+/// read the numbers and call it, so they cannot drift apart.
+public enum ChangeLogRules {
+    /// The seq below which changes are removed to keep the last `keeping` (at most `batch` of them
+    /// from `oldest`), or nil when nothing is to go. Overflow-checked: the numbers are read back
+    /// from the database.
+    public static func pruneEnd(oldest: Int64, head: Int64, keeping: Int, batch: Int) -> Int64? {
+        let keep = Int64(max(1, keeping))
+        let (byBatch, batchOverflow) = oldest.addingReportingOverflow(Int64(max(1, batch)))
+        let (byHistory, historyOverflow) = head.subtractingReportingOverflow(keep - 1)
+        guard !historyOverflow else { return nil }
+        let end = batchOverflow ? byHistory : min(byBatch, byHistory)
+        return end > oldest ? end : nil
+    }
+}
+

@@ -141,12 +141,9 @@ extension PostgresOrderStore: OrderReader, ChangeFeedSource {
             }
             guard let oldest else { return 0 }
             let head = try await Self.changeHead(account: self.account, on: connection, logger: self.logger)
-            let keep = Int64(max(1, keeping))
-            let (byBatch, batchOverflow) = oldest.addingReportingOverflow(Int64(max(1, batch)))
-            let (byHistory, historyOverflow) = head.subtractingReportingOverflow(keep - 1)
-            guard !historyOverflow else { return 0 }
-            let end = batchOverflow ? byHistory : min(byBatch, byHistory)
-            guard end > oldest else { return 0 }
+            guard let end = ChangeLogRules.pruneEnd(oldest: oldest, head: head, keeping: keeping, batch: batch) else {
+                return 0
+            }
             var removed = 0
             for try await count in try await connection.query("""
                 WITH gone AS (DELETE FROM orderlive_order_change WHERE account = \(self.account) AND seq < \(end)
