@@ -301,6 +301,7 @@ let package = Package(
                 "AsyncSignals", "OrderStore", "PostgresStore", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
+            exclude: ["Fixtures"],
             swiftSettings: strict
         ),
         .testTarget(

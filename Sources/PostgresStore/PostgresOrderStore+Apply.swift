@@ -48,8 +48,7 @@ extension PostgresOrderStore: JobApplier {
                 }
                 if let id = job.id { applied.append(id) }
             }
-            try await connection.query(
-                "DELETE FROM orderlive_job WHERE account = \(self.account) AND id = ANY(\(applied))", logger: self.logger)
+            try await self.complete(jobs: applied, at: now, on: connection)
             return applied.count
         }
     }
@@ -59,7 +58,7 @@ extension PostgresOrderStore: JobApplier {
     public func applyUpsert(_ order: OrderRecord, completing jobID: Int64? = nil) async throws -> UpsertOutcome {
         try await changeWrite { [self] connection, changes, now in
             let outcome = try await self.upsert(order, at: now, on: connection, changes: &changes)
-            if let jobID { try await self.deleteJob(jobID, on: connection) }
+            if let jobID { try await self.complete(jobs: [jobID], at: now, on: connection) }
             return outcome
         }
     }
@@ -69,7 +68,7 @@ extension PostgresOrderStore: JobApplier {
     public func applyDelete(orderID: String, version: Int64?, completing jobID: Int64? = nil) async throws -> DeleteOutcome {
         try await changeWrite { [self] connection, changes, now in
             let outcome = try await self.delete(orderID: orderID, version: version, at: now, on: connection, changes: &changes)
-            if let jobID { try await self.deleteJob(jobID, on: connection) }
+            if let jobID { try await self.complete(jobs: [jobID], at: now, on: connection) }
             return outcome
         }
     }
@@ -93,7 +92,7 @@ extension PostgresOrderStore: JobApplier {
                     orderID: order.id, version: order.version, at: now, on: connection, changes: &changes)
                 removed += 1
             }
-            if let jobID { try await self.deleteJob(jobID, on: connection) }
+            if let jobID { try await self.complete(jobs: [jobID], at: now, on: connection) }
             return removed
         }
     }
@@ -116,7 +115,10 @@ extension PostgresOrderStore: JobApplier {
             attempts: job.attempts, createdAt: now())
         try await write(fenced: true) { [self] connection in
             try await Self.insert(letter, account: self.account, on: connection, logger: self.logger)
-            if let id = job.id { try await self.deleteJob(id, on: connection) }
+            if let id = job.id {
+                try await connection.query(
+                    "DELETE FROM orderlive_job WHERE account = \(self.account) AND id = \(id)", logger: self.logger)
+            }
         }
     }
 
@@ -139,9 +141,18 @@ extension PostgresOrderStore: JobApplier {
         return result
     }
 
-    private func deleteJob(_ id: Int64, on connection: PostgresConnection) async throws {
+    /// Completes applied jobs: removed from the journal, and recorded with the epoch this transaction
+    /// holds. The fence checked that epoch under a share lock in this transaction, so the account's
+    /// row is the epoch the jobs were applied under (null when no agent has led the account).
+    private func complete(jobs ids: [Int64], at now: Double, on connection: PostgresConnection) async throws {
+        guard !ids.isEmpty else { return }
         try await connection.query(
-            "DELETE FROM orderlive_job WHERE account = \(account) AND id = \(id)", logger: logger)
+            "DELETE FROM orderlive_job WHERE account = \(account) AND id = ANY(\(ids))", logger: logger)
+        try await connection.query("""
+            INSERT INTO orderlive_job_applied (account, job_id, epoch, applied_at)
+            SELECT \(account), job, (SELECT epoch FROM orderlive_leadership WHERE account = \(account)), \(now)
+            FROM unnest(\(ids)::bigint[]) AS job
+            """, logger: logger)
     }
 
     /// DESIGN §8: apply only if newer; a tombstone stops an older upsert from resurrecting an order.

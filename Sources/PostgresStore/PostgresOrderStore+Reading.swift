@@ -130,9 +130,16 @@ extension PostgresOrderStore: OrderReader, ChangeFeedSource {
         try await read { [self] connection in try await self.changes(after: seq, limit: limit, on: connection) }
     }
 
+    /// Prunes the change log to its last `keeping` changes, and the record of applied jobs to the
+    /// last `keeping` job ids (which epoch applied a job matters while a failover is investigated).
     @discardableResult
     public func pruneChanges(keeping: Int, batch: Int = 10_000) async throws -> Int {
         try await write { [self] connection in
+            let kept = Int64(clamping: max(0, keeping))
+            try await connection.query("""
+                DELETE FROM orderlive_job_applied WHERE account = \(self.account) AND job_id <
+                    (SELECT MAX(job_id) FROM orderlive_job_applied WHERE account = \(self.account)) - \(kept)
+                """, logger: self.logger)
             var oldest: Int64?
             for try await value in try await connection.query(
                 "SELECT MIN(seq) FROM orderlive_order_change WHERE account = \(self.account)", logger: self.logger)

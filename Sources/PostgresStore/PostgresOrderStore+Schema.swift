@@ -71,6 +71,16 @@ extension PostgresOrderStore {
                 since double precision NOT NULL)
             """,
         ]),
+        // Which epoch applied each job: the failover record behind "no job applied under two epochs"
+        // (DESIGN §12). Not unique on the job: a second apply, were the fence ever to fail, must be
+        // recorded to be seen, not refused out of sight. Pruned with the change log.
+        Migration(version: "2", statements: [
+            """
+            CREATE TABLE orderlive_job_applied (
+                account text NOT NULL, job_id bigint NOT NULL, epoch bigint, applied_at double precision NOT NULL)
+            """,
+            "CREATE INDEX orderlive_job_applied_job ON orderlive_job_applied (account, job_id)",
+        ]),
     ]
 
     /// The key of the advisory lock migrations run under ("orderliv" in ASCII).

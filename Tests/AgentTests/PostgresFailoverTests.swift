@@ -296,7 +296,8 @@ import Glibc
     /// moment (and restarted, so three agents remain), then once frozen with SIGSTOP beyond
     /// `failover_s`, while the Sandbox changes orders and pushes go to every agent. After each, a
     /// follower leads with the next epoch within `failover_s` plus its reconnect delay; at the end
-    /// every acknowledged push is kept and the store equals the Sandbox.
+    /// every acknowledged push is kept, the store equals the Sandbox, and the record of applied jobs
+    /// shows none applied twice.
     @Test func threeAgentsSurviveFiveKilledLeadersAndAFrozenOne() async throws {
         try await HeavyScenarios.gate.exclusively {
             let server = try await PostgresServer.running()
@@ -423,6 +424,18 @@ import Glibc
                 }
                 #expect(stored == upstream)
                 #expect(depth == "0")
+                // No job was applied twice, let alone under two epochs: the frozen leader's late
+                // commits were refused by the fence. Jobs were applied under several leaders.
+                let twice = try await server.psql("""
+                    SELECT string_agg(job_id::text, ',') FROM (SELECT job_id FROM orderlive_job_applied
+                    WHERE account = 'depot-3' GROUP BY job_id HAVING COUNT(*) > 1) AS again
+                    """, database: database)
+                #expect(twice.isEmpty, "jobs applied more than once: \(twice)")
+                let applyingEpochs = try await server.psql(
+                    "SELECT string_agg(DISTINCT epoch::text, ',') FROM orderlive_job_applied WHERE account = 'depot-3'",
+                    database: database).split(separator: ",").compactMap { Int($0) }
+                #expect(applyingEpochs.count >= 2 && applyingEpochs.allSatisfy { (1...epoch).contains($0) },
+                        "epochs that applied jobs: \(applyingEpochs), last epoch \(epoch)")
                 let keys = try await server.psql(
                     "SELECT id FROM orderlive_dedupe_key WHERE account = 'depot-3' AND id LIKE 'notification:%'", database: database)
                 let kept = Set(keys.split(separator: "\n").map { String($0.dropFirst("notification:".count)) })

@@ -47,14 +47,88 @@ import Testing
                 group.addTask {
                     try await withPostgresStore(server: server, database: database, account: "a\(index)") { store in
                         let versions = try await store.appliedMigrations()
-                        #expect(versions == ["1"])
+                        #expect(versions == ["1", "2"])
                     }
                 }
             }
             try await group.waitForAll()
         }
-        #expect(try await server.psql("SELECT COUNT(*) FROM orderlive_migration", database: database) == "1")
+        #expect(try await server.psql("SELECT COUNT(*) FROM orderlive_migration", database: database) == "2")
         #expect(try await server.psql("SELECT COUNT(*) FROM orderlive_change_log", database: database) == "4")
+    }
+
+    @Test func aDatabaseOfTheFirstReleasedSchemaMigratesForwardKeepingEveryRow() async throws {
+        let server = try await PostgresServer.running()
+        let database = try await server.database()
+        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/postgres-schema-1.sql").path
+        try await server.psql(file: fixture, database: database)
+        #expect(try await server.psql("SELECT string_agg(version, ',') FROM orderlive_migration", database: database) == "1")
+        let headBefore = Int64(try await server.psql(
+            "SELECT MAX(seq) FROM orderlive_order_change WHERE account = 'acme'", database: database))
+        try await withPostgresStore(server: server, database: database, account: "acme", now: { 1_800_000_000 }) { store in
+            #expect(try await store.appliedMigrations() == ["1", "2"])
+            // Every row of the first schema reads back through today's store.
+            #expect(try await store.owner() == "alice")
+            #expect(try await store.streamCursor() == "evt-41")
+            #expect(try await store.orders(status: nil).map(\.id) == ["1", "2"])
+            #expect(try await store.order(id: "2")?.body == #"{"id":2,"status":"assigned","version":3}"#)
+            #expect(try await store.tombstone(id: "3")?.version == 4)
+            #expect(try await store.applyUpsert(try order(3, status: "created", version: 3), completing: nil) == .stale,
+                    "the tombstone still stops an older upsert")
+            #expect(try await store.deadLetters().map(\.reason) == ["the event's data is not JSON"])
+            let again = await store.accept(
+                [IdempotentSubmission(requestKey: "msg_v1", parts: [], response: "{}")],
+                policy: SubmissionPolicy(dedupeSince: 0, highWaterJobs: 100))
+            #expect(again == [.duplicate(response: #"{"counts":1}"#)], "a push accepted before the migration is a duplicate")
+            let pending = try #require(try await store.headJobs(limit: 10).first)
+            #expect(pending.kind == .fetch && pending.orderID == "4")
+            // The change log goes on from where it was, and a consumer's id from before resumes.
+            let head = try #require(headBefore)
+            #expect(try await store.changeHead() == head)
+            #expect(try await store.applyUpsert(try order(4, version: 1), completing: pending.id) == .applied)
+            #expect(try await store.changeHead() == head + 1)
+            guard case .changes(let missed) = try await store.changes(after: head, limit: 10) else {
+                Issue.record("a consumer's id from before the migration was told to reset")
+                return
+            }
+            #expect(missed.map(\.orderID) == ["4"])
+            // The second schema's record: the pending job was applied (by no leader yet).
+            #expect(try await server.psql(
+                "SELECT job_id || ':' || COALESCE(epoch::text, 'none') FROM orderlive_job_applied", database: database)
+                == "\(pending.id ?? -1):none")
+        }
+    }
+
+    @Test func eachAppliedJobIsRecordedWithTheEpochItWasAppliedUnder() async throws {
+        let server = try await PostgresServer.running()
+        let database = try await server.database()
+        try await withPostgresStore(server: server, database: database, account: "acme") { store in
+            _ = try await server.psql(
+                "INSERT INTO orderlive_leadership (account, epoch, leader, since) VALUES ('acme', 7, 'a:1', 0)",
+                database: database)
+            store.fence(epoch: 7)
+            try await store.journal([
+                NewJob(kind: .upsert, orderID: "1", order: try order(1, version: 1), source: "push"),
+                NewJob(kind: .upsert, orderID: "2", order: try order(2, version: 1), source: "push"),
+                NewJob(kind: .delete, orderID: "1", version: 2, source: "push"),
+            ], cursor: nil, deadLetters: [])
+            let jobs = try await store.headJobs(limit: 10)
+            #expect(try await store.applyInOneTransaction(Array(jobs.prefix(2))) == 2)
+            _ = try await server.psql("UPDATE orderlive_leadership SET epoch = 8, leader = 'b:2' WHERE account = 'acme'",
+                                      database: database)
+            await #expect(throws: FencedOut.self) { try await store.applyInOneTransaction([jobs[2]]) }
+            store.fence(epoch: 8)
+            #expect(try await store.applyDelete(orderID: "1", version: 2, completing: jobs[2].id) == .deleted)
+            let record = try await server.psql(
+                "SELECT string_agg(job_id || ':' || epoch, ',' ORDER BY job_id) FROM orderlive_job_applied", database: database)
+            let ids = jobs.compactMap(\.id)
+            #expect(record == "\(ids[0]):7,\(ids[1]):7,\(ids[2]):8", "the refused apply left no record")
+            // Kept as long as the change log: pruning to one keeps the newest job's record.
+            try await store.pruneChanges(keeping: 0, batch: 100)
+            #expect(try await server.psql("SELECT string_agg(job_id::text, ',') FROM orderlive_job_applied", database: database)
+                    == "\(ids[2])")
+        }
     }
 
     @Test func aLeaderWhoseEpochWasTakenOverCannotCommitAndChangesNothing() async throws {

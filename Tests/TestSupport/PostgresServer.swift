@@ -94,6 +94,15 @@ public final class PostgresServer: Sendable {
         return run.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// Runs the SQL script at `path` with `psql` against `database`, stopping at the first error.
+    public func psql(file path: String, database: String) async throws {
+        let run = try await Self.run([binaries + "/psql",
+            "-h", "127.0.0.1", "-p", "\(port)", "-U", user, "-d", database, "-X", "-q", "-v", "ON_ERROR_STOP=1",
+            "-f", path,
+        ])
+        guard run.status == 0 else { throw Failure(description: "psql -f \(path) failed: \(run.output)") }
+    }
+
     /// `postgres://postgres@127.0.0.1:PORT/DATABASE?sslmode=disable`.
     public func url(database: String) -> String {
         "postgres://\(user)@127.0.0.1:\(port)/\(database)?sslmode=disable"
@@ -147,13 +156,16 @@ public final class PostgresServer: Sendable {
     }
 
     /// A shell that outlives nothing: it waits for this process to end, then stops the cluster and
-    /// removes its directory.
+    /// removes its directory. It runs in a process group of its own, so Ctrl-C or a `timeout` that
+    /// signals the test's group ends the tests but not the watcher (the server, which `pg_ctl` puts
+    /// in a session of its own, would otherwise be left running).
     private static func watch(directory: String, stop: [String]) throws {
         let quoted = stop.map { "'\($0)'" }.joined(separator: " ")
         _ = try spawn([
             "/bin/sh", "-c",
-            "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; \(quoted) >/dev/null 2>&1; rm -rf '\(directory)'",
-        ], output: "/dev/null")
+            "trap '' INT TERM HUP; while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; "
+                + "\(quoted) >/dev/null 2>&1; rm -rf '\(directory)'",
+        ], output: "/dev/null", ownProcessGroup: true)
     }
 
     /// Runs `arguments` to its end; its output (stdout and stderr) and exit status. Not Foundation's
@@ -179,8 +191,8 @@ public final class PostgresServer: Sendable {
     }
 
     /// Starts `arguments` with stdin from /dev/null, stdout and stderr to `output`, and no other
-    /// descriptor of this process.
-    private static func spawn(_ arguments: [String], output: String) throws -> pid_t {
+    /// descriptor of this process; `ownProcessGroup` puts it in a new process group.
+    private static func spawn(_ arguments: [String], output: String, ownProcessGroup: Bool = false) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -196,8 +208,15 @@ public final class PostgresServer: Sendable {
         }
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        if ownProcessGroup {
+            posix_spawnattr_setpgroup(&attributes, 0)
+            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+        }
         var child: pid_t = 0
-        let spawned = posix_spawn(&child, arguments[0], &actions, nil, &argv, environ)
+        let spawned = posix_spawn(&child, arguments[0], &actions, &attributes, &argv, environ)
         guard spawned == 0 else { throw Failure(description: "could not start \(arguments[0]): error \(spawned)") }
         return child
     }
