@@ -24,10 +24,8 @@ extension PostgresOrderStore: JobJournal {
         let account = self.account
         let logger = self.logger
         return try await write(journal: true, fenced: cursor != nil) { connection in
-            var journaled = 0
-            for job in jobs where try await Self.insert(job, account: account, at: now, on: connection, logger: logger) {
-                journaled += 1
-            }
+            let journaled = try await Self.insertAll(jobs, account: account, at: now, on: connection, logger: logger)
+                .count { $0 }
             for letter in deadLetters {
                 try await Self.insert(letter, account: account, on: connection, logger: logger)
             }
@@ -42,9 +40,12 @@ extension PostgresOrderStore: JobJournal {
         }
     }
 
-    /// Accepts a batch of submissions in one transaction (group commit), each all-or-nothing in its
-    /// own savepoint; one outcome each, in order, none before the commit. Dedupe keys are the
-    /// account's, shared by every agent of it.
+    /// Accepts a batch of submissions in one transaction (group commit), each all-or-nothing; one
+    /// outcome each, in order, none before the commit. Dedupe keys are the account's, shared by every
+    /// agent of it. The batch costs a fixed number of round trips whatever its size: every key it
+    /// names is looked up in one query, the outcomes are decided here, and the new keys and jobs are
+    /// written in one statement each. Should that write fail, the batch is taken again one
+    /// submission at a time, each in its own savepoint, so only a submission that fails alone fails.
     public func accept(_ submissions: [IdempotentSubmission], policy: SubmissionPolicy) async -> [SubmissionOutcome] {
         let now = self.now()
         let account = self.account
@@ -61,50 +62,20 @@ extension PostgresOrderStore: JobJournal {
                     "SELECT COUNT(*) FROM orderlive_job WHERE account = \(account)", logger: logger).decode(Int.self) {
                     depth = count
                 }
+                let known = try await Self.acceptedResponses(
+                    for: submissions, account: account, since: policy.dedupeSince, on: connection, logger: logger)
+                try await connection.query("SAVEPOINT batch", logger: logger)
                 var outcomes: [SubmissionOutcome] = []
-                outcomes.reserveCapacity(submissions.count)
-                for submission in submissions {
-                    if let key = submission.requestKey, let response = try await Self.acceptedResponse(
-                        for: "request:" + key, account: account, since: policy.dedupeSince, on: connection, logger: logger) {
-                        outcomes.append(.duplicate(response: response))
-                        continue
-                    }
-                    guard depth < policy.highWaterJobs else {
-                        outcomes.append(.overloaded(depth: depth))
-                        continue
-                    }
-                    try await connection.query("SAVEPOINT submission", logger: logger)
-                    do {
-                        var journaled = 0
-                        var duplicates = 0
-                        for part in submission.parts {
-                            if let key = part.key.map({ "notification:" + $0 }) {
-                                if try await Self.acceptedResponse(
-                                    for: key, account: account, since: policy.dedupeSince, on: connection, logger: logger) != nil {
-                                    duplicates += 1
-                                    continue
-                                }
-                                try await Self.remember(key, response: "", account: account, at: now, on: connection, logger: logger)
-                            }
-                            for job in part.jobs
-                            where try await Self.insert(job, account: account, at: now, on: connection, logger: logger) {
-                                journaled += 1
-                            }
-                        }
-                        if let key = submission.requestKey {
-                            try await Self.remember(
-                                "request:" + key, response: submission.response, account: account, at: now,
-                                on: connection, logger: logger)
-                        }
-                        try await connection.query("RELEASE SAVEPOINT submission", logger: logger)
-                        depth += journaled
-                        outcomes.append(.accepted(jobs: journaled, duplicateParts: duplicates))
-                    } catch {
-                        // A failure the connection survives fails this submission only; one it does
-                        // not survive fails the transaction, and so every submission in it.
-                        try await connection.query("ROLLBACK TO SAVEPOINT submission", logger: logger)
-                        outcomes.append(.failed(reason: "\(Self.readable(error))"))
-                    }
+                do {
+                    outcomes = try await Self.acceptPlanned(
+                        submissions, known: known, depth: depth, highWater: policy.highWaterJobs, account: account,
+                        at: now, on: connection, logger: logger)
+                    try await connection.query("RELEASE SAVEPOINT batch", logger: logger)
+                } catch {
+                    try await connection.query("ROLLBACK TO SAVEPOINT batch", logger: logger)
+                    outcomes = try await Self.acceptOneByOne(
+                        submissions, policy: policy, depth: depth, account: account, at: now, on: connection,
+                        logger: logger)
                 }
                 if outcomes.contains(where: { if case .accepted(let jobs, _) = $0 { jobs > 0 } else { false } }) {
                     try await Self.notifyJobs(account: account, on: connection, logger: logger)
@@ -114,6 +85,146 @@ extension PostgresOrderStore: JobJournal {
         } catch {
             return submissions.map { _ in .failed(reason: "\(error)") }
         }
+    }
+
+    /// The responses of the keys `submissions` name (`request:` and `notification:`) that were
+    /// accepted since `since`, in one query.
+    private static func acceptedResponses(
+        for submissions: [IdempotentSubmission], account: String, since: Double, on connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> [String: String] {
+        var keys: [String] = []
+        for submission in submissions {
+            if let key = submission.requestKey { keys.append("request:" + key) }
+            for part in submission.parts { if let key = part.key { keys.append("notification:" + key) } }
+        }
+        var known: [String: String] = [:]
+        guard !keys.isEmpty else { return known }
+        for try await (id, response) in try await connection.query("""
+            SELECT id, response FROM orderlive_dedupe_key
+            WHERE account = \(account) AND id = ANY(\(keys)) AND accepted_at >= \(since)
+            """, logger: logger).decode((String, String).self) {
+            known[id] = response
+        }
+        return known
+    }
+
+    /// The batch decided from the keys already `known`, then written: its new keys in one statement,
+    /// its jobs in journal order (``insertAll(_:account:at:on:logger:)``).
+    private static func acceptPlanned(
+        _ submissions: [IdempotentSubmission], known: [String: String], depth: Int, highWater: Int, account: String,
+        at now: Double, on connection: PostgresConnection, logger: Logger
+    ) async throws -> [SubmissionOutcome] {
+        enum Plan {
+            case decided(SubmissionOutcome)
+            case accepting(jobs: Range<Int>, duplicateParts: Int)
+        }
+        var known = known
+        var depth = depth
+        var plans: [Plan] = []
+        var keyIDs: [String] = []
+        var keyResponses: [String] = []
+        var jobs: [NewJob] = []
+        for submission in submissions {
+            if let key = submission.requestKey, let response = known["request:" + key] {
+                plans.append(.decided(.duplicate(response: response)))
+                continue
+            }
+            guard depth < highWater else {
+                plans.append(.decided(.overloaded(depth: depth)))
+                continue
+            }
+            let first = jobs.count
+            var duplicates = 0
+            for part in submission.parts {
+                if let key = part.key.map({ "notification:" + $0 }) {
+                    if known[key] != nil {
+                        duplicates += 1
+                        continue
+                    }
+                    known[key] = ""
+                    keyIDs.append(key)
+                    keyResponses.append("")
+                }
+                jobs.append(contentsOf: part.jobs)
+            }
+            if let key = submission.requestKey {
+                known["request:" + key] = submission.response
+                keyIDs.append("request:" + key)
+                keyResponses.append(submission.response)
+            }
+            // As the one-by-one path counts it: jobs that collapse into pending ones count too.
+            depth += jobs.count - first
+            plans.append(.accepting(jobs: first..<jobs.count, duplicateParts: duplicates))
+        }
+        if !keyIDs.isEmpty {
+            try await connection.query("""
+                INSERT INTO orderlive_dedupe_key (account, id, response, accepted_at)
+                SELECT \(account), id, response, \(now) FROM unnest(\(keyIDs)::text[], \(keyResponses)::text[]) AS k(id, response)
+                ON CONFLICT (account, id) DO UPDATE SET response = excluded.response, accepted_at = excluded.accepted_at
+                """, logger: logger)
+        }
+        let journaled = try await insertAll(jobs, account: account, at: now, on: connection, logger: logger)
+        return plans.map { plan in
+            switch plan {
+            case .decided(let outcome):
+                return outcome
+            case .accepting(let range, let duplicates):
+                return .accepted(jobs: journaled[range].count { $0 }, duplicateParts: duplicates)
+            }
+        }
+    }
+
+    /// The batch one submission at a time, each in its own savepoint: a submission that fails
+    /// alone fails; one whose failure the connection does not survive fails the transaction.
+    private static func acceptOneByOne(
+        _ submissions: [IdempotentSubmission], policy: SubmissionPolicy, depth: Int, account: String, at now: Double,
+        on connection: PostgresConnection, logger: Logger
+    ) async throws -> [SubmissionOutcome] {
+        var depth = depth
+        var outcomes: [SubmissionOutcome] = []
+        outcomes.reserveCapacity(submissions.count)
+        for submission in submissions {
+            if let key = submission.requestKey, let response = try await acceptedResponse(
+                for: "request:" + key, account: account, since: policy.dedupeSince, on: connection, logger: logger) {
+                outcomes.append(.duplicate(response: response))
+                continue
+            }
+            guard depth < policy.highWaterJobs else {
+                outcomes.append(.overloaded(depth: depth))
+                continue
+            }
+            try await connection.query("SAVEPOINT submission", logger: logger)
+            do {
+                var journaled = 0
+                var duplicates = 0
+                for part in submission.parts {
+                    if let key = part.key.map({ "notification:" + $0 }) {
+                        if try await acceptedResponse(
+                            for: key, account: account, since: policy.dedupeSince, on: connection, logger: logger) != nil {
+                            duplicates += 1
+                            continue
+                        }
+                        try await remember(key, response: "", account: account, at: now, on: connection, logger: logger)
+                    }
+                    for job in part.jobs where try await insert(job, account: account, at: now, on: connection, logger: logger) {
+                        journaled += 1
+                    }
+                }
+                if let key = submission.requestKey {
+                    try await remember(
+                        "request:" + key, response: submission.response, account: account, at: now, on: connection,
+                        logger: logger)
+                }
+                try await connection.query("RELEASE SAVEPOINT submission", logger: logger)
+                depth += journaled
+                outcomes.append(.accepted(jobs: journaled, duplicateParts: duplicates))
+            } catch {
+                try await connection.query("ROLLBACK TO SAVEPOINT submission", logger: logger)
+                outcomes.append(.failed(reason: "\(readable(error))"))
+            }
+        }
+        return outcomes
     }
 
     /// Makes `userID` the owner of this account's data, clearing a different user's orders,
@@ -194,6 +305,75 @@ extension PostgresOrderStore: JobJournal {
         var bindings = PostgresBindings()
         bindings.append(text)
         return bindings
+    }
+
+    /// Journals `jobs` in order; for each, whether it was journaled (false: it collapsed into a
+    /// pending job). Each run of upsert and delete jobs is one statement, whatever its length; fetch
+    /// and full-sync jobs, which collapse into or clear pending ones, go one at a time between them.
+    static func insertAll(
+        _ jobs: [NewJob], account: String, at now: Double, on connection: PostgresConnection, logger: Logger
+    ) async throws -> [Bool] {
+        var journaled: [Bool] = []
+        journaled.reserveCapacity(jobs.count)
+        var index = jobs.startIndex
+        while index < jobs.endIndex {
+            var end = index
+            while end < jobs.endIndex, jobs[end].kind == .upsert || jobs[end].kind == .delete { end += 1 }
+            if end - index > 1 {
+                try await insertRun(jobs[index..<end], account: account, at: now, on: connection, logger: logger)
+                journaled.append(contentsOf: repeatElement(true, count: end - index))
+                index = end
+            } else {
+                journaled.append(try await insert(jobs[index], account: account, at: now, on: connection, logger: logger))
+                index += 1
+            }
+        }
+        return journaled
+    }
+
+    /// Inserts upsert and delete jobs (which never collapse) in one statement, ids in their order.
+    /// PostgresNIO binds no array with nulls, so each row carries a mask of the columns it has.
+    private static func insertRun(
+        _ jobs: ArraySlice<NewJob>, account: String, at now: Double, on connection: PostgresConnection, logger: Logger
+    ) async throws {
+        var kinds: [String] = [], sources: [String] = [], masks: [Int32] = []
+        var orderIDs: [String] = [], versions: [Int64] = [], payloads: [String] = []
+        var statuses: [String] = [], storeIDs: [String] = [], courierIDs: [String] = [], updatedAts: [String] = []
+        kinds.reserveCapacity(jobs.count)
+        for job in jobs {
+            let order = job.order
+            var mask: Int32 = 0
+            func text(_ value: String?, _ bit: Int32, into column: inout [String]) {
+                column.append(value ?? "")
+                if value != nil { mask |= bit }
+            }
+            kinds.append(job.kind.rawValue)
+            sources.append(job.source)
+            text(job.orderID ?? order?.id, 1, into: &orderIDs)
+            let version = order?.version ?? job.version
+            versions.append(version ?? 0)
+            if version != nil { mask |= 2 }
+            text(order?.body, 4, into: &payloads)
+            text(order?.status, 8, into: &statuses)
+            text(order?.storeID, 16, into: &storeIDs)
+            text(order?.courierID, 32, into: &courierIDs)
+            text(order?.updatedAt, 64, into: &updatedAts)
+            masks.append(mask)
+        }
+        try await connection.query("""
+            INSERT INTO orderlive_job (account, kind, order_id, version, payload, source, attempts, not_before,
+                                       last_error, created_at, status, store_id, courier_id, updated_at)
+            SELECT \(account), kind, CASE WHEN mask & 1 <> 0 THEN order_id END, CASE WHEN mask & 2 <> 0 THEN version END,
+                   CASE WHEN mask & 4 <> 0 THEN payload END, source, 0, 0, NULL, \(now),
+                   CASE WHEN mask & 8 <> 0 THEN status END, CASE WHEN mask & 16 <> 0 THEN store_id END,
+                   CASE WHEN mask & 32 <> 0 THEN courier_id END, CASE WHEN mask & 64 <> 0 THEN updated_at END
+            FROM unnest(\(kinds)::text[], \(orderIDs)::text[], \(versions)::bigint[], \(payloads)::text[],
+                        \(sources)::text[], \(statuses)::text[], \(storeIDs)::text[], \(courierIDs)::text[],
+                        \(updatedAts)::text[], \(masks)::int4[])
+                 WITH ORDINALITY AS job(kind, order_id, version, payload, source, status, store_id, courier_id,
+                                        updated_at, mask, n)
+            ORDER BY n
+            """, logger: logger)
     }
 
     /// Journals one job inside a transaction, collapsing as the SQLite engine does: pending fetches

@@ -131,6 +131,66 @@ import Testing
         }
     }
 
+    @Test func aBatchWithOneSubmissionTheDatabaseRefusesFailsThatOneAndAcceptsTheRest() async throws {
+        let server = try await PostgresServer.running()
+        let database = try await server.database()
+        try await withPostgresStore(server: server, database: database, account: "acme") { store in
+            func push(_ key: String, _ id: Int, body: String? = nil) throws -> IdempotentSubmission {
+                var record = try order(id, version: 1)
+                if let body { record.body = body }
+                return IdempotentSubmission(requestKey: key, parts: [
+                    .init(key: "n-\(key)", jobs: [NewJob(kind: .upsert, order: record, source: "push")]),
+                ], response: "{}")
+            }
+            // PostgreSQL text cannot hold NUL: the batch's one-statement write fails, and the batch
+            // is taken again one submission at a time.
+            let outcomes = await store.accept([
+                try push("a", 1), try push("b", 2, body: "{\u{0}}"), try push("c", 3),
+            ], policy: SubmissionPolicy(dedupeSince: 0, highWaterJobs: 100))
+            #expect(outcomes.count == 3)
+            #expect(outcomes[0] == .accepted(jobs: 1, duplicateParts: 0))
+            guard case .failed(let reason) = outcomes[1] else {
+                Issue.record("the refused submission was \(outcomes[1])")
+                return
+            }
+            #expect(reason.contains("SQLSTATE 22021"), "\(reason)")
+            #expect(outcomes[2] == .accepted(jobs: 1, duplicateParts: 0))
+            #expect(try await store.headJobs(limit: 10).map(\.orderID) == ["1", "3"])
+            #expect(try await server.psql("SELECT string_agg(id, ',' ORDER BY id) FROM orderlive_dedupe_key", database: database)
+                    == "notification:n-a,notification:n-c,request:a,request:c", "the refused one left no key")
+            #expect(store.writeHealth.writable, "a refused value is not a database fault")
+        }
+    }
+
+    @Test func aRunOfJobsWrittenInOneStatementKeepsOrderNullsAndCollapsing() async throws {
+        let server = try await PostgresServer.running()
+        let database = try await server.database()
+        try await withPostgresStore(server: server, database: database, account: "acme") { store in
+            var bare = try order(2, version: 1)
+            bare.storeID = nil
+            bare.courierID = nil
+            bare.updatedAt = nil
+            let first = try order(1, version: 3, updatedAt: "2026-01-01T00:00:00Z")
+            try await store.journal([
+                NewJob(kind: .fetch, orderID: "9", version: 1, source: "stream"),
+                NewJob(kind: .upsert, order: first, source: "stream"),
+                NewJob(kind: .upsert, order: bare, source: "stream"),
+                NewJob(kind: .delete, orderID: "4", source: "stream"),
+                NewJob(kind: .fetch, orderID: "9", version: 5, source: "stream"),
+                NewJob(kind: .delete, orderID: "5", version: 2, source: "stream"),
+            ], cursor: nil, deadLetters: [])
+            let jobs = try await store.headJobs(limit: 10)
+            #expect(jobs.map(\.kind) == [.fetch, .upsert, .upsert, .delete, .delete])
+            #expect(jobs.map(\.orderID) == ["9", "1", "2", "4", "5"])
+            #expect(jobs.map(\.version) == [5, 3, 1, nil, 2], "the second fetch of 9 raised the pending one's version")
+            #expect(jobs[1].updatedAt == "2026-01-01T00:00:00Z" && jobs[1].payload == first.body)
+            #expect(jobs[2].storeID == nil && jobs[2].courierID == nil && jobs[2].updatedAt == nil && jobs[2].payload == bare.body)
+            #expect(jobs[3].payload == nil && jobs[3].status == nil)
+            let ids = jobs.compactMap(\.id)
+            #expect(ids == ids.sorted())
+        }
+    }
+
     @Test func aLeaderWhoseEpochWasTakenOverCannotCommitAndChangesNothing() async throws {
         let server = try await PostgresServer.running()
         let database = try await server.database()
