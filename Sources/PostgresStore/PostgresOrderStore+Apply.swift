@@ -30,24 +30,12 @@ extension PostgresOrderStore: JobApplier {
         }
     }
 
-    /// Applies consecutive upsert and delete jobs in one transaction, completing each.
+    /// Applies consecutive upsert and delete jobs in one transaction, completing each
+    /// (``applyRun(_:at:on:changes:)``: a fixed number of round trips for the whole run).
     @discardableResult
     public func applyInOneTransaction(_ jobs: [JobRecord]) async throws -> Int {
         try await changeWrite { [self] connection, changes, now in
-            var applied: [Int64] = []
-            for job in jobs {
-                switch job.kind {
-                case .upsert:
-                    guard let order = job.order else { continue }
-                    _ = try await self.upsert(order, at: now, on: connection, changes: &changes)
-                case .delete:
-                    guard let id = job.orderID else { continue }
-                    _ = try await self.delete(orderID: id, version: job.version, at: now, on: connection, changes: &changes)
-                case .fetch, .fullSync:
-                    continue
-                }
-                if let id = job.id { applied.append(id) }
-            }
+            let applied = try await self.applyRun(jobs, at: now, on: connection, changes: &changes)
             try await self.complete(jobs: applied, at: now, on: connection)
             return applied.count
         }
@@ -267,6 +255,12 @@ struct PostgresChangeAppender: Sendable {
             VALUES (\(account), \(seq), \(orderID), \(kind.rawValue), \(version), \(body), \(now), \(after?.status),
                     \(after?.storeID), \(after?.courierID), \(before?.status), \(before?.storeID), \(before?.courierID))
             """, logger: logger)
+        next = seq == .max ? nil : seq + 1
+        last = seq
+    }
+
+    /// Notes that changes up to `seq` were appended by a statement of its own.
+    mutating func setLast(_ seq: Int64) {
         next = seq == .max ? nil : seq + 1
         last = seq
     }

@@ -191,6 +191,71 @@ import Testing
         }
     }
 
+    /// The executor's run of upserts and deletes is applied in one transaction at a fixed number of
+    /// round trips; it must leave exactly what applying the same jobs one by one leaves: the orders,
+    /// the tombstones and the change log, over random runs that revisit the same few orders.
+    @Test(arguments: [1, 2, 3, 4, 5, 6])
+    func aRunAppliedAtOnceEqualsTheSameJobsAppliedOneByOne(seed: UInt64) async throws {
+        var random = SplitMix(state: seed)
+        let server = try await PostgresServer.running()
+        let database = try await server.database()
+        try await withPostgresStore(server: server, database: database, account: "batch") { batch in
+            try await withPostgresStore(server: server, database: database, account: "single") { single in
+                let statuses = ["created", "assigned", "picked_up", "delivered"]
+                let starts = (batch: try await batch.changeHead(), single: try await single.changeHead())
+                for _ in 0..<4 {
+                    var jobs: [NewJob] = []
+                    for _ in 0..<(8 + Int(random.next() % 24)) {
+                        let id = Int(random.next() % 5) + 1
+                        let version: Int? = random.next() % 6 == 0 ? nil : Int(random.next() % 6) + 1
+                        if random.next() % 4 == 0 {
+                            jobs.append(NewJob(kind: .delete, orderID: "\(id)", version: version.map(Int64.init), source: "t"))
+                        } else {
+                            let updatedAt = random.next() % 3 == 0 ? "2026-01-0\(random.next() % 9 + 1)T00:00:00Z" : nil
+                            var extra: [String: Any] = [:]
+                            if random.next() % 2 == 0 { extra["store_id"] = Int(random.next() % 3) }
+                            if random.next() % 3 == 0 { extra["courier_id"] = "c\(random.next() % 3)" }
+                            let record = try order(id, status: statuses[Int(random.next() % 4)], version: version,
+                                                   updatedAt: updatedAt, extra: extra)
+                            jobs.append(NewJob(kind: .upsert, order: record, source: "t"))
+                        }
+                    }
+                    try await batch.journal(jobs, cursor: nil, deadLetters: [])
+                    let head = try await batch.headJobs(limit: 100)
+                    #expect(try await batch.applyInOneTransaction(head) == jobs.count)
+                    for job in jobs {
+                        if job.kind == .upsert, let record = job.order {
+                            _ = try await single.applyUpsert(record, completing: nil)
+                        } else if let id = job.orderID {
+                            _ = try await single.applyDelete(orderID: id, version: job.version, completing: nil)
+                        }
+                    }
+                }
+                func state(_ store: PostgresOrderStore, from start: Int64) async throws -> [String] {
+                    var lines = try await store.orders(status: nil).map {
+                        "order \($0.id) \($0.status) \($0.version.map(String.init) ?? "-") \($0.updatedAt ?? "-") "
+                            + "\($0.storeID ?? "-") \($0.courierID ?? "-") \($0.body)"
+                    }
+                    for id in 1...5 {
+                        if let tombstone = try await store.tombstone(id: "\(id)") {
+                            lines.append("tombstone \(id) \(tombstone.version.map(String.init) ?? "-") \(tombstone.updatedAt ?? "-")")
+                        }
+                    }
+                    guard case .changes(let changes) = try await store.changes(after: start, limit: 1_000) else { return lines }
+                    for change in changes {
+                        lines.append("change +\(change.seq - start) \(change.kind) \(change.orderID) "
+                            + "\(change.version.map(String.init) ?? "-") \(change.body ?? "-") \(String(describing: change.after)) "
+                            + "\(String(describing: change.before))")
+                    }
+                    return lines
+                }
+                let (once, oneByOne) = (try await state(batch, from: starts.batch), try await state(single, from: starts.single))
+                #expect(once == oneByOne)
+                #expect(once.contains { $0.hasPrefix("change") } && once.contains { $0.hasPrefix("tombstone") })
+            }
+        }
+    }
+
     @Test func aLeaderWhoseEpochWasTakenOverCannotCommitAndChangesNothing() async throws {
         let server = try await PostgresServer.running()
         let database = try await server.database()
