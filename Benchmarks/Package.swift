@@ -24,6 +24,7 @@ let package = Package(
                 .product(name: "EventStream", package: "orderlive"),
                 .product(name: "Sandbox", package: "orderlive"),
                 .product(name: "OrderStore", package: "orderlive"),
+                .product(name: "PostgresStore", package: "orderlive"),
                 .product(name: "OrderSync", package: "orderlive"),
                 .product(name: "Agent", package: "orderlive"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -28,6 +28,9 @@ public final class PostgresOrderStore: Sendable {
     let fence = Locked<Int64?>(nil)
     /// True once ``prepare()`` succeeded; until then every operation prepares first.
     let prepared = Locked(false)
+    /// True once the pool is told to stop (the agent is stopping): calls failing after that say
+    /// nothing about the database, so they leave ``writeHealth`` as it was.
+    let stopping = Locked(false)
 
     /// A store over the database `configuration` names. `now` is the wall clock (Unix seconds)
     /// stamped on what is written; `healthChanged` hears every change of ``writeHealth``;
@@ -53,7 +56,11 @@ public final class PostgresOrderStore: Sendable {
 
     /// Runs the connection pool until the task is cancelled.
     public func run() async {
-        await client.run()
+        await withTaskCancellationHandler {
+            await client.run()
+        } onCancel: {
+            stopping.withLock { $0 = true }
+        }
     }
 
     /// The store's write health now (DESIGN §10).
@@ -137,7 +144,9 @@ public final class PostgresOrderStore: Sendable {
             } catch {
                 // Whatever ended the wait for a connection (the pool's circuit breaker, a refused
                 // connection) means the same to the operator; errors after it are the database's.
-                _ = outcome.give(.failure(leased.withLock { $0 } == nil ? DatabaseUnreachable(waited: nil) : error))
+                // Our own pool closing (the agent stopping) is neither.
+                let stopping = (error as? PSQLError)?.code == .poolClosed
+                _ = outcome.give(.failure(leased.withLock { $0 } == nil && !stopping ? DatabaseUnreachable(waited: nil) : error))
             }
         }
         let watchdog = Task {
@@ -183,18 +192,20 @@ public final class PostgresOrderStore: Sendable {
     /// Notes a write's outcome; `failure` nil is a success. Errors that are not about the database
     /// being reachable and writable (a constraint, a bug, the fence) do not change the health.
     func noteWrite(failure: (any Error)?) {
+        if failure != nil, stopping.withLock({ $0 }) { return }
         let reason = failure.flatMap(Self.storageFault)
         if failure != nil, reason == nil { return }
         let changed = health.withLock { $0.record(fault: reason, at: now()) }
         if let changed { healthChanged(changed) }
     }
 
-    /// The condition behind a database fault, in words an operator can act on; nil for other errors.
+    /// The condition behind a database fault, in words an operator can act on; nil for other errors
+    /// (the pool closed because this agent is stopping is not the database's fault).
     static func storageFault(_ error: any Error) -> String? {
         if error is DatabaseUnreachable { return "the database cannot be reached" }
         guard let error = error as? PSQLError else { return nil }
         switch error.code {
-        case .connectionError, .serverClosedConnection, .uncleanShutdown, .poolClosed, .clientClosedConnection:
+        case .connectionError, .serverClosedConnection, .uncleanShutdown, .clientClosedConnection:
             return "the database cannot be reached"
         case .sslUnsupported, .failedToAddSSLHandler, .receivedUnencryptedDataAfterSSLRequest:
             return "the database refused TLS as store.postgres_url's sslmode asks for it"

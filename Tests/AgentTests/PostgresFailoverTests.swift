@@ -443,10 +443,14 @@ import Glibc
                 #expect(try await server.psql("SELECT epoch FROM orderlive_leadership WHERE account = 'depot-3'", database: database)
                     == "\(epoch)")
                 for agent in agents.values {
+                    let mark = agent.logs.count
                     agent.child.signal(SIGTERM)
                     let (status, _) = await agent.child.waitForExit()
                     #expect(status == 0)
                     await agent.reader.value
+                    // Stopping closes the agent's own pool: that is not the database failing.
+                    let errors = agent.logs.lines.dropFirst(mark).filter { $0["level"] == "error" }
+                    #expect(errors.isEmpty, "error lines at a clean stop: \(errors)")
                 }
             }
             await loop.shutdown()

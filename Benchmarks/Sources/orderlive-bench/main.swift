@@ -307,7 +307,13 @@ if CommandLine.arguments.count == 5, CommandLine.arguments[1] == "feed-client",
 }
 
 print("orderlive benchmarks — release build, median of \(rounds) rounds, \(ProcessInfo.processInfo.activeProcessorCount) cores")
-// BENCH_ONLY=parser, transport, store, ingest or feed runs one part (for profiling).
+// `orderlive-bench agent …`: one agent of the PostgreSQL failover benchmark, in its own process.
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "agent" {
+    try await runBenchAgent(Array(CommandLine.arguments.dropFirst(2)))
+    exit(0)
+}
+
+// BENCH_ONLY=parser, transport, store, ingest, feed or postgres runs one part (for profiling).
 let only = ProcessInfo.processInfo.environment["BENCH_ONLY"] ?? ""
 if only == "" || only == "parser" { try await parserBenchmarks() }
 if only == "" || only == "transport" {
@@ -320,6 +326,7 @@ if only == "" || only == "store" {
 }
 if only == "" || only == "ingest" { try await ingestBenchmark() }
 if only == "" || only == "feed" { try await feedBenchmark() }
+if only == "" || only == "postgres" { try await postgresBenchmark() }
 print("")
 print("| case | reader | MB/s | events/s | note |")
 print("| --- | --- | ---: | ---: | --- |")
