@@ -247,12 +247,11 @@ extension PostgresOrderStore: JobJournal {
             var changes = PostgresChangeAppender(account: account)
             if current != nil {
                 let previousHead = try await Self.changeHead(account: account, on: connection, logger: logger)
-                for order in try await Self.orders(account: account, status: nil, on: connection, logger: logger) {
-                    try await changes.append(
-                        .deleted, orderID: order.id, version: order.version, body: nil, at: now, after: nil,
-                        before: OrderChange.Fields(status: order.status, storeID: order.storeID, courierID: order.courierID),
-                        on: connection, logger: logger)
-                }
+                let cleared = try await Self.orders(account: account, status: nil, on: connection, logger: logger)
+                try await changes.append(cleared.map { order in
+                    .init(kind: .deleted, orderID: order.id, version: order.version, body: nil, after: nil,
+                          before: OrderChange.Fields(status: order.status, storeID: order.storeID, courierID: order.courierID))
+                }, at: now, on: connection, logger: logger)
                 for table in ["orderlive_order", "orderlive_tombstone", "orderlive_job", "orderlive_stream_cursor",
                               "orderlive_dedupe_key", "orderlive_dead_letter"] {
                     try await connection.query(
@@ -332,33 +331,25 @@ extension PostgresOrderStore: JobJournal {
     }
 
     /// Inserts upsert and delete jobs (which never collapse) in one statement, ids in their order.
-    /// PostgresNIO binds no array with nulls, so each row carries a mask of the columns it has.
     private static func insertRun(
         _ jobs: ArraySlice<NewJob>, account: String, at now: Double, on connection: PostgresConnection, logger: Logger
     ) async throws {
-        var kinds: [String] = [], sources: [String] = [], masks: [Int32] = []
+        var nullable = NullableColumns()
+        var kinds: [String] = [], sources: [String] = []
         var orderIDs: [String] = [], versions: [Int64] = [], payloads: [String] = []
         var statuses: [String] = [], storeIDs: [String] = [], courierIDs: [String] = [], updatedAts: [String] = []
-        kinds.reserveCapacity(jobs.count)
         for job in jobs {
             let order = job.order
-            var mask: Int32 = 0
-            func text(_ value: String?, _ bit: Int32, into column: inout [String]) {
-                column.append(value ?? "")
-                if value != nil { mask |= bit }
-            }
             kinds.append(job.kind.rawValue)
             sources.append(job.source)
-            text(job.orderID ?? order?.id, 1, into: &orderIDs)
-            let version = order?.version ?? job.version
-            versions.append(version ?? 0)
-            if version != nil { mask |= 2 }
-            text(order?.body, 4, into: &payloads)
-            text(order?.status, 8, into: &statuses)
-            text(order?.storeID, 16, into: &storeIDs)
-            text(order?.courierID, 32, into: &courierIDs)
-            text(order?.updatedAt, 64, into: &updatedAts)
-            masks.append(mask)
+            nullable.add(job.orderID ?? order?.id, to: &orderIDs, empty: "")
+            nullable.add(order?.version ?? job.version, to: &versions, empty: 0)
+            nullable.add(order?.body, to: &payloads, empty: "")
+            nullable.add(order?.status, to: &statuses, empty: "")
+            nullable.add(order?.storeID, to: &storeIDs, empty: "")
+            nullable.add(order?.courierID, to: &courierIDs, empty: "")
+            nullable.add(order?.updatedAt, to: &updatedAts, empty: "")
+            nullable.endRow()
         }
         try await connection.query("""
             INSERT INTO orderlive_job (account, kind, order_id, version, payload, source, attempts, not_before,
@@ -369,7 +360,7 @@ extension PostgresOrderStore: JobJournal {
                    CASE WHEN mask & 32 <> 0 THEN courier_id END, CASE WHEN mask & 64 <> 0 THEN updated_at END
             FROM unnest(\(kinds)::text[], \(orderIDs)::text[], \(versions)::bigint[], \(payloads)::text[],
                         \(sources)::text[], \(statuses)::text[], \(storeIDs)::text[], \(courierIDs)::text[],
-                        \(updatedAts)::text[], \(masks)::int4[])
+                        \(updatedAts)::text[], \(nullable.masks)::int4[])
                  WITH ORDINALITY AS job(kind, order_id, version, payload, source, status, store_id, courier_id,
                                         updated_at, mask, n)
             ORDER BY n

@@ -28,7 +28,15 @@ extension PostgresOrderStore: OrderReader, ChangeFeedSource {
     }
 
     public func tombstone(id: String) async throws -> TombstoneRecord? {
-        try await read { [self] connection in try await self.tombstone(id: id, on: connection) }
+        try await read { [self] connection in
+            var found: TombstoneRecord?
+            for try await (version, updatedAt, deletedAt) in try await connection.query(
+                "SELECT version, updated_at, deleted_at FROM orderlive_tombstone WHERE account = \(self.account) AND id = \(id)",
+                logger: self.logger).decode((Int64?, String?, Double).self) {
+                found = TombstoneRecord(id: id, version: version, updatedAt: updatedAt, deletedAt: deletedAt)
+            }
+            return found
+        }
     }
 
     public func deadLetters() async throws -> [DeadLetterRecord] {

@@ -31,16 +31,9 @@ import Glibc
         try await HeavyScenarios.gate.exclusively {
             let server = try await PostgresServer.running()
             let database = try await server.database()
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-pg-e2e-\(UUID().uuidString)").path
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(atPath: directory) }
-            let passwordFile = directory + "/password"
-            try Data((SandboxUser.demo.password + "\n").utf8).write(to: URL(fileURLWithPath: passwordFile))
-            func configuration(_ name: String) throws -> String {
-                try PostgresAgentConfiguration.write(
-                    directory: directory, name: name, passwordFile: passwordFile, url: server.url(database: database),
-                    account: "depot-7", failover: 3)
-            }
+            let configs = try PostgresAgentConfiguration(
+                "e2e", url: server.url(database: database), account: "depot-7", failover: 3)
+            defer { configs.remove() }
             let sandbox = SandboxConfiguration(
                 port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true), feed: .orderBook)
             let loop = try CurlLoop(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
@@ -50,7 +43,7 @@ import Glibc
                 let book = sandbox.orders
                 let ids = (0..<4).map { _ in book.create() }
                 func start(_ name: String) async throws -> Agent {
-                    let child = try OrderliveProcess(["run", "--config", try configuration(name)], environment: environment,
+                    let child = try OrderliveProcess(["run", "--config", try configs.write(name)], environment: environment,
                                                      readStandardError: true)
                     let logs = LogWatch()
                     let reader = Task { await logs.follow(child.lines) }
@@ -141,7 +134,7 @@ import Glibc
                 #expect(upstream["\(created)"] != nil && upstream["\(ids[2])"] == nil)
                 // `status` in another process shows the cluster as the agent recorded it.
                 _ = try #require(await second.logs.wait(from: took.index, message: "stream status recorded"))
-                let statusCommand = try OrderliveProcess(["status", "--json", "--config", try configuration("second")], environment: environment)
+                let statusCommand = try OrderliveProcess(["status", "--json", "--config", try configs.write("second")], environment: environment)
                 var statusLines: [String] = []
                 for await line in statusCommand.lines { statusLines.append(line) }
                 _ = await statusCommand.waitForExit()
@@ -154,7 +147,7 @@ import Glibc
                         "\(metrics)")
 
                 // `orders list` reads the account from PostgreSQL, like the agents.
-                let lister = try OrderliveProcess(["orders", "list", "--json", "--config", try configuration("second")],
+                let lister = try OrderliveProcess(["orders", "list", "--json", "--config", try configs.write("second")],
                                                   environment: environment)
                 var output: [String] = []
                 for await line in lister.lines { output.append(line) }
@@ -196,14 +189,10 @@ import Glibc
         try await HeavyScenarios.gate.exclusively {
             let server = try await PostgresServer.dedicated()
             let database = try await server.database()
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-pg-restart-\(UUID().uuidString)").path
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(atPath: directory) }
-            let passwordFile = directory + "/password"
-            try Data((SandboxUser.demo.password + "\n").utf8).write(to: URL(fileURLWithPath: passwordFile))
-            let configFile = try PostgresAgentConfiguration.write(
-                directory: directory, name: "agent", passwordFile: passwordFile, url: server.url(database: database),
-                account: "depot-9", failover: 2)
+            let configs = try PostgresAgentConfiguration(
+                "restart", url: server.url(database: database), account: "depot-9", failover: 2)
+            defer { configs.remove() }
+            let configFile = try configs.write("agent")
             let sandbox = SandboxConfiguration(
                 port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true), feed: .orderBook)
             let loop = try CurlLoop(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
@@ -302,16 +291,9 @@ import Glibc
         try await HeavyScenarios.gate.exclusively {
             let server = try await PostgresServer.running()
             let database = try await server.database()
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-pg-three-\(UUID().uuidString)").path
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(atPath: directory) }
-            let passwordFile = directory + "/password"
-            try Data((SandboxUser.demo.password + "\n").utf8).write(to: URL(fileURLWithPath: passwordFile))
-            func configuration(_ name: String) throws -> String {
-                try PostgresAgentConfiguration.write(
-                    directory: directory, name: name, passwordFile: passwordFile, url: server.url(database: database),
-                    account: "depot-3", failover: 3)
-            }
+            let configs = try PostgresAgentConfiguration(
+                "three", url: server.url(database: database), account: "depot-3", failover: 3)
+            defer { configs.remove() }
             let leads = "this agent leads its account now: it streams and applies"
             let sandbox = SandboxConfiguration(
                 port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true), feed: .orderBook)
@@ -323,7 +305,7 @@ import Glibc
                 var random = SplitMix(state: 0x5EED_0015)
                 let children = Locked<[OrderliveProcess]>([])
                 func start(_ name: String) async throws -> Agent {
-                    let child = try OrderliveProcess(["run", "--config", try configuration(name)], environment: environment,
+                    let child = try OrderliveProcess(["run", "--config", try configs.write(name)], environment: environment,
                                                      readStandardError: true)
                     children.withLock { $0.append(child) }
                     let logs = LogWatch()
@@ -458,23 +440,37 @@ import Glibc
     }
 }
 
-/// The configuration of an `orderlive run` in these tests: the Sandbox's demo user, pushes on a free
-/// loopback port, no orders API, debug JSON logs, and the store on PostgreSQL at `url` for `account`.
-enum PostgresAgentConfiguration {
+/// The configurations of the `orderlive run`s of one test, in a temporary directory of their own:
+/// the Sandbox's demo user (its password in a file), pushes on a free loopback port, no orders API,
+/// debug JSON logs, and the store on PostgreSQL at `url` for `account`.
+struct PostgresAgentConfiguration {
     /// The database password every agent is given (in `DIRECTORY/pg-password`); the test cluster
     /// trusts loopback, so it is held and never needed, and no log may show it.
     static let databasePassword = "pg-pw-7Hq2-never-logged"
 
+    let directory: String
+    let url: String
+    let account: String
+    let failover: Int
+
+    /// Creates the directory (named after `label`) with the user's and the database's password files.
+    init(_ label: String, url: String, account: String, failover: Int) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-pg-\(label)-\(UUID().uuidString)").path
+        self.url = url
+        self.account = account
+        self.failover = failover
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try Data((SandboxUser.demo.password + "\n").utf8).write(to: URL(fileURLWithPath: directory + "/password"))
+        try Data((Self.databasePassword + "\n").utf8).write(to: URL(fileURLWithPath: directory + "/pg-password"))
+    }
+
     /// Writes `DIRECTORY/NAME.yaml` (state in `DIRECTORY/NAME`) and returns its path.
-    static func write(
-        directory: String, name: String, passwordFile: String, url: String, account: String, failover: Int
-    ) throws -> String {
+    func write(_ name: String) throws -> String {
         let file = directory + "/\(name).yaml"
-        try Data((databasePassword + "\n").utf8).write(to: URL(fileURLWithPath: directory + "/pg-password"))
         try Data("""
             auth:
               identifier: "\(SandboxUser.demo.identifier)"
-              password_file: "\(passwordFile)"
+              password_file: "\(directory)/password"
             stream:
               initial_delay_ms: 0
               max_delay_ms: 200
@@ -495,5 +491,9 @@ enum PostgresAgentConfiguration {
 
             """.utf8).write(to: URL(fileURLWithPath: file))
         return file
+    }
+
+    func remove() {
+        try? FileManager.default.removeItem(atPath: directory)
     }
 }

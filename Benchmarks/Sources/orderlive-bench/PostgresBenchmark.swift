@@ -296,36 +296,9 @@ func postgresStream(_ cluster: BenchCluster) async throws {
                         let directory = NSTemporaryDirectory() + "orderlive-bench-\(UUID().uuidString)"
                         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
                         defer { try? FileManager.default.removeItem(atPath: directory) }
-                        let wake = WakeSignal()
-                        let session = Session(
-                            dependencies: .init(
-                                client: AuthClient(loop: loop, endpoints: .init(baseURL: url)),
-                                store: CredentialStore(directory: directory), identifier: "bench"),
-                            logger: quiet)
-                        let ingest = StreamService(
-                            source: EventSourceConfiguration(url: url), loop: loop, session: session, store: store,
-                            wake: wake, logger: quiet)
-                        let executor = SyncExecutor(store: store, source: NoSource(), logger: quiet)
-                        let executorTask = Task { if applying { await executor.run(wake: wake) } }
-                        var count = 0
-                        var pending: [ServerSentEvents.ServerSentEvent] = []
-                        let source = EventSource(configuration: EventSourceConfiguration(url: url, idleTimeout: nil),
-                                                 loop: loop, clock: ContinuousClock(), logger: quiet)
-                        _ = try await source.run({ update in
-                            if case .event(let event) = update {
-                                pending.append(event)
-                                count += 1
-                                if event.lastEventID == target { source.stop() }
-                            }
-                        }, batchEnded: {
-                            try await ingest.journal(batch: pending)
-                            pending.removeAll(keepingCapacity: true)
-                            wake.signal()
-                        })
-                        executorTask.cancel()
-                        await executorTask.value
+                        let pipeline = Pipeline(loop: loop, eventsURL: url, store: store, directory: directory)
+                        let count = try await pipeline.stream(until: target, applying: applying)
                         if applying {
-                            try await executor.runReadyJobs()
                             let stored = try await store.counts().orders
                             guard stored == events else { throw BenchFailure("stored \(stored) of \(events)") }
                         } else {

@@ -34,35 +34,14 @@ func storeBenchmark() async throws {
             }
             report("stream → SQLite, \(events) full-order events", "count-only consumer (reference)",
                    bytes: 0, seconds: reference.seconds, events: reference.count)
+            let journalOnly = ProcessInfo.processInfo.environment["JOURNAL_ONLY"] != nil
             let stored = try await measure(3) {
-                let pipeline = try Pipeline(loop: loop, eventsURL: url)
-                defer { pipeline.remove() }
-                let (store, ingest, executor, wake) = (pipeline.store, pipeline.ingest, pipeline.executor, pipeline.wake)
-                // As `orderlive run` does it: the executor runs beside the stream, woken after each
-                // group commit; at the end it is stopped (between jobs) and whatever is left applied.
-                let journalOnly = ProcessInfo.processInfo.environment["JOURNAL_ONLY"] != nil
-                let executorTask = Task { if !journalOnly { await executor.run(wake: wake) } }
-                var count = 0
-                var pending: [ServerSentEvents.ServerSentEvent] = []
-                let source = EventSource(configuration: EventSourceConfiguration(url: url, idleTimeout: nil),
-                                         loop: loop, clock: ContinuousClock(), logger: quiet)
-                _ = try await source.run({ update in
-                    if case .event(let event) = update {
-                        pending.append(event)
-                        count += 1
-                        if event.lastEventID == target { source.stop() }
-                    }
-                }, batchEnded: {
-                    // Group commit: the batch's jobs and last cursor in one transaction.
-                    try await ingest.journal(batch: pending)
-                    pending.removeAll(keepingCapacity: true)
-                    wake.signal()
-                })
-                executorTask.cancel()
-                await executorTask.value
+                let sqlite = try SQLitePipelineStore()
+                defer { sqlite.remove() }
+                let pipeline = Pipeline(loop: loop, eventsURL: url, store: sqlite.store, directory: sqlite.directory)
+                let count = try await pipeline.stream(until: target, applying: !journalOnly)
                 if journalOnly { return count }
-                try await executor.runReadyJobs()
-                let storedOrders = try store.counts().orders
+                let storedOrders = try sqlite.store.counts().orders
                 precondition(storedOrders == events, "stored \(storedOrders) of \(events)")
                 return count
             }
@@ -82,8 +61,9 @@ func commitLatency() async throws {
         let created = Timestamps()
         let total = 5_000
         try await CurlLoop.withLoop(logger: quiet) { loop in
-            let pipeline = try Pipeline(loop: loop, eventsURL: url)
-            defer { pipeline.remove() }
+            let sqlite = try SQLitePipelineStore()
+            defer { sqlite.remove() }
+            let pipeline = Pipeline(loop: loop, eventsURL: url, store: sqlite.store, directory: sqlite.directory)
             let (ingest, executor, wake) = (pipeline.ingest, pipeline.executor, pipeline.wake)
             let executorTask = Task { await executor.run(wake: wake) }
             let producer = Task {
@@ -129,19 +109,34 @@ func commitLatency() async throws {
     }
 }
 
-/// A fresh store in a temporary directory with the stream service, executor and wake signal
-/// `orderlive run` builds around it. Only the stream service's journaling is used (the benchmark
-/// drives the event source itself), so its session never logs in.
-struct Pipeline {
+/// A fresh SQLite store in a temporary directory.
+struct SQLitePipelineStore {
     let directory = NSTemporaryDirectory() + "orderlive-bench-\(UUID().uuidString)"
     let store: OrderStore
+
+    init() throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        store = try OrderStore(path: directory + "/orderlive.sqlite")
+    }
+
+    func remove() {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// `store` with the stream service, executor and wake signal `orderlive run` builds around it. Only
+/// the stream service's journaling is used (the benchmark drives the event source itself), so its
+/// session (credentials in `directory`) never logs in.
+struct Pipeline {
     let ingest: StreamService<ContinuousClock>
     let executor: SyncExecutor
     let wake = WakeSignal()
+    let loop: CurlLoop
+    let eventsURL: String
 
-    init(loop: CurlLoop, eventsURL: String) throws {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        store = try OrderStore(path: directory + "/orderlive.sqlite")
+    init(loop: CurlLoop, eventsURL: String, store: any OrderStoreEngine, directory: String) {
+        self.loop = loop
+        self.eventsURL = eventsURL
         let session = Session(
             dependencies: .init(
                 client: AuthClient(loop: loop, endpoints: .init(baseURL: eventsURL)),
@@ -153,8 +148,32 @@ struct Pipeline {
         executor = SyncExecutor(store: store, source: NoSource(), logger: quiet)
     }
 
-    func remove() {
-        try? FileManager.default.removeItem(atPath: directory)
+    /// Streams until the event with id `target`, as `orderlive run` does it: events journaled per
+    /// parser batch (one transaction with the batch's last cursor — group commit) and, when
+    /// `applying`, the executor beside the stream, woken after each commit; at the end it is stopped
+    /// (between jobs) and whatever is left applied. Returns the events read.
+    func stream(until target: String, applying: Bool) async throws -> Int {
+        let (ingest, executor, wake) = (self.ingest, self.executor, self.wake)
+        let executorTask = Task { if applying { await executor.run(wake: wake) } }
+        var count = 0
+        var pending: [ServerSentEvents.ServerSentEvent] = []
+        let source = EventSource(configuration: EventSourceConfiguration(url: eventsURL, idleTimeout: nil),
+                                 loop: loop, clock: ContinuousClock(), logger: quiet)
+        _ = try await source.run({ update in
+            if case .event(let event) = update {
+                pending.append(event)
+                count += 1
+                if event.lastEventID == target { source.stop() }
+            }
+        }, batchEnded: {
+            try await ingest.journal(batch: pending)
+            pending.removeAll(keepingCapacity: true)
+            wake.signal()
+        })
+        executorTask.cancel()
+        await executorTask.value
+        if applying { try await executor.runReadyJobs() }
+        return count
     }
 }
 

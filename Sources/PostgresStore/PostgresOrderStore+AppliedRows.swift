@@ -1,0 +1,301 @@
+import Logging
+import OrderStore
+import PostgresNIO
+
+/// Every apply (a job, a run of jobs, a page of a full sync, its deletions) at a fixed number of
+/// round trips: the rows it touches are read (and locked) in one query each, DESIGN §8 is applied
+/// to them here in order (``AppliedRows``), and each table's final state and the change log are
+/// written in one statement each. One statement per row cost four or five round trips per job,
+/// which bounded the executor to a few hundred jobs a second.
+extension PostgresOrderStore {
+    /// Reads and locks the rows of `ids`, lets `body` apply to them in memory, then writes what it
+    /// left and appends its changes. `body` must touch only the orders `ids` names.
+    func applying<T>(
+        _ ids: [String], at now: Double, on connection: PostgresConnection, changes: inout PostgresChangeAppender,
+        _ body: (inout AppliedRows) -> T
+    ) async throws -> T {
+        var rows = AppliedRows(ids: ids)
+        guard !rows.ids.isEmpty else { return body(&rows) }
+        for try await (id, version, updatedAt, status, storeID, courierID) in try await connection.query("""
+            SELECT id, version, updated_at, status, store_id, courier_id FROM orderlive_order
+            WHERE account = \(account) AND id = ANY(\(rows.ids)) FOR UPDATE
+            """, logger: logger).decode((String, Int64?, String?, String, String?, String?).self) {
+            rows.slots[id]?.current = .init(
+                version: version, updatedAt: updatedAt,
+                fields: OrderChange.Fields(status: status, storeID: storeID, courierID: courierID))
+        }
+        for try await (id, version, updatedAt, deletedAt) in try await connection.query("""
+            SELECT id, version, updated_at, deleted_at FROM orderlive_tombstone WHERE account = \(account) AND id = ANY(\(rows.ids))
+            """, logger: logger).decode((String, Int64?, String?, Double).self) {
+            rows.slots[id]?.tombstone = TombstoneRecord(id: id, version: version, updatedAt: updatedAt, deletedAt: deletedAt)
+        }
+        let result = body(&rows)
+        try await write(rows, on: connection)
+        try await changes.append(rows.changes, at: now, on: connection, logger: logger)
+        return result
+    }
+
+    /// Applies `jobs` (upserts and deletes; others are skipped) as one transaction's work on
+    /// `connection`; returns the ids of the jobs it completed.
+    func applyRun(
+        _ jobs: [JobRecord], at now: Double, on connection: PostgresConnection, changes: inout PostgresChangeAppender
+    ) async throws -> [Int64] {
+        let ids = jobs.compactMap { job -> String? in
+            switch job.kind {
+            case .upsert: job.order?.id
+            case .delete: job.orderID
+            case .fetch, .fullSync: nil
+            }
+        }
+        return try await applying(ids, at: now, on: connection, changes: &changes) { rows in
+            var completed: [Int64] = []
+            for job in jobs {
+                switch job.kind {
+                case .upsert:
+                    guard let order = job.order else { continue }
+                    _ = rows.upsert(order, at: now)
+                case .delete:
+                    guard let id = job.orderID else { continue }
+                    _ = rows.delete(orderID: id, version: job.version, at: now)
+                case .fetch, .fullSync:
+                    continue
+                }
+                if let id = job.id { completed.append(id) }
+            }
+            return completed
+        }
+    }
+
+    /// Writes each table's final state: upserted and deleted orders, set and cleared tombstones,
+    /// one statement each.
+    private func write(_ rows: AppliedRows, on connection: PostgresConnection) async throws {
+        var upserts = NullableColumns(), deletes: [String] = []
+        var ids: [String] = [], statuses: [String] = [], bodies: [String] = [], appliedAt: [Double] = []
+        var storeIDs: [String] = [], courierIDs: [String] = [], versions: [Int64] = [], updatedAts: [String] = []
+        var tombstones = NullableColumns(), cleared: [String] = []
+        var tombstoneIDs: [String] = [], deletedAt: [Double] = [], tombstoneVersions: [Int64] = []
+        var tombstoneUpdatedAts: [String] = []
+        for id in rows.ids {
+            guard let slot = rows.slots[id] else { continue }
+            if slot.orderChanged {
+                if let order = slot.written {
+                    ids.append(order.id)
+                    statuses.append(order.status)
+                    bodies.append(order.body)
+                    appliedAt.append(order.appliedAt)
+                    upserts.add(order.storeID, to: &storeIDs, empty: "")
+                    upserts.add(order.courierID, to: &courierIDs, empty: "")
+                    upserts.add(order.version, to: &versions, empty: 0)
+                    upserts.add(order.updatedAt, to: &updatedAts, empty: "")
+                    upserts.endRow()
+                } else {
+                    deletes.append(id)
+                }
+            }
+            if slot.tombstoneChanged {
+                if let tombstone = slot.tombstone {
+                    tombstoneIDs.append(id)
+                    deletedAt.append(tombstone.deletedAt)
+                    tombstones.add(tombstone.version, to: &tombstoneVersions, empty: 0)
+                    tombstones.add(tombstone.updatedAt, to: &tombstoneUpdatedAts, empty: "")
+                    tombstones.endRow()
+                } else {
+                    cleared.append(id)
+                }
+            }
+        }
+        if !ids.isEmpty {
+            try await connection.query("""
+                INSERT INTO orderlive_order (account, id, status, store_id, courier_id, version, updated_at, body, applied_at)
+                SELECT \(account), id, status, CASE WHEN mask & 1 <> 0 THEN store_id END,
+                       CASE WHEN mask & 2 <> 0 THEN courier_id END, CASE WHEN mask & 4 <> 0 THEN version END,
+                       CASE WHEN mask & 8 <> 0 THEN updated_at END, body, applied_at
+                FROM unnest(\(ids)::text[], \(statuses)::text[], \(storeIDs)::text[], \(courierIDs)::text[],
+                            \(versions)::bigint[], \(updatedAts)::text[], \(bodies)::text[], \(appliedAt)::float8[],
+                            \(upserts.masks)::int4[])
+                     AS o(id, status, store_id, courier_id, version, updated_at, body, applied_at, mask)
+                ON CONFLICT (account, id) DO UPDATE SET status = excluded.status, store_id = excluded.store_id,
+                    courier_id = excluded.courier_id, version = excluded.version, updated_at = excluded.updated_at,
+                    body = excluded.body, applied_at = excluded.applied_at
+                """, logger: logger)
+        }
+        if !deletes.isEmpty {
+            try await connection.query(
+                "DELETE FROM orderlive_order WHERE account = \(account) AND id = ANY(\(deletes))", logger: logger)
+        }
+        if !tombstoneIDs.isEmpty {
+            try await connection.query("""
+                INSERT INTO orderlive_tombstone (account, id, version, updated_at, deleted_at)
+                SELECT \(account), id, CASE WHEN mask & 1 <> 0 THEN version END, CASE WHEN mask & 2 <> 0 THEN updated_at END,
+                       deleted_at
+                FROM unnest(\(tombstoneIDs)::text[], \(tombstoneVersions)::bigint[], \(tombstoneUpdatedAts)::text[],
+                            \(deletedAt)::float8[], \(tombstones.masks)::int4[])
+                     AS t(id, version, updated_at, deleted_at, mask)
+                ON CONFLICT (account, id) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at,
+                    deleted_at = excluded.deleted_at
+                """, logger: logger)
+        }
+        if !cleared.isEmpty {
+            try await connection.query(
+                "DELETE FROM orderlive_tombstone WHERE account = \(account) AND id = ANY(\(cleared))", logger: logger)
+        }
+    }
+}
+
+/// The orders one apply touches, as read and then as it leaves them, with the changes it made:
+/// DESIGN §8 on the in-memory copy, one order at a time in the caller's order.
+struct AppliedRows {
+    /// What is known of one order id: its stored row and its tombstone, and whether either changed.
+    struct Slot {
+        struct Current {
+            var version: Int64?
+            var updatedAt: String?
+            var fields: OrderChange.Fields
+        }
+
+        var current: Current?
+        var written: OrderRecord?
+        var orderChanged = false
+        var tombstone: TombstoneRecord?
+        var tombstoneChanged = false
+    }
+
+    /// The ids, each once, in the order first named.
+    let ids: [String]
+    var slots: [String: Slot] = [:]
+    private(set) var changes: [PostgresChangeAppender.Pending] = []
+
+    init(ids: [String]) {
+        var unique: [String] = []
+        var slots: [String: Slot] = [:]
+        for id in ids where slots.updateValue(Slot(), forKey: id) == nil { unique.append(id) }
+        self.ids = unique
+        self.slots = slots
+    }
+
+    /// Applies `incoming` if it is newer than the stored order, or than its tombstone when none is stored.
+    mutating func upsert(_ incoming: OrderRecord, at now: Double) -> UpsertOutcome {
+        var slot = slots[incoming.id] ?? Slot()
+        defer { slots[incoming.id] = slot }
+        var before: OrderChange.Fields?
+        if let current = slot.current {
+            guard incoming.freshness.isNewer(than: OrderFreshness(version: current.version, updatedAt: current.updatedAt)) else {
+                return .stale
+            }
+            before = current.fields
+        } else if let tombstone = slot.tombstone {
+            guard incoming.freshness.isNewer(than: tombstone.freshness) else { return .stale }
+            slot.tombstone = nil
+            slot.tombstoneChanged = true
+        }
+        var order = incoming
+        order.appliedAt = now
+        let after = OrderChange.Fields(status: order.status, storeID: order.storeID, courierID: order.courierID)
+        slot.current = Slot.Current(version: order.version, updatedAt: order.updatedAt, fields: after)
+        slot.written = order
+        slot.orderChanged = true
+        changes.append(.init(kind: .upserted, orderID: order.id, version: order.version, body: order.body, after: after,
+                             before: before))
+        return .applied
+    }
+
+    /// Deletes the order unless the delete's version is older than the stored one; the tombstone
+    /// keeps the newest freshness known, so an older upsert cannot resurrect the order.
+    mutating func delete(orderID id: String, version: Int64?, at now: Double) -> DeleteOutcome {
+        var slot = slots[id] ?? Slot()
+        defer { slots[id] = slot }
+        let current = slot.current
+        if let current, let version, let currentVersion = current.version, version < currentVersion { return .stale }
+        var tombstone = TombstoneRecord(id: id, version: version ?? current?.version, updatedAt: current?.updatedAt, deletedAt: now)
+        if let existing = slot.tombstone, !OrderFreshness(version: version, updatedAt: nil).isNewer(than: existing.freshness),
+           existing.version != nil {
+            tombstone = existing
+        }
+        slot.tombstone = tombstone
+        slot.tombstoneChanged = true
+        guard let current else { return .absent }
+        slot.current = nil
+        slot.written = nil
+        slot.orderChanged = true
+        changes.append(.init(kind: .deleted, orderID: id, version: version ?? current.version, body: nil, after: nil,
+                             before: current.fields))
+        return .deleted
+    }
+}
+
+/// Nullable columns of an `unnest` statement: PostgresNIO binds no array that holds NULLs, so an
+/// absent value is bound as a placeholder and each row's mask has a bit per nullable column, set
+/// when the value is there (the statement reads `CASE WHEN mask & bit <> 0 THEN column END`; the
+/// first column added to a row is bit 1, the next 2, then 4…).
+struct NullableColumns {
+    private(set) var masks: [Int32] = []
+    private var mask: Int32 = 0
+    private var bit: Int32 = 1
+
+    /// Appends `value` (or `empty` when nil) to `column` and notes whether it was there.
+    mutating func add<T>(_ value: T?, to column: inout [T], empty: T) {
+        column.append(value ?? empty)
+        if value != nil { mask |= bit }
+        bit <<= 1
+    }
+
+    /// Ends the row: its mask is appended and the next row starts at bit 1.
+    mutating func endRow() {
+        masks.append(mask)
+        mask = 0
+        bit = 1
+    }
+}
+
+extension PostgresChangeAppender {
+    /// One change for the log, numbered when appended.
+    struct Pending {
+        var kind: OrderChange.Kind
+        var orderID: String
+        var version: Int64?
+        var body: String?
+        var after: OrderChange.Fields?
+        var before: OrderChange.Fields?
+    }
+
+    /// Appends `pending` with the next seqs, in order, in one statement.
+    mutating func append(_ pending: [Pending], at now: Double, on connection: PostgresConnection, logger: Logger) async throws {
+        guard !pending.isEmpty else { return }
+        let head = try await PostgresOrderStore.changeHead(account: account, on: connection, logger: logger)
+        let (end, overflow) = head.addingReportingOverflow(Int64(pending.count))
+        guard !overflow else { throw PostgresStoreError("the change log's sequence is exhausted") }
+        var nullable = NullableColumns()
+        var seqs: [Int64] = [], kinds: [String] = [], orderIDs: [String] = [], versions: [Int64] = [], bodies: [String] = []
+        var status: [String] = [], storeID: [String] = [], courierID: [String] = []
+        var beforeStatus: [String] = [], beforeStoreID: [String] = [], beforeCourierID: [String] = []
+        for (offset, change) in pending.enumerated() {
+            seqs.append(head + Int64(offset) + 1)
+            kinds.append(change.kind.rawValue)
+            orderIDs.append(change.orderID)
+            nullable.add(change.version, to: &versions, empty: 0)
+            nullable.add(change.body, to: &bodies, empty: "")
+            nullable.add(change.after?.status, to: &status, empty: "")
+            nullable.add(change.after?.storeID, to: &storeID, empty: "")
+            nullable.add(change.after?.courierID, to: &courierID, empty: "")
+            nullable.add(change.before?.status, to: &beforeStatus, empty: "")
+            nullable.add(change.before?.storeID, to: &beforeStoreID, empty: "")
+            nullable.add(change.before?.courierID, to: &beforeCourierID, empty: "")
+            nullable.endRow()
+        }
+        try await connection.query("""
+            INSERT INTO orderlive_order_change (account, seq, order_id, kind, version, body, at, status, store_id,
+                courier_id, before_status, before_store_id, before_courier_id)
+            SELECT \(account), seq, order_id, kind, CASE WHEN mask & 1 <> 0 THEN version END,
+                   CASE WHEN mask & 2 <> 0 THEN body END, \(now), CASE WHEN mask & 4 <> 0 THEN status END,
+                   CASE WHEN mask & 8 <> 0 THEN store_id END, CASE WHEN mask & 16 <> 0 THEN courier_id END,
+                   CASE WHEN mask & 32 <> 0 THEN before_status END, CASE WHEN mask & 64 <> 0 THEN before_store_id END,
+                   CASE WHEN mask & 128 <> 0 THEN before_courier_id END
+            FROM unnest(\(seqs)::bigint[], \(orderIDs)::text[], \(kinds)::text[], \(versions)::bigint[], \(bodies)::text[],
+                        \(status)::text[], \(storeID)::text[], \(courierID)::text[], \(beforeStatus)::text[],
+                        \(beforeStoreID)::text[], \(beforeCourierID)::text[], \(nullable.masks)::int4[])
+                 AS c(seq, order_id, kind, version, body, status, store_id, courier_id, before_status, before_store_id,
+                      before_courier_id, mask)
+            """, logger: logger)
+        last = end
+    }
+}
