@@ -42,10 +42,12 @@ extension PostgresOrderStore: JobJournal {
 
     /// Accepts a batch of submissions in one transaction (group commit), each all-or-nothing; one
     /// outcome each, in order, none before the commit. Dedupe keys are the account's, shared by every
-    /// agent of it. The batch costs a fixed number of round trips whatever its size: every key it
-    /// names is looked up in one query, the outcomes are decided here, and the new keys and jobs are
-    /// written in one statement each. Should that write fail, the batch is taken again one
-    /// submission at a time, each in its own savepoint, so only a submission that fails alone fails.
+    /// agent of it. Under the journal lock the batch costs three round trips whatever its size: the
+    /// journal's depth and every key the batch names are read in one query, the outcomes are decided
+    /// here, and the new keys, the jobs and the executor's wake-up are written in one statement, then
+    /// the commit. Should that statement be refused (a value PostgreSQL will not store), the
+    /// transaction is taken again one submission at a time, each in its own savepoint, so only a
+    /// submission that fails alone fails.
     public func accept(_ submissions: [IdempotentSubmission], policy: SubmissionPolicy) async -> [SubmissionOutcome] {
         let now = self.now()
         let account = self.account
@@ -57,122 +59,106 @@ extension PostgresOrderStore: JobJournal {
                         "DELETE FROM orderlive_dedupe_key WHERE account = \(account) AND accepted_at < \(cutoff)",
                         logger: logger)
                 }
-                var depth = 0
-                for try await count in try await connection.query(
-                    "SELECT COUNT(*) FROM orderlive_job WHERE account = \(account)", logger: logger).decode(Int.self) {
-                    depth = count
-                }
-                let known = try await Self.acceptedResponses(
-                    for: submissions, account: account, since: policy.dedupeSince, on: connection, logger: logger)
-                try await connection.query("SAVEPOINT batch", logger: logger)
-                var outcomes: [SubmissionOutcome] = []
+                let (depth, known) = try await Self.depthAndAcceptedResponses(
+                    for: submissions, policy: policy, account: account, on: connection, logger: logger)
+                let plan = AcceptPlan(submissions, known: known, depth: depth, highWater: policy.highWaterJobs)
                 do {
-                    outcomes = try await Self.acceptPlanned(
-                        submissions, known: known, depth: depth, highWater: policy.highWaterJobs, account: account,
-                        at: now, on: connection, logger: logger)
-                    try await connection.query("RELEASE SAVEPOINT batch", logger: logger)
-                } catch {
-                    try await connection.query("ROLLBACK TO SAVEPOINT batch", logger: logger)
-                    outcomes = try await Self.acceptOneByOne(
+                    let journaled = try await Self.write(plan, account: account, at: now, on: connection, logger: logger)
+                    return plan.outcomes(journaled: journaled)
+                } catch let error as PSQLError where Self.refusesValue(error) {
+                    // The statement was refused and the transaction with it: start it again and take
+                    // the batch one submission at a time.
+                    try await connection.query("ROLLBACK", logger: logger)
+                    try await connection.query("BEGIN", logger: logger)
+                    try await Self.lockJournal(account: account, on: connection, logger: logger)
+                    let (depth, _) = try await Self.depthAndAcceptedResponses(
+                        for: [], policy: policy, account: account, on: connection, logger: logger)
+                    let outcomes = try await Self.acceptOneByOne(
                         submissions, policy: policy, depth: depth, account: account, at: now, on: connection,
                         logger: logger)
+                    if outcomes.contains(where: { if case .accepted(let jobs, _) = $0 { jobs > 0 } else { false } }) {
+                        try await Self.notifyJobs(account: account, on: connection, logger: logger)
+                    }
+                    return outcomes
                 }
-                if outcomes.contains(where: { if case .accepted(let jobs, _) = $0 { jobs > 0 } else { false } }) {
-                    try await Self.notifyJobs(account: account, on: connection, logger: logger)
-                }
-                return outcomes
             }
         } catch {
             return submissions.map { _ in .failed(reason: "\(error)") }
         }
     }
 
-    /// The responses of the keys `submissions` name (`request:` and `notification:`) that were
-    /// accepted since `since`, in one query.
-    private static func acceptedResponses(
-        for submissions: [IdempotentSubmission], account: String, since: Double, on connection: PostgresConnection,
-        logger: Logger
-    ) async throws -> [String: String] {
+    /// The journal's depth (counted up to the high-water mark, which is all the decisions need) and
+    /// the responses of the keys `submissions` name (`request:` and `notification:`) that were
+    /// accepted since the dedupe window began, in one query.
+    private static func depthAndAcceptedResponses(
+        for submissions: [IdempotentSubmission], policy: SubmissionPolicy, account: String,
+        on connection: PostgresConnection, logger: Logger
+    ) async throws -> (depth: Int, known: [String: String]) {
         var keys: [String] = []
         for submission in submissions {
             if let key = submission.requestKey { keys.append("request:" + key) }
             for part in submission.parts { if let key = part.key { keys.append("notification:" + key) } }
         }
+        let limit = Int64(clamping: policy.highWaterJobs)
+        var depth = 0
         var known: [String: String] = [:]
-        guard !keys.isEmpty else { return known }
-        for try await (id, response) in try await connection.query("""
-            SELECT id, response FROM orderlive_dedupe_key
-            WHERE account = \(account) AND id = ANY(\(keys)) AND accepted_at >= \(since)
-            """, logger: logger).decode((String, String).self) {
-            known[id] = response
+        for try await (count, ids, responses) in try await connection.query("""
+            SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM orderlive_job WHERE account = \(account) LIMIT \(limit)) AS j),
+                   k.ids, k.responses
+            FROM (SELECT COALESCE(array_agg(id), '{}') AS ids, COALESCE(array_agg(response), '{}') AS responses
+                  FROM orderlive_dedupe_key
+                  WHERE account = \(account) AND id = ANY(\(keys)::text[]) AND accepted_at >= \(policy.dedupeSince)) AS k
+            """, logger: logger).decode((Int64, [String], [String]).self) {
+            depth = Int(clamping: count)
+            for (id, response) in zip(ids, responses) { known[id] = response }
         }
-        return known
+        return (depth, known)
     }
 
-    /// The batch decided from the keys already `known`, then written: its new keys in one statement,
-    /// its jobs in journal order (``insertAll(_:account:at:on:logger:)``).
-    private static func acceptPlanned(
-        _ submissions: [IdempotentSubmission], known: [String: String], depth: Int, highWater: Int, account: String,
-        at now: Double, on connection: PostgresConnection, logger: Logger
-    ) async throws -> [SubmissionOutcome] {
-        enum Plan {
-            case decided(SubmissionOutcome)
-            case accepting(jobs: Range<Int>, duplicateParts: Int)
+    /// Writes a decided batch: its new keys, its jobs in journal order and, when it added jobs, the
+    /// executor's wake-up. One statement when the jobs are upserts and deletes (which never
+    /// collapse), as every push of whole orders is; otherwise the keys, then
+    /// ``insertAll(_:account:at:on:logger:)``. Whether each job was journaled, in order.
+    private static func write(
+        _ plan: AcceptPlan, account: String, at now: Double, on connection: PostgresConnection, logger: Logger
+    ) async throws -> [Bool] {
+        if plan.jobs.allSatisfy({ $0.kind == .upsert || $0.kind == .delete }) {
+            let columns = JobColumns(plan.jobs)
+            try await connection.query("""
+                WITH keys AS (
+                    INSERT INTO orderlive_dedupe_key (account, id, response, accepted_at)
+                    SELECT \(account), id, response, \(now)
+                    FROM unnest(\(plan.keyIDs)::text[], \(plan.keyResponses)::text[]) AS k(id, response)
+                    ON CONFLICT (account, id) DO UPDATE SET response = excluded.response, accepted_at = excluded.accepted_at
+                ), jobs AS (
+                    INSERT INTO orderlive_job (account, kind, order_id, version, payload, source, attempts, not_before,
+                                               last_error, created_at, status, store_id, courier_id, updated_at)
+                    SELECT \(account), kind, CASE WHEN mask & 1 <> 0 THEN order_id END, CASE WHEN mask & 2 <> 0 THEN version END,
+                           CASE WHEN mask & 4 <> 0 THEN payload END, source, 0, 0, NULL, \(now),
+                           CASE WHEN mask & 8 <> 0 THEN status END, CASE WHEN mask & 16 <> 0 THEN store_id END,
+                           CASE WHEN mask & 32 <> 0 THEN courier_id END, CASE WHEN mask & 64 <> 0 THEN updated_at END
+                    FROM unnest(\(columns.kinds)::text[], \(columns.orderIDs)::text[], \(columns.versions)::bigint[],
+                                \(columns.payloads)::text[], \(columns.sources)::text[], \(columns.statuses)::text[],
+                                \(columns.storeIDs)::text[], \(columns.courierIDs)::text[], \(columns.updatedAts)::text[],
+                                \(columns.masks)::int4[])
+                         WITH ORDINALITY AS job(kind, order_id, version, payload, source, status, store_id, courier_id,
+                                                updated_at, mask, n)
+                    ORDER BY n
+                )
+                SELECT pg_notify(\(jobChannel), \(account + ":")) WHERE \(!plan.jobs.isEmpty)
+                """, logger: logger)
+            return Array(repeating: true, count: plan.jobs.count)
         }
-        var known = known
-        var depth = depth
-        var plans: [Plan] = []
-        var keyIDs: [String] = []
-        var keyResponses: [String] = []
-        var jobs: [NewJob] = []
-        for submission in submissions {
-            if let key = submission.requestKey, let response = known["request:" + key] {
-                plans.append(.decided(.duplicate(response: response)))
-                continue
-            }
-            guard depth < highWater else {
-                plans.append(.decided(.overloaded(depth: depth)))
-                continue
-            }
-            let first = jobs.count
-            var duplicates = 0
-            for part in submission.parts {
-                if let key = part.key.map({ "notification:" + $0 }) {
-                    if known[key] != nil {
-                        duplicates += 1
-                        continue
-                    }
-                    known[key] = ""
-                    keyIDs.append(key)
-                    keyResponses.append("")
-                }
-                jobs.append(contentsOf: part.jobs)
-            }
-            if let key = submission.requestKey {
-                known["request:" + key] = submission.response
-                keyIDs.append("request:" + key)
-                keyResponses.append(submission.response)
-            }
-            // As the one-by-one path counts it: jobs that collapse into pending ones count too.
-            depth += jobs.count - first
-            plans.append(.accepting(jobs: first..<jobs.count, duplicateParts: duplicates))
-        }
-        if !keyIDs.isEmpty {
+        if !plan.keyIDs.isEmpty {
             try await connection.query("""
                 INSERT INTO orderlive_dedupe_key (account, id, response, accepted_at)
-                SELECT \(account), id, response, \(now) FROM unnest(\(keyIDs)::text[], \(keyResponses)::text[]) AS k(id, response)
+                SELECT \(account), id, response, \(now) FROM unnest(\(plan.keyIDs)::text[], \(plan.keyResponses)::text[]) AS k(id, response)
                 ON CONFLICT (account, id) DO UPDATE SET response = excluded.response, accepted_at = excluded.accepted_at
                 """, logger: logger)
         }
-        let journaled = try await insertAll(jobs, account: account, at: now, on: connection, logger: logger)
-        return plans.map { plan in
-            switch plan {
-            case .decided(let outcome):
-                return outcome
-            case .accepting(let range, let duplicates):
-                return .accepted(jobs: journaled[range].count { $0 }, duplicateParts: duplicates)
-            }
-        }
+        let journaled = try await insertAll(plan.jobs, account: account, at: now, on: connection, logger: logger)
+        if journaled.contains(true) { try await notifyJobs(account: account, on: connection, logger: logger) }
+        return journaled
     }
 
     /// The batch one submission at a time, each in its own savepoint: a submission that fails
@@ -295,6 +281,19 @@ extension PostgresOrderStore: JobJournal {
         }
     }
 
+    /// True when PostgreSQL refused what a statement would store (a data exception, a constraint, a
+    /// value over a limit), which another submission of the batch may not share; false for a
+    /// connection, a timeout or a full disk, which every submission would meet again.
+    static func refusesValue(_ error: PSQLError) -> Bool {
+        guard error.code == .server, let state = error.serverInfo?[.sqlState] else { return false }
+        return state.hasPrefix("22") || state.hasPrefix("23") || state.hasPrefix("54")
+    }
+
+    /// Takes the account's journal lock for the rest of the transaction.
+    static func lockJournal(account: String, on connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(account), 1))", logger: logger)
+    }
+
     /// Queues `account:` on the jobs channel, delivered at commit: the leader's executor wakes.
     static func notifyJobs(account: String, on connection: PostgresConnection, logger: Logger) async throws {
         try await connection.query("SELECT pg_notify(\(jobChannel), \(account + ":"))", logger: logger)
@@ -334,23 +333,7 @@ extension PostgresOrderStore: JobJournal {
     private static func insertRun(
         _ jobs: ArraySlice<NewJob>, account: String, at now: Double, on connection: PostgresConnection, logger: Logger
     ) async throws {
-        var nullable = NullableColumns()
-        var kinds: [String] = [], sources: [String] = []
-        var orderIDs: [String] = [], versions: [Int64] = [], payloads: [String] = []
-        var statuses: [String] = [], storeIDs: [String] = [], courierIDs: [String] = [], updatedAts: [String] = []
-        for job in jobs {
-            let order = job.order
-            kinds.append(job.kind.rawValue)
-            sources.append(job.source)
-            nullable.add(job.orderID ?? order?.id, to: &orderIDs, empty: "")
-            nullable.add(order?.version ?? job.version, to: &versions, empty: 0)
-            nullable.add(order?.body, to: &payloads, empty: "")
-            nullable.add(order?.status, to: &statuses, empty: "")
-            nullable.add(order?.storeID, to: &storeIDs, empty: "")
-            nullable.add(order?.courierID, to: &courierIDs, empty: "")
-            nullable.add(order?.updatedAt, to: &updatedAts, empty: "")
-            nullable.endRow()
-        }
+        let columns = JobColumns(jobs)
         try await connection.query("""
             INSERT INTO orderlive_job (account, kind, order_id, version, payload, source, attempts, not_before,
                                        last_error, created_at, status, store_id, courier_id, updated_at)
@@ -358,9 +341,10 @@ extension PostgresOrderStore: JobJournal {
                    CASE WHEN mask & 4 <> 0 THEN payload END, source, 0, 0, NULL, \(now),
                    CASE WHEN mask & 8 <> 0 THEN status END, CASE WHEN mask & 16 <> 0 THEN store_id END,
                    CASE WHEN mask & 32 <> 0 THEN courier_id END, CASE WHEN mask & 64 <> 0 THEN updated_at END
-            FROM unnest(\(kinds)::text[], \(orderIDs)::text[], \(versions)::bigint[], \(payloads)::text[],
-                        \(sources)::text[], \(statuses)::text[], \(storeIDs)::text[], \(courierIDs)::text[],
-                        \(updatedAts)::text[], \(nullable.masks)::int4[])
+            FROM unnest(\(columns.kinds)::text[], \(columns.orderIDs)::text[], \(columns.versions)::bigint[],
+                        \(columns.payloads)::text[], \(columns.sources)::text[], \(columns.statuses)::text[],
+                        \(columns.storeIDs)::text[], \(columns.courierIDs)::text[], \(columns.updatedAts)::text[],
+                        \(columns.masks)::int4[])
                  WITH ORDINALITY AS job(kind, order_id, version, payload, source, status, store_id, courier_id,
                                         updated_at, mask, n)
             ORDER BY n
@@ -437,5 +421,96 @@ extension PostgresOrderStore: JobJournal {
             INSERT INTO orderlive_dedupe_key (account, id, response, accepted_at) VALUES (\(account), \(key), \(response), \(now))
             ON CONFLICT (account, id) DO UPDATE SET response = excluded.response, accepted_at = excluded.accepted_at
             """, logger: logger)
+    }
+}
+
+/// New jobs as the columns of one `unnest`, a NULL mask per row (PostgresNIO binds no arrays that
+/// hold NULLs): bit 1 order id, 2 version, 4 payload, 8 status, 16 store, 32 courier, 64 updated at.
+struct JobColumns {
+    var kinds: [String] = [], sources: [String] = []
+    var orderIDs: [String] = [], versions: [Int64] = [], payloads: [String] = []
+    var statuses: [String] = [], storeIDs: [String] = [], courierIDs: [String] = [], updatedAts: [String] = []
+    var masks: [Int32] { nullable.masks }
+    private var nullable = NullableColumns()
+
+    init(_ jobs: some Collection<NewJob>) {
+        for job in jobs {
+            let order = job.order
+            kinds.append(job.kind.rawValue)
+            sources.append(job.source)
+            nullable.add(job.orderID ?? order?.id, to: &orderIDs, empty: "")
+            nullable.add(order?.version ?? job.version, to: &versions, empty: 0)
+            nullable.add(order?.body, to: &payloads, empty: "")
+            nullable.add(order?.status, to: &statuses, empty: "")
+            nullable.add(order?.storeID, to: &storeIDs, empty: "")
+            nullable.add(order?.courierID, to: &courierIDs, empty: "")
+            nullable.add(order?.updatedAt, to: &updatedAts, empty: "")
+            nullable.endRow()
+        }
+    }
+}
+
+/// A push batch decided from the keys already accepted and the journal's depth (DESIGN §4): each
+/// submission a duplicate, overloaded, or accepted with its jobs; the new keys and all the jobs to
+/// write, in order.
+struct AcceptPlan {
+    enum Decision {
+        case decided(SubmissionOutcome)
+        case accepting(jobs: Range<Int>, duplicateParts: Int)
+    }
+
+    private(set) var decisions: [Decision] = []
+    private(set) var keyIDs: [String] = []
+    private(set) var keyResponses: [String] = []
+    private(set) var jobs: [NewJob] = []
+
+    init(_ submissions: [IdempotentSubmission], known: [String: String], depth: Int, highWater: Int) {
+        var known = known
+        var depth = depth
+        for submission in submissions {
+            if let key = submission.requestKey, let response = known["request:" + key] {
+                decisions.append(.decided(.duplicate(response: response)))
+                continue
+            }
+            guard depth < highWater else {
+                decisions.append(.decided(.overloaded(depth: depth)))
+                continue
+            }
+            let first = jobs.count
+            var duplicates = 0
+            for part in submission.parts {
+                if let key = part.key.map({ "notification:" + $0 }) {
+                    if known[key] != nil {
+                        duplicates += 1
+                        continue
+                    }
+                    known[key] = ""
+                    keyIDs.append(key)
+                    keyResponses.append("")
+                }
+                jobs.append(contentsOf: part.jobs)
+            }
+            if let key = submission.requestKey {
+                known["request:" + key] = submission.response
+                keyIDs.append("request:" + key)
+                keyResponses.append(submission.response)
+            }
+            // As the one-by-one path counts it: jobs that collapse into pending ones count too.
+            depth += jobs.count - first
+            decisions.append(.accepting(jobs: first..<jobs.count, duplicateParts: duplicates))
+        }
+    }
+
+    /// Each submission's outcome once its jobs were written; `journaled` says, per job, whether it
+    /// was journaled (false: it collapsed into a pending one).
+    func outcomes(journaled: [Bool]) -> [SubmissionOutcome] {
+        decisions.map { decision in
+            switch decision {
+            case .decided(let outcome):
+                return outcome
+            case .accepting(let range, let duplicates):
+                return .accepted(jobs: journaled[range].count { $0 }, duplicateParts: duplicates)
+            }
+        }
     }
 }

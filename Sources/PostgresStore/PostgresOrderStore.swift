@@ -87,10 +87,7 @@ public final class PostgresOrderStore: Sendable {
             let result = try await withLease(preparing: preparing) { connection -> T in
                 try await connection.query("BEGIN", logger: logger)
                 do {
-                    if journal {
-                        try await connection.query(
-                            "SELECT pg_advisory_xact_lock(hashtextextended(\(account), 1))", logger: logger)
-                    }
+                    if journal { try await Self.lockJournal(account: account, on: connection, logger: logger) }
                     if let epoch { try await Self.check(epoch: epoch, account: account, on: connection, logger: logger) }
                     let result = try await body(connection)
                     try await connection.query("COMMIT", logger: logger)
@@ -138,7 +135,9 @@ public final class PostgresOrderStore: Sendable {
             do {
                 let value = try await client.withConnection { connection -> T in
                     leased.withLock { $0 = connection }
-                    return try await body(connection)
+                    return try await withTaskExecutorPreference(EventLoopTaskExecutor(connection.eventLoop)) {
+                        try await body(connection)
+                    }
                 }
                 _ = outcome.give(.success(value))
             } catch {
@@ -265,5 +264,30 @@ struct DatabaseUnreachable: Error, CustomStringConvertible {
     var description: String {
         "the database cannot be reached" + (waited.map { ": no connection within \($0)" } ?? "")
             + "; check store.postgres_url and that the server is running"
+    }
+}
+
+/// A task executor that runs jobs on one NIO event loop: a transaction's body runs on its
+/// connection's event loop.
+///
+/// A transaction is a chain of round trips, and on the default executor each one costs two thread
+/// hops: the query is handed from the cooperative pool to the connection's event loop, and its
+/// answer resumes the body back on the pool. On two busy cores those hops were most of a push
+/// batch's time (docs/PERFORMANCE.md, "The store on PostgreSQL"). On the event loop the query is
+/// written inline and the answer resumes the body on the same thread.
+///
+/// Thread rule: only work that never blocks runs here. A body issues queries and builds their
+/// arguments in memory; it takes no lock but `Locked`'s short critical sections, and waits for
+/// nothing but its own queries.
+final class EventLoopTaskExecutor: TaskExecutor {
+    let eventLoop: any EventLoop
+
+    init(_ eventLoop: any EventLoop) {
+        self.eventLoop = eventLoop
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }

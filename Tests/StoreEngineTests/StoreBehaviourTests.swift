@@ -159,6 +159,20 @@ import Testing
                 [try push("msg_1", [("n5", 5)])],
                 policy: SubmissionPolicy(dedupeSince: 1_001, highWaterJobs: 10, purgeKeysBefore: 1_001))
             #expect(later == [.accepted(jobs: 1, duplicateParts: 0)], "a key older than the window is new again")
+            // A silent push's fetch collapses into one pending for the same order, whole orders beside it
+            // in the same batch (on PostgreSQL the batch's write is no longer one statement then).
+            func silent(_ key: String, _ jobs: [NewJob]) -> IdempotentSubmission {
+                IdempotentSubmission(requestKey: key, parts: [.init(key: "n-" + key, jobs: jobs)], response: "{}")
+            }
+            let mixed = await store.accept([
+                silent("msg_4", [NewJob(kind: .fetch, orderID: "7", version: 2, source: "push")]),
+                silent("msg_5", [NewJob(kind: .fetch, orderID: "7", version: 4, source: "push"),
+                                 NewJob(kind: .upsert, order: try order(8, version: 1), source: "push")]),
+            ], policy: SubmissionPolicy(dedupeSince: 1_001, highWaterJobs: 10))
+            #expect(mixed == [.accepted(jobs: 1, duplicateParts: 0), .accepted(jobs: 1, duplicateParts: 0)])
+            let head = try await store.headJobs(limit: 10)
+            #expect(head.map(\.orderID) == ["1", "2", "3", "5", "7", "8"])
+            #expect(head.map(\.kind).suffix(2) == [.fetch, .upsert] && head[4].version == 4, "the pending fetch's bound was raised")
         }
         try await withStore(engine, body)
     }
