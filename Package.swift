@@ -316,7 +316,7 @@ let package = Package(
         .testTarget(
             name: "PushIngestTests",
             dependencies: [
-                "PushIngest", "JSONToolkit", "OrderStore", "CurlHTTP", "TestSupport",
+                "PushIngest", "AsyncSignals", "JSONToolkit", "OrderStore", "CurlHTTP", "TestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],

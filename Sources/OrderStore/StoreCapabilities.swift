@@ -14,9 +14,18 @@ public protocol JobJournal: Sendable {
     /// Accepts a batch of submissions in one transaction, each all-or-nothing; one outcome each, in
     /// order, and none before the commit.
     func accept(_ submissions: [IdempotentSubmission], policy: SubmissionPolicy) async -> [SubmissionOutcome]
+    /// How many ``accept(_:policy:)`` batches may usefully be in flight at once: 1 where they
+    /// queue behind one writer anyway (SQLite); more where a batch spends most of its time waiting
+    /// for round trips that the next one can overlap (PostgreSQL).
+    var concurrentAccepts: Int { get }
     /// Makes `userID` the owner, clearing a different user's data first; true when data was cleared.
     @discardableResult
     func claim(for userID: String) async throws -> Bool
+}
+
+extension JobJournal {
+    /// One batch at a time.
+    public var concurrentAccepts: Int { 1 }
 }
 
 /// Applying the journal, one job at a time in journal order (the serial executor, DESIGN §4 and §8).

@@ -4,16 +4,18 @@ import Foundation
 import OrderStore
 
 /// Journals push submissions with group commit (DESIGN §9: ≥ 10k requests/s even with an fsync
-/// per commit). Requests queue their submission; the first one to find no commit in progress
-/// becomes the leader and commits everything queued — its own and the others' — in one
-/// transaction, again and again until the queue is empty. Every waiting request is answered only
-/// after the transaction that holds its jobs has committed (FIELD-NOTES 16). Commits happen on the
-/// leading request's task until its own submission is committed; if more are queued by then, a
-/// task of their own carries on, so no request waits for a queue that may never empty under load.
+/// per commit). Requests queue their submission; one that finds fewer commits in progress than the
+/// store takes at once (``JobJournal/concurrentAccepts``: one on SQLite) becomes a leader and
+/// commits everything queued — its own and the others' — in one transaction, again and again until
+/// the queue is empty. Every waiting request is answered only after the transaction that holds its
+/// jobs has committed (FIELD-NOTES 16). Commits happen on the leading request's task until its own
+/// submission is committed; if more are queued by then, a task of their own carries on, so no
+/// request waits for a queue that may never empty under load. Batches in flight at once are
+/// concurrent requests', so no order between them is promised; the store keeps each batch whole.
 public final class PushJournal: Sendable {
     private struct State {
         var queue: [(IdempotentSubmission, Ticket)] = []
-        var committing = false
+        var committing = 0
         var lastPurge: Double = 0
     }
 
@@ -21,6 +23,7 @@ public final class PushJournal: Sendable {
     private let dedupeWindow: Double  // seconds, as the wall clock `now` counts
     private let highWaterJobs: Int
     private let maximumBatch: Int
+    private let concurrentCommits: Int
     private let now: @Sendable () -> Double
     private let journaled: @Sendable () -> Void
     private let state = Locked(State())
@@ -36,6 +39,7 @@ public final class PushJournal: Sendable {
         self.dedupeWindow = Checked.seconds(of: dedupeWindow)
         self.highWaterJobs = highWaterJobs
         self.maximumBatch = max(1, maximumBatch)
+        self.concurrentCommits = max(1, store.concurrentAccepts)
         self.now = now
         self.journaled = journaled
     }
@@ -45,8 +49,8 @@ public final class PushJournal: Sendable {
         let ticket = Ticket()
         let leads = state.withLock { state in
             state.queue.append((submission, ticket))
-            if state.committing { return false }
-            state.committing = true
+            if state.committing >= concurrentCommits { return false }
+            state.committing += 1
             return true
         }
         if leads { await commitQueued(leader: ticket) }
@@ -61,7 +65,7 @@ public final class PushJournal: Sendable {
             let (batch, purge) = state.withLock { state -> ([(IdempotentSubmission, Ticket)], Double?) in
                 let batch = Array(state.queue.prefix(maximumBatch))
                 state.queue.removeFirst(batch.count)
-                if batch.isEmpty { state.committing = false }
+                if batch.isEmpty { state.committing -= 1 }
                 // Expired keys are deleted once a minute, inside a commit that happens anyway.
                 guard now - state.lastPurge >= 60 else { return (batch, nil) }
                 state.lastPurge = now
@@ -81,7 +85,7 @@ public final class PushJournal: Sendable {
             if added { journaled() }
             if let ticket, ticket.current != nil {
                 let more = state.withLock { state in
-                    if state.queue.isEmpty { state.committing = false }
+                    if state.queue.isEmpty { state.committing -= 1 }
                     return !state.queue.isEmpty
                 }
                 if more { Task { await self.commitQueued(leader: nil) } }

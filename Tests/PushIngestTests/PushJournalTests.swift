@@ -1,0 +1,78 @@
+import AsyncSignals
+import OrderStore
+import PushIngest
+import Testing
+import TestSupport
+
+/// Group commit: how many batches the push journal has in flight at once, over a real SQLite store.
+@Suite struct PushJournalTests {
+    /// A real store behind a journal that says how many batches it takes at once and counts how many
+    /// it was given at once. With `concurrent` above one, the first batch holds until a second is in
+    /// flight (or 10 s pass), so a journal that never overlaps batches fails the test instead of
+    /// passing by luck of timing.
+    private final class CountingJournal: JobJournal {
+        private struct State {
+            var inFlight = 0
+            var most = 0
+            var batches = 0
+        }
+
+        let store: OrderStore
+        let concurrentAccepts: Int
+        private let state = Locked(State())
+        private let overlapped = WakeSignal()
+
+        init(store: OrderStore, concurrent: Int) {
+            self.store = store
+            self.concurrentAccepts = concurrent
+        }
+
+        var most: Int { state.withLock { $0.most } }
+
+        func streamCursor() async throws -> String { try store.streamCursor() }
+        func journal(_ jobs: [NewJob], cursor: String?, deadLetters: [DeadLetterRecord]) async throws -> Int {
+            try store.journal(jobs, cursor: cursor, deadLetters: deadLetters)
+        }
+        func claim(for userID: String) async throws -> Bool { try store.claim(for: userID) }
+
+        func accept(_ submissions: [IdempotentSubmission], policy: SubmissionPolicy) async -> [SubmissionOutcome] {
+            let (inFlight, first) = state.withLock { state in
+                state.inFlight += 1
+                state.most = max(state.most, state.inFlight)
+                state.batches += 1
+                return (state.inFlight, state.batches == 1)
+            }
+            if inFlight >= 2 { overlapped.signal() }
+            if first, concurrentAccepts > 1 {
+                let clock = ContinuousClock()
+                await overlapped.wait(until: clock.now.advanced(by: .seconds(10)), clock: clock)
+            }
+            let outcomes = await store.accept(submissions, policy: policy)
+            state.withLock { $0.inFlight -= 1 }
+            return outcomes
+        }
+    }
+
+    @Test(arguments: [1, 2])
+    func batchesOverlapUpToWhatTheStoreTakesAndEverySubmissionIsAnsweredAfterItsCommit(concurrent: Int) async throws {
+        let temporary = try TemporaryStore()
+        let journal = CountingJournal(store: temporary.store, concurrent: concurrent)
+        let pushes = PushJournal(store: journal, dedupeWindow: .seconds(3_600), highWaterJobs: 1_000, maximumBatch: 4)
+        let submissions = try (1...40).map { id in
+            IdempotentSubmission(requestKey: "msg-\(id)", parts: [
+                .init(key: "n-\(id)", jobs: [NewJob(kind: .upsert, order: try order(id, version: 1), source: "push")]),
+            ], response: "{}")
+        }
+        let outcomes = await withTaskGroup(of: SubmissionOutcome.self) { group in
+            for submission in submissions { group.addTask { await pushes.submit(submission) } }
+            var outcomes: [SubmissionOutcome] = []
+            for await outcome in group { outcomes.append(outcome) }
+            return outcomes
+        }
+        #expect(outcomes.count == 40)
+        #expect(outcomes.allSatisfy { $0 == .accepted(jobs: 1, duplicateParts: 0) }, "\(outcomes)")
+        #expect(journal.most == concurrent, "batches in flight at once")
+        // Answered only after the commit: every accepted job is in the journal now.
+        #expect(try temporary.store.counts().journalDepth == 40)
+    }
+}
