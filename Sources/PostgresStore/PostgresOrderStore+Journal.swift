@@ -103,16 +103,11 @@ extension PostgresOrderStore: JobJournal {
             if let key = submission.requestKey { keys.append("request:" + key) }
             for part in submission.parts { if let key = part.key { keys.append("notification:" + key) } }
         }
-        let limit = Int64(clamping: policy.highWaterJobs)
         var depth = 0
         var known: [String: String] = [:]
-        for try await (count, ids, responses) in try await connection.query("""
-            SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM orderlive_job WHERE account = \(account) LIMIT \(limit)) AS j),
-                   k.ids, k.responses
-            FROM (SELECT COALESCE(array_agg(id), '{}') AS ids, COALESCE(array_agg(response), '{}') AS responses
-                  FROM orderlive_dedupe_key
-                  WHERE account = \(account) AND id = ANY(\(keys)::text[]) AND accepted_at >= \(policy.dedupeSince)) AS k
-            """, logger: logger).decode((Int64, [String], [String]).self) {
+        let read = ReadDepthAndKeys(
+            account: account, limit: Int64(clamping: policy.highWaterJobs), keys: keys, since: policy.dedupeSince)
+        for try await (count, ids, responses) in try await connection.execute(read, logger: logger) {
             depth = Int(clamping: count)
             for (id, response) in zip(ids, responses) { known[id] = response }
         }
@@ -127,30 +122,11 @@ extension PostgresOrderStore: JobJournal {
         _ plan: AcceptPlan, account: String, at now: Double, on connection: PostgresConnection, logger: Logger
     ) async throws -> [Bool] {
         if plan.jobs.allSatisfy({ $0.kind == .upsert || $0.kind == .delete }) {
-            let columns = JobColumns(plan.jobs)
-            try await connection.query("""
-                WITH keys AS (
-                    INSERT INTO orderlive_dedupe_key (account, id, response, accepted_at)
-                    SELECT \(account), id, response, \(now)
-                    FROM unnest(\(plan.keyIDs)::text[], \(plan.keyResponses)::text[]) AS k(id, response)
-                    ON CONFLICT (account, id) DO UPDATE SET response = excluded.response, accepted_at = excluded.accepted_at
-                ), jobs AS (
-                    INSERT INTO orderlive_job (account, kind, order_id, version, payload, source, attempts, not_before,
-                                               last_error, created_at, status, store_id, courier_id, updated_at)
-                    SELECT \(account), kind, CASE WHEN mask & 1 <> 0 THEN order_id END, CASE WHEN mask & 2 <> 0 THEN version END,
-                           CASE WHEN mask & 4 <> 0 THEN payload END, source, 0, 0, NULL, \(now),
-                           CASE WHEN mask & 8 <> 0 THEN status END, CASE WHEN mask & 16 <> 0 THEN store_id END,
-                           CASE WHEN mask & 32 <> 0 THEN courier_id END, CASE WHEN mask & 64 <> 0 THEN updated_at END
-                    FROM unnest(\(columns.kinds)::text[], \(columns.orderIDs)::text[], \(columns.versions)::bigint[],
-                                \(columns.payloads)::text[], \(columns.sources)::text[], \(columns.statuses)::text[],
-                                \(columns.storeIDs)::text[], \(columns.courierIDs)::text[], \(columns.updatedAts)::text[],
-                                \(columns.masks)::int4[])
-                         WITH ORDINALITY AS job(kind, order_id, version, payload, source, status, store_id, courier_id,
-                                                updated_at, mask, n)
-                    ORDER BY n
-                )
-                SELECT pg_notify(\(jobChannel), \(account + ":")) WHERE \(!plan.jobs.isEmpty)
-                """, logger: logger)
+            let write = WriteAcceptedBatch(
+                account: account, now: now, keyIDs: plan.keyIDs, keyResponses: plan.keyResponses,
+                jobs: JobColumns(plan.jobs), channel: jobChannel, notify: !plan.jobs.isEmpty)
+            // Read to the end: the inserts finish after the row is sent, and their failure follows it.
+            for try await _ in try await connection.execute(write, logger: logger) {}
             return Array(repeating: true, count: plan.jobs.count)
         }
         if !plan.keyIDs.isEmpty {
@@ -295,7 +271,7 @@ extension PostgresOrderStore: JobJournal {
 
     /// Takes the account's journal lock for the rest of the transaction.
     static func lockJournal(account: String, on connection: PostgresConnection, logger: Logger) async throws {
-        try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(account), 1))", logger: logger)
+        for try await _ in try await connection.execute(LockJournal(account: account), logger: logger) {}
     }
 
     /// Queues `account:` on the jobs channel, delivered at commit: the leader's executor wakes.

@@ -90,7 +90,9 @@ public final class PostgresOrderStore: Sendable {
                     if journal { try await Self.lockJournal(account: account, on: connection, logger: logger) }
                     if let epoch { try await Self.check(epoch: epoch, account: account, on: connection, logger: logger) }
                     let result = try await body(connection)
-                    try await connection.query("COMMIT", logger: logger)
+                    // All of the answer, for its command tag (the async form gives none).
+                    let tag = try await connection.query("COMMIT", logger: logger).get().metadata.command
+                    guard tag == "COMMIT" else { throw RolledBack(tag: tag) }
                     return result
                 } catch {
                     _ = try? await connection.query("ROLLBACK", logger: logger)
@@ -177,10 +179,10 @@ public final class PostgresOrderStore: Sendable {
     /// The fence (DESIGN §12): the account's epoch must still be ours, read under a share lock that
     /// a takeover's update waits for, so no transaction of a deposed leader commits after it.
     static func check(epoch: Int64, account: String, on connection: PostgresConnection, logger: Logger) async throws {
-        let rows = try await connection.query(
-            "SELECT epoch FROM orderlive_leadership WHERE account = \(account) FOR SHARE", logger: logger)
         var current: Int64?
-        for try await (value) in rows.decode(Int64.self) { current = value }
+        for try await value in try await connection.execute(ReadEpoch(account: account), logger: logger) {
+            current = value
+        }
         guard current == epoch else {
             throw FencedOut(held: epoch, current: current)
         }
@@ -264,6 +266,17 @@ struct DatabaseUnreachable: Error, CustomStringConvertible {
     var description: String {
         "the database cannot be reached" + (waited.map { ": no connection within \($0)" } ?? "")
             + "; check store.postgres_url and that the server is running"
+    }
+}
+
+/// A transaction that did not commit although every statement in it seemed to succeed: PostgreSQL
+/// answered its `COMMIT` with `ROLLBACK`, which it does when an earlier statement failed. Nothing of
+/// it was stored, so nothing of it may be acknowledged.
+struct RolledBack: Error, CustomStringConvertible {
+    let tag: String
+    var description: String {
+        "the database rolled the transaction back (it answered COMMIT with \(tag.isEmpty ? "nothing" : tag)): "
+            + "an earlier statement in it failed; nothing of it was stored"
     }
 }
 

@@ -1,0 +1,127 @@
+import PostgresNIO
+
+// The statements every push batch and every apply runs, prepared once per connection: PostgresNIO
+// names each after its type and prepares it on the connection's first use, and PostgreSQL parses
+// and plans it once instead of at every call (the push batch's two statements were a fifth of the
+// server's planning time, docs/PERFORMANCE.md). Statements that run rarely, or whose text depends
+// on their arguments, stay unprepared.
+//
+// Behind PgBouncer in transaction pooling mode, named prepared statements need PgBouncer 1.21 or
+// later with `max_prepared_statements` set (README, "PostgreSQL").
+
+/// The account's journal lock, held until the transaction ends.
+struct LockJournal: PostgresPreparedStatement {
+    static let sql = "SELECT true FROM pg_advisory_xact_lock(hashtextextended($1, 1))"
+    typealias Row = Bool
+    let account: String
+
+    func makeBindings() -> PostgresBindings {
+        var bindings = PostgresBindings()
+        bindings.append(account)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Bool.self) }
+}
+
+/// The fence: the account's epoch, read under a share lock that a takeover's increment must wait for.
+struct ReadEpoch: PostgresPreparedStatement {
+    static let sql = "SELECT epoch FROM orderlive_leadership WHERE account = $1 FOR SHARE"
+    typealias Row = Int64
+    let account: String
+
+    func makeBindings() -> PostgresBindings {
+        var bindings = PostgresBindings()
+        bindings.append(account)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int64.self) }
+}
+
+/// A push batch's read: the journal's depth, counted up to `limit`, and the responses of `keys`
+/// accepted since `since`.
+struct ReadDepthAndKeys: PostgresPreparedStatement {
+    static let sql = """
+        SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM orderlive_job WHERE account = $1 LIMIT $2) AS j),
+               k.ids, k.responses
+        FROM (SELECT COALESCE(array_agg(id), '{}') AS ids, COALESCE(array_agg(response), '{}') AS responses
+              FROM orderlive_dedupe_key
+              WHERE account = $1 AND id = ANY($3::text[]) AND accepted_at >= $4) AS k
+        """
+    typealias Row = (Int64, [String], [String])
+    let account: String
+    let limit: Int64
+    let keys: [String]
+    let since: Double
+
+    func makeBindings() -> PostgresBindings {
+        var bindings = PostgresBindings()
+        bindings.append(account)
+        bindings.append(limit)
+        bindings.append(keys)
+        bindings.append(since)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+}
+
+/// A push batch's write: its new dedupe keys, its upsert and delete jobs in journal order (one
+/// `unnest` with a NULL mask per row, ``JobColumns``), and the executor's wake-up when `notify`.
+/// One row; the caller reads it to the end, since the inserts finish after it is sent and a
+/// failure of theirs arrives behind it.
+struct WriteAcceptedBatch: PostgresPreparedStatement {
+    static let sql = """
+        WITH keys AS (
+            INSERT INTO orderlive_dedupe_key (account, id, response, accepted_at)
+            SELECT $1, id, response, $2 FROM unnest($3::text[], $4::text[]) AS k(id, response)
+            ON CONFLICT (account, id) DO UPDATE SET response = excluded.response, accepted_at = excluded.accepted_at
+        ), jobs AS (
+            INSERT INTO orderlive_job (account, kind, order_id, version, payload, source, attempts, not_before,
+                                       last_error, created_at, status, store_id, courier_id, updated_at)
+            SELECT $1, kind, CASE WHEN mask & 1 <> 0 THEN order_id END, CASE WHEN mask & 2 <> 0 THEN version END,
+                   CASE WHEN mask & 4 <> 0 THEN payload END, source, 0, 0, NULL, $2,
+                   CASE WHEN mask & 8 <> 0 THEN status END, CASE WHEN mask & 16 <> 0 THEN store_id END,
+                   CASE WHEN mask & 32 <> 0 THEN courier_id END, CASE WHEN mask & 64 <> 0 THEN updated_at END
+            FROM unnest($5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[],
+                        $12::text[], $13::text[], $14::int4[])
+                 WITH ORDINALITY AS job(kind, order_id, version, payload, source, status, store_id, courier_id,
+                                        updated_at, mask, n)
+            ORDER BY n
+        )
+        SELECT COUNT(*) FROM (SELECT pg_notify($15, $16) WHERE $17) AS wake
+        """
+    typealias Row = Int64
+    let account: String
+    let now: Double
+    let keyIDs: [String]
+    let keyResponses: [String]
+    let jobs: JobColumns
+    let channel: String
+    let notify: Bool
+
+    func makeBindings() -> PostgresBindings {
+        var bindings = PostgresBindings()
+        bindings.append(account)
+        bindings.append(now)
+        bindings.append(keyIDs)
+        bindings.append(keyResponses)
+        bindings.append(jobs.kinds)
+        bindings.append(jobs.orderIDs)
+        bindings.append(jobs.versions)
+        bindings.append(jobs.payloads)
+        bindings.append(jobs.sources)
+        bindings.append(jobs.statuses)
+        bindings.append(jobs.storeIDs)
+        bindings.append(jobs.courierIDs)
+        bindings.append(jobs.updatedAts)
+        bindings.append(jobs.masks)
+        bindings.append(channel)
+        bindings.append(account + ":")
+        bindings.append(notify)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int64.self) }
+}
