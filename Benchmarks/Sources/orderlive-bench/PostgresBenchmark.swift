@@ -53,7 +53,11 @@ struct BenchCluster {
                                             "--username=postgres", "--encoding=UTF8"])
         guard initdb.status == 0 else { throw BenchFailure("initdb failed: \(initdb.output)") }
         let port = try freeLoopbackPort()
-        let options = "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c max_connections=300"
+        var options = "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c max_connections=300"
+        // BENCH_PG_STATEMENTS=1: the push rounds print pg_stat_statements' top statements.
+        if ProcessInfo.processInfo.environment["BENCH_PG_STATEMENTS"] != nil {
+            options += " -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track_planning=on"
+        }
         let started = try runToEnd(prefix + [binaries + "/pg_ctl", "-D", directory + "/data", "-w", "-t", "60",
                                              "-l", directory + "/server.log", "-o", options, "start"])
         guard started.status == 0 else { throw BenchFailure("pg_ctl start failed: \(started.output)") }
@@ -103,6 +107,36 @@ struct BenchCluster {
         guard !latencies.isEmpty else { return (tps, 0, 0) }
         return (tps, latencies[latencies.count / 2], latencies[min(latencies.count - 1, latencies.count * 99 / 100)])
     }
+}
+
+/// CPU seconds the PostgreSQL server has used: its live processes' own and, in the postmaster's
+/// children totals, those of the backends that have ended (pgbench's connections end with it).
+func postgresServerCPUSeconds() -> Double {
+    let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+    var processes: [Int: (parent: Int, own: Double, children: Double)] = [:]
+    for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+        guard let pid = Int(entry),
+              let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+              let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")"),
+              stat[stat.index(after: open)..<close] == "postgres" else { continue }
+        // After the command: state, ppid, ... utime (14), stime, cutime, cstime (17), counted from pid as 1.
+        let fields = stat[stat.index(close, offsetBy: 2)...].split(separator: " ")
+        guard fields.count > 14, let parent = Int(fields[1]),
+              let user = Double(fields[11]), let system = Double(fields[12]),
+              let childUser = Double(fields[13]), let childSystem = Double(fields[14]) else { continue }
+        processes[pid] = (parent, (user + system) / ticks, (childUser + childSystem) / ticks)
+    }
+    return processes.values.reduce(0) { total, process in
+        total + process.own + (processes[process.parent] == nil ? process.children : 0)
+    }
+}
+
+/// CPU seconds used by this process's children that have ended and been waited for.
+func childrenCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_CHILDREN.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+        + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
 }
 
 struct BenchFailure: Error, CustomStringConvertible {
@@ -201,9 +235,12 @@ func postgresBenchmark() async throws {
         try await store.prepare()
         group.cancelAll()
     }
-    try await postgresIngest(cluster)
-    try await postgresStream(cluster)
-    try await postgresFailover(cluster)
+    // BENCH_POSTGRES_PARTS=ingest (or stream, failover, comma-separated) runs only those parts.
+    let parts = Set((ProcessInfo.processInfo.environment["BENCH_POSTGRES_PARTS"] ?? "ingest,stream,failover")
+        .split(separator: ",").map { String($0) })
+    if parts.contains("ingest") { try await postgresIngest(cluster) }
+    if parts.contains("stream") { try await postgresStream(cluster) }
+    if parts.contains("failover") { try await postgresFailover(cluster) }
 }
 
 /// Push ingest: wrk at 50 connections against the agent (as `orderlive run` builds it) on PostgreSQL,
@@ -217,12 +254,18 @@ func postgresIngest(_ cluster: BenchCluster) async throws {
     print("")
     print("push ingest on PostgreSQL: wrk -t2 -c\(connections) -d\(seconds)s, one-notification Gorush requests with a whole order;"
           + " pgbench -c\(connections) -j2 -T\(seconds) with the journal's INSERT, one per transaction")
-    print("| round | what | per second | p50 ms | p99 ms | errors | stored/acknowledged | ratio to pgbench |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | --- | ---: |")
+    print("| round | what | per second | p50 ms | p99 ms | errors | stored/acknowledged | ratio to pgbench "
+          + "| CPU µs per request: agent or pgbench / PostgreSQL |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | --- |")
     for round in 1...2 {
+        let (referenceBefore, clientBefore) = (postgresServerCPUSeconds(), childrenCPUSeconds())
         let reference = try cluster.pgbench(script: pgbenchInsert, clients: connections, seconds: seconds)
+        let transactions = max(1, reference.tps * Double(seconds))
+        let referenceCPU = (client: (childrenCPUSeconds() - clientBefore) / transactions * 1e6,
+                            server: (postgresServerCPUSeconds() - referenceBefore) / transactions * 1e6)
         print("| \(round) | pgbench, INSERT INTO orderlive_job (reference) | \(format(reference.tps, 0)) | "
-              + "\(format(reference.p50, 2)) | \(format(reference.p99, 2)) | 0 | — | 1.00× |")
+              + "\(format(reference.p50, 2)) | \(format(reference.p99, 2)) | 0 | — | 1.00× | "
+              + "\(format(referenceCPU.client, 0)) / \(format(referenceCPU.server, 0)) |")
         var configuration = OrderliveConfiguration()
         configuration.store.stateDirectory = NSTemporaryDirectory() + "orderlive-pg-ingest-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: configuration.store.stateDirectory) }
@@ -244,13 +287,24 @@ func postgresIngest(_ cluster: BenchCluster) async throws {
             "SELECT COUNT(*) FROM orderlive_leadership WHERE account = '\(configuration.store.account)'")) != "1" {
             try await Task.sleep(for: .milliseconds(25))
         }
+        let serverBefore = postgresServerCPUSeconds()
         guard let result = try runWrk(port: port, seconds: seconds, connections: connections, script: script) else {
             print("wrk is not installed: `sudo apt-get install wrk`, then `BENCH_ONLY=postgres make bench`")
             await program.shutdown()
             try await running.value
             return
         }
+        let serverCPU = (postgresServerCPUSeconds() - serverBefore) / Double(max(1, result.requests)) * 1e6
         let counts = try await program.store.counts()
+        if ProcessInfo.processInfo.environment["BENCH_PG_STATEMENTS"] != nil {
+            print(try cluster.psql("""
+                CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
+                SELECT calls, round(total_exec_time::numeric, 1), round(total_plan_time::numeric, 1), round(mean_exec_time::numeric, 3),
+                       left(regexp_replace(query, '\\s+', ' ', 'g'), 110)
+                FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25
+                """))
+            _ = try cluster.psql("SELECT pg_stat_statements_reset()")
+        }
         await program.shutdown()
         try await running.value
         let acknowledged = result.requests - result.errors
@@ -258,7 +312,8 @@ func postgresIngest(_ cluster: BenchCluster) async throws {
         print("| \(round) | orderlive push endpoint, journaled before the 200 | \(format(result.requestsPerSecond, 0)) | "
               + "\(format(result.p50, 2)) | \(format(result.p99, 2)) | \(result.errors) | "
               + "\(stored) / \(acknowledged)\(stored >= acknowledged ? "" : " LOST") | "
-              + "\(format(result.requestsPerSecond / reference.tps, 2))× |")
+              + "\(format(result.requestsPerSecond / reference.tps, 2))× | "
+              + "\(format(result.cpuMicrosecondsPerRequest, 0)) / \(format(serverCPU, 0)) |")
     }
 }
 
