@@ -122,19 +122,15 @@ extension PostgresOrderStore: JobJournal {
         _ plan: AcceptPlan, account: String, at now: Double, on connection: PostgresConnection, logger: Logger
     ) async throws -> [Bool] {
         if plan.jobs.allSatisfy({ $0.kind == .upsert || $0.kind == .delete }) {
-            let write = WriteAcceptedBatch(
-                account: account, now: now, keyIDs: plan.keyIDs, keyResponses: plan.keyResponses,
-                jobs: JobColumns(plan.jobs), channel: jobChannel, notify: !plan.jobs.isEmpty)
-            // Read to the end: the inserts finish after the row is sent, and their failure follows it.
-            for try await _ in try await connection.execute(write, logger: logger) {}
+            try await writeJournal(
+                keyIDs: plan.keyIDs, keyResponses: plan.keyResponses, jobs: plan.jobs, wake: !plan.jobs.isEmpty,
+                account: account, at: now, on: connection, logger: logger)
             return Array(repeating: true, count: plan.jobs.count)
         }
         if !plan.keyIDs.isEmpty {
-            try await connection.query("""
-                INSERT INTO orderlive_dedupe_key (account, id, response, accepted_at)
-                SELECT \(account), id, response, \(now) FROM unnest(\(plan.keyIDs)::text[], \(plan.keyResponses)::text[]) AS k(id, response)
-                ON CONFLICT (account, id) DO UPDATE SET response = excluded.response, accepted_at = excluded.accepted_at
-                """, logger: logger)
+            try await writeJournal(
+                keyIDs: plan.keyIDs, keyResponses: plan.keyResponses, jobs: [NewJob](), wake: false,
+                account: account, at: now, on: connection, logger: logger)
         }
         let journaled = try await insertAll(plan.jobs, account: account, at: now, on: connection, logger: logger)
         if journaled.contains(true) { try await notifyJobs(account: account, on: connection, logger: logger) }
@@ -313,22 +309,22 @@ extension PostgresOrderStore: JobJournal {
     private static func insertRun(
         _ jobs: ArraySlice<NewJob>, account: String, at now: Double, on connection: PostgresConnection, logger: Logger
     ) async throws {
-        let columns = JobColumns(jobs)
-        try await connection.query("""
-            INSERT INTO orderlive_job (account, kind, order_id, version, payload, source, attempts, not_before,
-                                       last_error, created_at, status, store_id, courier_id, updated_at)
-            SELECT \(account), kind, CASE WHEN mask & 1 <> 0 THEN order_id END, CASE WHEN mask & 2 <> 0 THEN version END,
-                   CASE WHEN mask & 4 <> 0 THEN payload END, source, 0, 0, NULL, \(now),
-                   CASE WHEN mask & 8 <> 0 THEN status END, CASE WHEN mask & 16 <> 0 THEN store_id END,
-                   CASE WHEN mask & 32 <> 0 THEN courier_id END, CASE WHEN mask & 64 <> 0 THEN updated_at END
-            FROM unnest(\(columns.kinds)::text[], \(columns.orderIDs)::text[], \(columns.versions)::bigint[],
-                        \(columns.payloads)::text[], \(columns.sources)::text[], \(columns.statuses)::text[],
-                        \(columns.storeIDs)::text[], \(columns.courierIDs)::text[], \(columns.updatedAts)::text[],
-                        \(columns.masks)::int4[])
-                 WITH ORDINALITY AS job(kind, order_id, version, payload, source, status, store_id, courier_id,
-                                        updated_at, mask, n)
-            ORDER BY n
-            """, logger: logger)
+        try await writeJournal(
+            keyIDs: [], keyResponses: [], jobs: jobs, wake: false, account: account, at: now, on: connection,
+            logger: logger)
+    }
+
+    /// Writes dedupe keys, then upsert and delete jobs in their order, and wakes the executor when
+    /// `wake`, in one prepared statement (``WriteJournal``), read to its end: the inserts finish
+    /// after its row is sent, and a failure of theirs follows it.
+    private static func writeJournal(
+        keyIDs: [String], keyResponses: [String], jobs: some Collection<NewJob>, wake: Bool, account: String,
+        at now: Double, on connection: PostgresConnection, logger: Logger
+    ) async throws {
+        let write = WriteJournal(
+            account: account, now: now, keyIDs: keyIDs, keyResponses: keyResponses, jobs: JobColumns(jobs),
+            channel: jobChannel, notify: wake)
+        for try await _ in try await connection.execute(write, logger: logger) {}
     }
 
     /// Journals one job inside a transaction, collapsing as the SQLite engine does: pending fetches

@@ -9,32 +9,33 @@ import PostgresNIO
 // Behind PgBouncer in transaction pooling mode, named prepared statements need PgBouncer 1.21 or
 // later with `max_prepared_statements` set (README, "PostgreSQL").
 
-/// The account's journal lock, held until the transaction ends.
-struct LockJournal: PostgresPreparedStatement {
-    static let sql = "SELECT true FROM pg_advisory_xact_lock(hashtextextended($1, 1))"
-    typealias Row = Bool
-    let account: String
+/// A prepared statement whose one argument is the account.
+protocol AccountStatement: PostgresPreparedStatement {
+    var account: String { get }
+}
 
+extension AccountStatement {
     func makeBindings() -> PostgresBindings {
         var bindings = PostgresBindings()
         bindings.append(account)
         return bindings
     }
+}
+
+/// The account's journal lock, held until the transaction ends.
+struct LockJournal: AccountStatement {
+    static let sql = "SELECT true FROM pg_advisory_xact_lock(hashtextextended($1, 1))"
+    typealias Row = Bool
+    let account: String
 
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Bool.self) }
 }
 
 /// The fence: the account's epoch, read under a share lock that a takeover's increment must wait for.
-struct ReadEpoch: PostgresPreparedStatement {
+struct ReadEpoch: AccountStatement {
     static let sql = "SELECT epoch FROM orderlive_leadership WHERE account = $1 FOR SHARE"
     typealias Row = Int64
     let account: String
-
-    func makeBindings() -> PostgresBindings {
-        var bindings = PostgresBindings()
-        bindings.append(account)
-        return bindings
-    }
 
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int64.self) }
 }
@@ -67,11 +68,11 @@ struct ReadDepthAndKeys: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
 
-/// A push batch's write: its new dedupe keys, its upsert and delete jobs in journal order (one
-/// `unnest` with a NULL mask per row, ``JobColumns``), and the executor's wake-up when `notify`.
-/// One row; the caller reads it to the end, since the inserts finish after it is sent and a
-/// failure of theirs arrives behind it.
-struct WriteAcceptedBatch: PostgresPreparedStatement {
+/// Journal rows: new dedupe keys, upsert and delete jobs in journal order (one `unnest` with a NULL
+/// mask per row, ``JobColumns``), and the executor's wake-up when `notify` (a push batch writes all
+/// three; a stream batch's run of jobs only the jobs). One row; the caller reads it to the end,
+/// since the inserts finish after it is sent and a failure of theirs arrives behind it.
+struct WriteJournal: PostgresPreparedStatement {
     static let sql = """
         WITH keys AS (
             INSERT INTO orderlive_dedupe_key (account, id, response, accepted_at)

@@ -25,10 +25,11 @@ struct LoadResult {
     var memory = ""  // RSS before → after (peak during), MB, for the agent runs
 }
 
-/// User + system CPU of this process (the servers run here; wrk runs in its own process), seconds.
-func processCPUSeconds() -> Double {
+/// User + system CPU, seconds: of this process (the servers run here; wrk runs in its own process), or with
+/// `RUSAGE_CHILDREN` of its children that ended and were waited for (pgbench).
+func processCPUSeconds(_ who: __rusage_who = RUSAGE_SELF) -> Double {
     var usage = rusage()
-    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    getrusage(__rusage_who_t(who.rawValue), &usage)
     return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
         + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
 }

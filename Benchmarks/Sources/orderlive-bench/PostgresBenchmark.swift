@@ -131,14 +131,6 @@ func postgresServerCPUSeconds() -> Double {
     }
 }
 
-/// CPU seconds used by this process's children that have ended and been waited for.
-func childrenCPUSeconds() -> Double {
-    var usage = rusage()
-    getrusage(RUSAGE_CHILDREN.rawValue, &usage)
-    return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
-        + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
-}
-
 struct BenchFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
@@ -258,10 +250,10 @@ func postgresIngest(_ cluster: BenchCluster) async throws {
           + "| CPU µs per request: agent or pgbench / PostgreSQL |")
     print("| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | --- |")
     for round in 1...2 {
-        let (referenceBefore, clientBefore) = (postgresServerCPUSeconds(), childrenCPUSeconds())
+        let (referenceBefore, clientBefore) = (postgresServerCPUSeconds(), processCPUSeconds(RUSAGE_CHILDREN))
         let reference = try cluster.pgbench(script: pgbenchInsert, clients: connections, seconds: seconds)
         let transactions = max(1, reference.tps * Double(seconds))
-        let referenceCPU = (client: (childrenCPUSeconds() - clientBefore) / transactions * 1e6,
+        let referenceCPU = (client: (processCPUSeconds(RUSAGE_CHILDREN) - clientBefore) / transactions * 1e6,
                             server: (postgresServerCPUSeconds() - referenceBefore) / transactions * 1e6)
         print("| \(round) | pgbench, INSERT INTO orderlive_job (reference) | \(format(reference.tps, 0)) | "
               + "\(format(reference.p50, 2)) | \(format(reference.p99, 2)) | 0 | — | 1.00× | "
