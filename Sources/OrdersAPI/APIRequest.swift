@@ -21,15 +21,20 @@ public enum APIAuthentication: Sendable {
     /// Why `request` is refused, or nil when it may read. Every token is compared, each in constant
     /// time, so the answer's timing says nothing about which token nearly matched.
     func failure(_ request: Request) -> String? {
+        failure(headers: request.headers, uri: request.uri)
+    }
+
+    /// Why a request with these headers and this URI is refused, or nil when it may read.
+    func failure(headers: HTTPFields, uri: URI) -> String? {
         guard case .bearer(let tokens) = self else { return nil }
         let presented: Substring
-        if let header = request.headers[.authorization] {
+        if let header = headers[.authorization] {
             let prefix = "bearer "
             guard header.count > prefix.count, header.prefix(prefix.count).lowercased() == prefix else {
                 return "the Authorization header is not a bearer token"
             }
             presented = header.dropFirst(prefix.count)
-        } else if let query = request.uri.queryParameters["access_token"] {
+        } else if let query = uri.queryParameters["access_token"] {
             presented = query
         } else {
             return "missing Authorization: Bearer header or access_token parameter"

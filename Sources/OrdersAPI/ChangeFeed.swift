@@ -10,12 +10,18 @@ import PushIngest
 /// `GET /v1/orders/stream` (DESIGN §11): a new subscriber gets a snapshot and `ready`; one that
 /// resumes gets the changes it missed, or `reset` and a snapshot when its id cannot be resumed; then
 /// live changes in `seq` order from the hub, heartbeats when idle, and `overflow` if it falls behind.
+///
+/// A feed holds no request task: ``FeedRequestHandler`` takes the request off the connection before
+/// Hummingbird sees it, a short task writes the snapshot or backlog (``catchUp(_:write:)``), and the
+/// connection's event loop writes everything after it. Requests the feed refuses go on to the router,
+/// whose route answers them (``refusal(_:)``).
 struct ChangeFeed: Sendable {
     let hub: ChangeHub
+    let authentication: APIAuthentication
     let logger: Logger
 
     /// Where a subscriber starts.
-    enum Start {
+    enum Start: Sendable {
         /// No id: a snapshot.
         case fresh
         /// After this seq.
@@ -24,18 +30,40 @@ struct ChangeFeed: Sendable {
         case unreadable
     }
 
+    /// A request the feed serves: its subscriber, registered with the hub, and where it starts.
+    struct Admitted: Sendable {
+        var subscriber: FeedSubscriber
+        var start: Start
+    }
+
     static let lastEventID = HTTPField.Name("Last-Event-ID")
     static let accelBuffering = HTTPField.Name("X-Accel-Buffering")
 
     /// The writes are gathered up to this size before each socket write of a snapshot or backlog.
     static let chunkBytes = 64 * 1024
 
-    func respond(to request: Request, on channel: any Channel) -> Response {
-        let query: APIQuery
-        do throws(APIRefusal) { query = try APIQuery(request.uri, allowsSince: true) } catch { return PushEndpoint.json(.badRequest, error.message) }
+    /// The route's path, as the router matches it.
+    static let path = "/v1/orders/stream"
+
+    /// True for a `GET` of the feed's path (with or without a query, and with the slashes the router
+    /// ignores: empty path components).
+    static func isFeedRequest(_ head: HTTPRequest) -> Bool {
+        guard head.method == .get, let target = head.path else { return false }
+        let path = target.utf8.split(separator: UInt8(ascii: "?"), maxSplits: 1, omittingEmptySubsequences: false).first ?? []
+        let components = path.split(separator: UInt8(ascii: "/"))
+        return components.count == 3 && components[0].elementsEqual("v1".utf8) && components[1].elementsEqual("orders".utf8)
+            && components[2].elementsEqual("stream".utf8)
+    }
+
+    /// Registers the subscriber of a feed request, or nil when the request is refused (its token, its
+    /// query, or a full or stopping hub): the router's route then answers it with the reason.
+    func admit(_ head: HTTPRequest, on channel: any Channel) -> Admitted? {
+        let uri = URI(head.path ?? "")
+        guard authentication.failure(headers: head.headerFields, uri: uri) == nil,
+              let query = try? APIQuery(uri, allowsSince: true) else { return nil }
         // The browser's EventSource sends Last-Event-ID when it reconnects, even when the URL it was
         // first opened with carried ?since=: the header is the newer position.
-        let position = Self.lastEventID.flatMap { request.headers[$0] }.map { Substring($0) } ?? query.since
+        let position = Self.lastEventID.flatMap { head.headerFields[$0] }.map { Substring($0) } ?? query.since
         let start: Start
         if let position {
             start = Checked.int64(decimal: position).map(Start.after) ?? .unreadable
@@ -44,37 +72,50 @@ struct ChangeFeed: Sendable {
         }
         guard let subscriber = hub.subscribe(filter: query.filter, on: channel) else {
             hub.metrics.record(.refused)
-            return PushEndpoint.json(.serviceUnavailable,
-                                     "this agent serves its most subscribers (api.max_subscribers) or is stopping; retry later",
-                                     retryAfter: 5)
+            return nil
         }
+        return Admitted(subscriber: subscriber, start: start)
+    }
+
+    /// The answer to a feed request ``admit(_:on:)`` refused, given by the router's route.
+    func refusal(_ request: Request) -> Response {
+        if let refusal = authentication.failure(request) { return PushEndpoint.json(.unauthorized, refusal) }
+        do throws(APIRefusal) { _ = try APIQuery(request.uri, allowsSince: true) } catch { return PushEndpoint.json(.badRequest, error.message) }
+        return PushEndpoint.json(.serviceUnavailable,
+                                 "this agent serves its most subscribers (api.max_subscribers) or is stopping; retry later",
+                                 retryAfter: 5)
+    }
+
+    /// The head of a feed's response.
+    static func responseHead(serverName: String, date: String) -> HTTPResponse {
         var headers = HTTPFields()
         headers[.contentType] = "text/event-stream; charset=utf-8"
         headers[.cacheControl] = "no-cache"
         // Tells nginx and similar reverse proxies to pass each event on at once (README: reverse proxy).
         if let accelBuffering = Self.accelBuffering { headers[accelBuffering] = "no" }
-        subscriber.connection.attach(subscriber)
-        let hub = self.hub
-        let logger = self.logger
-        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-            defer {
-                hub.unsubscribe(subscriber)
-                subscriber.connection.detach()
-            }
-            do {
-                try await Self.serve(subscriber, from: start, hub: hub, writer: &writer, logger: logger)
-            } catch is FeedStoreError {
-                // The store could not be read: the stream ends and the client reconnects to resume.
-            }
-            try await writer.finish(nil)
-        })
+        headers[.server] = serverName
+        headers[.date] = date
+        return HTTPResponse(status: .ok, headerFields: headers)
+    }
+
+    /// Writes the subscriber's snapshot or backlog through `write`, then puts it live: from then on
+    /// its connection's event loop writes. When the store cannot be read or the write fails, the
+    /// stream ends (the client reconnects and resumes).
+    func catchUp(_ admitted: Admitted, write: (ByteBuffer) async throws -> Void) async {
+        let subscriber = admitted.subscriber
+        do {
+            try await Self.catchUp(subscriber, from: admitted.start, hub: hub, write: write, logger: logger)
+        } catch {
+            subscriber.end(.closed)
+        }
+        subscriber.goLive()
     }
 
     /// A store read failed while catching up.
     struct FeedStoreError: Error {}
 
-    private static func serve(
-        _ subscriber: FeedSubscriber, from start: Start, hub: ChangeHub, writer: inout any ResponseBodyWriter, logger: Logger
+    private static func catchUp(
+        _ subscriber: FeedSubscriber, from start: Start, hub: ChangeHub, write: (ByteBuffer) async throws -> Void, logger: Logger
     ) async throws {
         var buffer = ByteBuffer(string: FeedEvents.retry)
         var resetReason: String?
@@ -107,7 +148,7 @@ struct ChangeFeed: Sendable {
                         if let bytes = FeedChange(change).bytes(for: subscriber.filter) { buffer.writeImmutableBuffer(bytes.event) }
                     }
                     cursor = last.seq
-                    try await writer.write(buffer)
+                    try await write(buffer)
                     buffer.clear()
                 }
             }
@@ -129,21 +170,13 @@ struct ChangeFeed: Sendable {
             for order in snapshot.orders {
                 buffer.writeString(FeedEvents.snapshot(order))
                 if buffer.readableBytes >= chunkBytes {
-                    try await writer.write(buffer)
+                    try await write(buffer)
                     buffer.clear()
                 }
             }
             buffer.writeString(FeedEvents.ready(snapshot.seq))
             subscriber.caughtUp(through: snapshot.seq)
         }
-        try await writer.write(buffer)
-        // Live, the connection's event loop writes the hub's changes (FeedConnection); this task
-        // waits for the end and writes the last event. It keeps no buffer meanwhile: the snapshot's
-        // could be 64 KiB, and times 10,000 subscribers that would be most of the agent's memory.
-        buffer = ByteBuffer()
-        subscriber.goLive()
-        if await subscriber.finished() == .overflow {
-            try await writer.write(ByteBuffer(string: FeedEvents.overflow(buffer: subscriber.capacity)))
-        }
+        try await write(buffer)
     }
 }

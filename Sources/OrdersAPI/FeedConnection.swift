@@ -1,21 +1,5 @@
 import CheckedInput
-import Hummingbird
 import NIOCore
-
-/// The orders API's request context: Hummingbird's basic one, plus the request's connection, which a
-/// live feed writes to on its event loop (see ``FeedConnection``).
-public struct APIRequestContext: RequestContext {
-    /// Hummingbird's per-request storage (logger, route parameters).
-    public var coreContext: CoreRequestContextStorage
-    /// The connection.
-    let channel: any Channel
-
-    /// Creates the context of a request that arrived on `source.channel`.
-    public init(source: ApplicationRequestContextSource) {
-        coreContext = CoreRequestContextStorage(source: source)
-        channel = source.channel
-    }
-}
 
 /// The live half of a feed connection: once the snapshot or backlog is written, the connection's
 /// event loop writes the hub's changes into it directly.
@@ -25,8 +9,8 @@ public struct APIRequestContext: RequestContext {
 /// connection was an async task that the hub resumed and that wrote through Hummingbird's async body
 /// writer and its HTTP encoder: two thread hops, a task switch and three buffers per delivery. At
 /// 10,000 subscribers that cost was the feed's latency (docs/PERFORMANCE.md). The head, the snapshot
-/// and the last event still go through Hummingbird's writer, ordered with these writes because both
-/// run on the loop in the order they were made.
+/// and the last event go through the HTTP encoder from ``FeedRequestHandler``, ordered with these
+/// writes because both run on the loop in the order they were made.
 ///
 /// It also ends the feed as soon as the client goes: the listener allows half-closed connections (as
 /// HTTP/1.1 does), so a client that leaves with a FIN would otherwise keep its slot until a write to
@@ -60,8 +44,8 @@ final class FeedConnection: Sendable {
                 subscriber.end(.closed)
             }
         }
-        // However the connection ends, the subscriber leaves the hub: also when Hummingbird never
-        // ran the response body (the head could not be written), whose end would otherwise do it.
+        // However the connection ends, the subscriber leaves the hub: also when it closes before the
+        // feed's end was written, which would otherwise do it (FeedRequestHandler).
         let hub = self.hub
         channel.closeFuture.whenComplete { _ in
             subscriber.end(.closed)

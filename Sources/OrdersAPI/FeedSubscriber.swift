@@ -8,9 +8,9 @@ import OrderStore
 /// subscriber is cut off: the queue is dropped and the stream ends with `overflow` (DESIGN §11), so
 /// no subscriber slows another or holds memory without bound.
 ///
-/// Its life: the connection's task writes the snapshot or backlog and calls ``caughtUp(through:)``,
-/// then ``goLive()``; from then on the connection's event loop writes what the hub offers, and the
-/// task waits in ``finished()`` for the stream to end, to write its last event.
+/// Its life: a task writes the snapshot or backlog and calls ``caughtUp(through:)``, then
+/// ``goLive()`` and ends; from then on the connection's event loop writes what the hub offers, and
+/// when the stream ends it calls the subscriber's `finish` there, which writes the last event.
 final class FeedSubscriber: Sendable {
     /// Why a subscriber's stream ends.
     enum Ending: Sendable, Equatable {
@@ -53,10 +53,8 @@ final class FeedSubscriber: Sendable {
         var live = false
         /// A write on the loop is asked for and has not run yet: further offers need no wake-up.
         var wakeAsked = false
-        /// The connection's task, waiting for the end.
-        var finishWaiter: CheckedContinuation<Ending, Never>?
-        /// The end, once the loop has written everything before it.
-        var finished: Ending?
+        /// Called once, on the connection's event loop, when everything before the end is written.
+        var finish: (@Sendable (Ending) -> Void)?
         /// Changes up to this seq came with the subscriber's snapshot or backlog; skipped when offered.
         var skipThrough = Int64.min
 
@@ -82,6 +80,13 @@ final class FeedSubscriber: Sendable {
         self.filter = filter
         self.capacity = max(1, capacity)
         connection = FeedConnection(channel: channel, hub: hub)
+    }
+
+    /// Sets what writes the stream's last event: called once, on the connection's event loop, after
+    /// everything queued before the end was written (``FeedRequestHandler`` sets it before the
+    /// subscriber goes live).
+    func onFinish(_ finish: @escaping @Sendable (Ending) -> Void) {
+        state.withLock { $0.finish = finish }
     }
 
     /// What an offer did.
@@ -170,30 +175,12 @@ final class FeedSubscriber: Sendable {
         }
     }
 
-    /// Everything before the end is written: the connection's task may write its last event.
+    /// Everything before the end is written: the last event may be written. On the event loop only.
     func reportFinished(_ ending: Ending) {
-        let waiter = state.withLock { state -> CheckedContinuation<Ending, Never>? in
-            if state.finished == nil { state.finished = ending }
-            defer { state.finishWaiter = nil }
-            return state.finishWaiter
+        let finish = state.withLock { state -> (@Sendable (Ending) -> Void)? in
+            defer { state.finish = nil }
+            return state.finish
         }
-        waiter?.resume(returning: ending)
-    }
-
-    /// Waits until the stream ended and everything queued before the end was written. A cancelled
-    /// task (the server's task group ending) ends the stream as a shutdown does.
-    func finished() async -> Ending {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Ending, Never>) in
-                let finished = state.withLock { state -> Ending? in
-                    if let finished = state.finished { return finished }
-                    state.finishWaiter = continuation
-                    return nil
-                }
-                if let finished { continuation.resume(returning: finished) }
-            }
-        } onCancel: {
-            end(.closed)
-        }
+        finish?(ending)
     }
 }

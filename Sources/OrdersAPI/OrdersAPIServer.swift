@@ -35,7 +35,7 @@ public final class OrdersAPIServer: Service, Sendable {
         public var method: HTTPRequest.Method
         /// The path, as the router matches it.
         public var path: String
-        var respond: @Sendable (Request, APIRequestContext) async -> Response
+        var respond: @Sendable (Request, BasicRequestContext) async -> Response
     }
 
     private let configuration: Configuration
@@ -51,6 +51,10 @@ public final class OrdersAPIServer: Service, Sendable {
         self.logger = logger
     }
 
+    private var feed: ChangeFeed {
+        ChangeFeed(hub: hub, authentication: configuration.authentication, logger: logger)
+    }
+
     /// The bound port, once listening.
     public var port: Int {
         get async { await bound.value }
@@ -58,7 +62,7 @@ public final class OrdersAPIServer: Service, Sendable {
 
     /// Every route, in the order registered.
     public var routes: [Route] {
-        let feed = ChangeFeed(hub: hub, logger: logger)
+        let feed = self.feed
         let store = hub.store
         let authentication = configuration.authentication
         let logger = self.logger
@@ -93,10 +97,8 @@ public final class OrdersAPIServer: Service, Sendable {
                     return unreadable(error)
                 }
             },
-            Route(method: .get, path: "/v1/orders/stream") { request, context in
-                if let refusal = authentication.failure(request) { return PushEndpoint.json(.unauthorized, refusal) }
-                return feed.respond(to: request, on: context.channel)
-            },
+            // A feed the feed admits never reaches the router (FeedRequestHandler): this answers the refused.
+            Route(method: .get, path: ChangeFeed.path) { request, _ in feed.refusal(request) },
             Route(method: .get, path: "/v1/orders/{id}") { request, context in
                 if let refusal = authentication.failure(request) { return PushEndpoint.json(.unauthorized, refusal) }
                 let id = context.parameters.get("id") ?? ""
@@ -114,16 +116,18 @@ public final class OrdersAPIServer: Service, Sendable {
 
     /// Serves until graceful shutdown or cancellation; the hub runs beside it.
     public func run() async throws {
-        let router = Router(context: APIRequestContext.self)
+        let router = Router(context: BasicRequestContext.self)
         let routes = self.routes
+        let feed = self.feed
         router.add(middleware: MethodNotAllowedMiddleware(routes: routes.map { ($0.method, $0.path) }))
         for route in routes {
             router.on(RouterPath(route.path), method: route.method, use: route.respond)
         }
         let app = Application(
             router: router,
-            server: .http1(configuration: .init(httpDecoderConfiguration: .init(
-                maxHeaderFieldSize: 16 * 1024, maxHeaderListSize: 64 * 1024, maxHeaderFieldCount: 100))),
+            server: .http1(configuration: .init(
+                additionalChannelHandlers: [FeedRequestHandler(feed: feed)],
+                httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 * 1024, maxHeaderListSize: 64 * 1024, maxHeaderFieldCount: 100))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "orderlive",
                                  backlog: 4_096),
             onServerRunning: { [self] channel in

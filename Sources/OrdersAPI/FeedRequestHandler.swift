@@ -1,0 +1,189 @@
+import Foundation
+import HTTPTypes
+import NIOCore
+import NIOHTTPTypes
+
+/// Takes `GET /v1/orders/stream` off an orders-API connection before Hummingbird sees it, and serves
+/// the feed on the connection itself, so that an idle subscriber holds no request task.
+///
+/// Served through Hummingbird's router, each feed kept its connection's task suspended at the bottom
+/// of the router, its middleware and the response body's closure, and a task keeps the stack slabs
+/// of the deepest stack it reached: about 11.7 KB of each idle subscriber's 22 KB at 10,000 of them
+/// (docs/PERFORMANCE.md). Here the connection's task never gets the request: it stays waiting for a
+/// request head, with a shallow stack; a short task reads the snapshot or backlog and ends; then the
+/// event loop writes (``FeedConnection``).
+///
+/// - A feed request the feed admits (``ChangeFeed/admit(_:on:)``: token, query, a free slot) is
+///   answered here. One it refuses goes on to the router, whose route answers why (401, 400, 503).
+/// - Requests are answered in order: a feed request that arrives while an earlier request's answer
+///   is still being written waits here, with its parts, until that answer has ended.
+/// - When the feed ends, its last event and the end of the chunked body are written, and the
+///   connection serves the next request. It is closed instead when the request asked for that
+///   (`Connection: close`), when a request arrived behind the feed (HTTP/1.1 pipelining; answering
+///   it would mean holding it for the feed's whole life), or when the server is shutting down.
+///
+/// It sits after Hummingbird's HTTP/1 codec (HTTP parts in, HTTP parts out) and runs on the
+/// channel's event loop only, like every NIO handler.
+final class FeedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private enum State {
+        /// Requests go on to Hummingbird.
+        case passing
+        /// A feed request arrived while Hummingbird still owed an answer: its parts wait here.
+        case waiting([HTTPRequestPart])
+        /// A feed is served on this connection.
+        case feeding(FeedSubscriber)
+    }
+
+    /// The most parts of a waiting feed request held; a `GET` has a head and an end.
+    static let waitingPartsLimit = 16
+
+    private let feed: ChangeFeed
+    private var state = State.passing
+    /// Requests passed on whose answer has not ended.
+    private var unanswered = 0
+    /// The feed's own request has been read to its end.
+    private var feedRequestEnded = false
+    /// Close the connection once the feed has ended.
+    private var closeAfterFeed = false
+
+    init(feed: ChangeFeed) {
+        self.feed = feed
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        receive(unwrapInboundIn(data), context: context)
+    }
+
+    private func receive(_ part: HTTPRequestPart, context: ChannelHandlerContext) {
+        switch state {
+        case .passing:
+            if case .head(let head) = part {
+                if ChangeFeed.isFeedRequest(head) {
+                    if unanswered == 0 { start([part], context: context) } else { state = .waiting([part]) }
+                    return
+                }
+                unanswered += 1
+            }
+            context.fireChannelRead(wrapInboundOut(part))
+        case .waiting(var parts):
+            guard parts.count < Self.waitingPartsLimit else {
+                // Not a request a feed client sends: a large body on a GET behind another request.
+                context.close(promise: nil)
+                return
+            }
+            parts.append(part)
+            state = .waiting(parts)
+        case .feeding:
+            if feedRequestEnded {
+                closeAfterFeed = true
+            } else if case .end = part {
+                feedRequestEnded = true
+            }
+        }
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        context.write(data, promise: promise)
+        guard case .end = unwrapOutboundIn(data), unanswered > 0 else { return }
+        unanswered -= 1
+        if unanswered == 0, case .waiting(let parts) = state { start(parts, context: context) }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent, case .feeding(let subscriber) = state {
+            // The server is stopping: the feed ends (its last event is written), then the connection
+            // closes. Hummingbird's connection handler sees an idle connection and would close it at
+            // once, before the end was written.
+            closeAfterFeed = true
+            subscriber.end(.closed)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// Serves the feed request whose parts are `parts` (its head first), or passes them on to the
+    /// router when the feed refuses it.
+    private func start(_ parts: [HTTPRequestPart], context: ChannelHandlerContext) {
+        guard case .head(let head) = parts.first, let admitted = feed.admit(head, on: context.channel) else {
+            state = .passing
+            var rest = parts[...]
+            // The refused request goes on whole, up to its end; whatever followed it is read anew.
+            while let part = rest.popFirst() {
+                if case .head = part { unanswered += 1 }
+                context.fireChannelRead(wrapInboundOut(part))
+                if case .end = part { break }
+            }
+            for part in rest { receive(part, context: context) }
+            return
+        }
+        let subscriber = admitted.subscriber
+        state = .feeding(subscriber)
+        feedRequestEnded = false
+        closeAfterFeed = Self.asksToClose(head)
+        for part in parts.dropFirst() { receive(part, context: context) }
+
+        let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+        subscriber.onFinish { ending in bound.value.handler.finish(subscriber, ending, context: bound.value.context) }
+        subscriber.connection.attach(subscriber)
+        context.writeAndFlush(wrapOutboundOut(.head(ChangeFeed.responseHead(serverName: "orderlive", date: Self.httpDate()))),
+                              promise: nil)
+        let feed = self.feed
+        let eventLoop = context.eventLoop
+        Task {
+            await feed.catchUp(admitted) { buffer in
+                try await eventLoop.flatSubmit {
+                    let (handler, context) = bound.value
+                    return context.writeAndFlush(handler.wrapOutboundOut(.body(buffer)))
+                }.get()
+            }
+        }
+    }
+
+    /// Everything the feed queued is written: writes its last event and ends the response.
+    private func finish(_ subscriber: FeedSubscriber, _ ending: FeedSubscriber.Ending, context: ChannelHandlerContext) {
+        guard case .feeding(let current) = state, current === subscriber else { return }
+        state = .passing
+        feed.hub.unsubscribe(subscriber)
+        subscriber.connection.detach()
+        if ending == .overflow {
+            context.write(wrapOutboundOut(.body(ByteBuffer(string: FeedEvents.overflow(buffer: subscriber.capacity)))), promise: nil)
+        }
+        let ended = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+        if closeAfterFeed || !feedRequestEnded {
+            let channel = context.channel
+            ended.whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+
+    /// True when the request's `Connection` header has the `close` option (RFC 9112 §9.6).
+    static func asksToClose(_ head: HTTPRequest) -> Bool {
+        head.headerFields[values: .connection].contains { value in
+            value.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).lowercased() == "close" }
+        }
+    }
+
+    /// Now as an HTTP date (RFC 9110 §5.6.7), for the response's `Date` header.
+    static func httpDate(_ now: time_t = time(nil)) -> String {
+        var parts = tm()
+        var now = now
+        guard gmtime_r(&now, &parts) != nil else { return "Thu, 01 Jan 1970 00:00:00 GMT" }
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let day = days[Int(parts.tm_wday.clamped(to: 0...6))]
+        let month = months[Int(parts.tm_mon.clamped(to: 0...11))]
+        return "\(day), \(two(parts.tm_mday)) \(month) \(Int(parts.tm_year) + 1900) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
+    }
+}
+
+extension Comparable {
+    fileprivate func clamped(to range: ClosedRange<Self>) -> Self {
+        min(max(self, range.lowerBound), range.upperBound)
+    }
+}
