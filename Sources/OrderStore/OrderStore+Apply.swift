@@ -12,9 +12,8 @@ extension OrderStore {
     public func applyUpsert(_ order: OrderRecord, completing jobID: Int64? = nil) throws -> UpsertOutcome {
         let now = self.now()
         return try changeWrite { db, changes in
-            let outcome = try Self.upsert(order, at: now, in: db, changes: &changes)
-            if let jobID { _ = try JobRecord.deleteOne(db, key: jobID) }
-            return outcome
+            try Self.complete(jobID, in: db)
+            return try Self.upsert(order, at: now, in: db, changes: &changes)
         }
     }
 
@@ -23,9 +22,8 @@ extension OrderStore {
     public func applyDelete(orderID: String, version: Int64?, completing jobID: Int64? = nil) throws -> DeleteOutcome {
         let now = self.now()
         return try changeWrite { db, changes in
-            let outcome = try Self.delete(orderID: orderID, version: version, at: now, in: db, changes: &changes)
-            if let jobID { _ = try JobRecord.deleteOne(db, key: jobID) }
-            return outcome
+            try Self.complete(jobID, in: db)
+            return try Self.delete(orderID: orderID, version: version, at: now, in: db, changes: &changes)
         }
     }
 
@@ -67,8 +65,10 @@ extension OrderStore {
             if let first = applied.first, let last = applied.last, Int(last - first) + 1 == applied.count,
                applied == Array(first...last) {
                 try db.cachedStatement(sql: "DELETE FROM job WHERE id BETWEEN ? AND ?").execute(arguments: [first, last])
+                // Every one of them was still journaled, or none is applied (see JobsGone).
+                guard db.changesCount == applied.count else { throw JobsGone() }
             } else {
-                for id in applied { try Self.deleteJob(id, in: db) }
+                for id in applied { try Self.complete(id, in: db) }
             }
             return applied.count
         }
@@ -93,7 +93,7 @@ extension OrderStore {
                 _ = try Self.delete(orderID: order.id, version: order.version, at: now, in: db, changes: &changes)
                 removed += 1
             }
-            if let jobID { _ = try JobRecord.deleteOne(db, key: jobID) }
+            try Self.complete(jobID, in: db)
             return removed
         }
     }
@@ -116,8 +116,8 @@ extension OrderStore {
             var letter = DeadLetterRecord(
                 kind: job.kind.rawValue, orderID: job.orderID, raw: job.payload ?? "", reason: reason,
                 attempts: job.attempts, createdAt: now)
+            try Self.complete(job.id, in: db)
             try letter.insert(db)
-            if let id = job.id { _ = try JobRecord.deleteOne(db, key: id) }
         }
     }
 
@@ -189,6 +189,14 @@ extension OrderStore {
                 job.source, now, order?.status, order?.storeID, order?.courierID, order?.updatedAt,
             ])
         return true
+    }
+
+    /// Completes (deletes) the job an apply was for, in the apply's transaction; throws ``JobsGone``
+    /// when it is no longer journaled, which rolls the whole apply back.
+    static func complete(_ jobID: Int64?, in db: Database) throws {
+        guard let jobID else { return }
+        try deleteJob(jobID, in: db)
+        guard db.changesCount == 1 else { throw JobsGone() }
     }
 
     static func deleteJob(_ id: Int64, in db: Database) throws {

@@ -28,6 +28,17 @@ extension JobJournal {
     public var concurrentAccepts: Int { 1 }
 }
 
+/// The job (or one of the jobs) an apply was to complete is no longer journaled: a user switch
+/// (``JobJournal/claim(for:)``) cleared the journal between the executor's read of it and the apply.
+/// Nothing of the apply was written: the previous user's order never reaches the new user's store
+/// (FIELD-NOTES 15). The executor drops the job and reads the journal's head again.
+public struct JobsGone: Error, CustomStringConvertible {
+    /// Creates the error.
+    public init() {}
+
+    public var description: String { "the sync job is no longer journaled (a user switch cleared the journal)" }
+}
+
 /// Applying the journal, one job at a time in journal order (the serial executor, DESIGN §4 and §8).
 public protocol JobApplier: Sendable {
     /// Up to `limit` jobs from the head of the journal, in order.

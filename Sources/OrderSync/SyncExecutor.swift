@@ -93,12 +93,21 @@ public final class SyncExecutor: Sendable {
                 let current = running.add(1, ordering: .acquiringAndReleasing).newValue
                 _ = mostAtOnce.max(current, ordering: .relaxed)
                 defer { running.subtract(1, ordering: .acquiringAndReleasing) }
-                let applied = try await store.applyInOneTransaction(cheap)
+                let applied: Int
+                do {
+                    applied = try await store.applyInOneTransaction(cheap)
+                } catch is JobsGone {
+                    dropped(cheap.count)
+                    continue
+                }
                 progress.completed += applied
                 for job in cheap.prefix(applied) { observe(job.kind, .completed) }
                 continue
             }
-            let outcome = await execute(first)
+            guard let outcome = await execute(first) else {
+                dropped(1)
+                continue
+            }
             observe(first.kind, outcome)
             switch outcome {
             case .completed: progress.completed += 1
@@ -154,7 +163,15 @@ public final class SyncExecutor: Sendable {
         case deadLettered = "dead_lettered"
     }
 
-    private func execute(_ job: JobRecord) async -> Outcome {
+    /// Jobs read from the journal were gone when they were to be applied (``JobsGone``): a user switch
+    /// cleared the journal meanwhile. Nothing was applied; the next read of the head goes on.
+    private func dropped(_ count: Int) {
+        logger.notice("sync jobs were cleared by a user switch before they were applied; they are dropped",
+                      metadata: ["sync.jobs": "\(count)"])
+    }
+
+    /// Applies `job`: how the attempt ended, or nil when the job was no longer journaled (``JobsGone``).
+    private func execute(_ job: JobRecord) async -> Outcome? {
         let current = running.add(1, ordering: .acquiringAndReleasing).newValue
         defer { running.subtract(1, ordering: .acquiringAndReleasing) }
         _ = mostAtOnce.max(current, ordering: .relaxed)
@@ -167,6 +184,8 @@ public final class SyncExecutor: Sendable {
                 "sync.job.kind": "\(job.kind.rawValue)", "sync.job.order_id": "\(job.orderID ?? "")",
             ])
             return .completed
+        } catch is JobsGone {
+            return nil
         } catch {
             if Task.isCancelled {
                 // Shutting down: the job was interrupted, not failed; it stays exactly as journaled.
@@ -205,6 +224,8 @@ public final class SyncExecutor: Sendable {
                     "sync.job.kind": "\(job.kind.rawValue)", "sync.job.order_id": "\(job.orderID ?? "")",
                     "sync.job.attempts": "\(attempts)", "sync.reason": "\(reason)",
                 ])
+            } catch is JobsGone {
+                return nil
             } catch {
                 // The store itself failed: the job stays exactly where it is and is tried again later.
                 logger.error("could not record a failed sync job", metadata: ["sync.reason": "\(error)"])

@@ -106,11 +106,12 @@ extension PostgresOrderStore: JobApplier {
             kind: job.kind.rawValue, orderID: job.orderID, raw: job.payload ?? "", reason: reason,
             attempts: job.attempts, createdAt: now())
         try await write(fenced: true) { [self] connection in
-            try await Self.insert(letter, account: self.account, on: connection, logger: self.logger)
             if let id = job.id {
-                try await connection.query(
-                    "DELETE FROM orderlive_job WHERE account = \(self.account) AND id = \(id)", logger: self.logger)
+                let deleted = try await connection.query(
+                    "DELETE FROM orderlive_job WHERE account = \(self.account) AND id = \(id) RETURNING id", logger: self.logger)
+                guard try await Self.count(deleted) == 1 else { throw JobsGone() }
             }
+            try await Self.insert(letter, account: self.account, on: connection, logger: self.logger)
         }
     }
 
@@ -135,16 +136,24 @@ extension PostgresOrderStore: JobApplier {
 
     /// Completes applied jobs: removed from the journal, and recorded with the epoch this transaction
     /// holds. The fence checked that epoch under a share lock in this transaction, so the account's
-    /// row is the epoch the jobs were applied under (null when no agent has led the account).
+    /// row is the epoch the jobs were applied under (null when no agent has led the account). Throws
+    /// ``JobsGone`` (rolling the apply back) when any of them is no longer journaled.
     private func complete(jobs ids: [Int64], at now: Double, on connection: PostgresConnection) async throws {
         guard !ids.isEmpty else { return }
-        try await connection.query(
-            "DELETE FROM orderlive_job WHERE account = \(account) AND id = ANY(\(ids))", logger: logger)
-        try await connection.query("""
+        let completed = try await connection.query("""
+            WITH gone AS (DELETE FROM orderlive_job WHERE account = \(account) AND id = ANY(\(ids)) RETURNING id)
             INSERT INTO orderlive_job_applied (account, job_id, epoch, applied_at)
-            SELECT \(account), job, (SELECT epoch FROM orderlive_leadership WHERE account = \(account)), \(now)
-            FROM unnest(\(ids)::bigint[]) AS job
+            SELECT \(account), id, (SELECT epoch FROM orderlive_leadership WHERE account = \(account)), \(now)
+            FROM gone RETURNING job_id
             """, logger: logger)
+        guard try await Self.count(completed) == ids.count else { throw JobsGone() }
+    }
+
+    /// The number of rows in `rows`, read to their end.
+    static func count(_ rows: PostgresRowSequence) async throws -> Int {
+        var count = 0
+        for try await _ in rows { count += 1 }
+        return count
     }
 }
 

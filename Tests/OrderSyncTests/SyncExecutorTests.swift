@@ -139,3 +139,68 @@ final class SessionlessSource: OrderSource {
         #expect(try temporary.store.order(id: "7")?.status == "delivered")
     }
 }
+
+/// FIELD-NOTES 15 under a race: a user switch (the stream service's `claim` on reconnect, beside the
+/// running executor) clears the journal between the executor's read of its head and the apply. The
+/// previous user's order must not be applied into the new user's store, and the executor goes on.
+@Suite struct UserSwitchUnderTheExecutorTests {
+    /// A real store whose first read of the journal's head is followed, before the executor's apply,
+    /// by a user switch: the one seam the race needs, made deterministic.
+    final class SwitchingStore: JobApplier {
+        let store: OrderStore
+        let switched = Locked(false)
+
+        init(_ store: OrderStore) {
+            self.store = store
+        }
+
+        func headJobs(limit: Int) async throws -> [JobRecord] {
+            let head = try store.headJobs(limit: limit)
+            let first = switched.withLock { done in
+                defer { done = true }
+                return !done
+            }
+            if !head.isEmpty, first {
+                #expect(try store.claim(for: "second-user"))
+            }
+            return head
+        }
+
+        func applyInOneTransaction(_ jobs: [JobRecord]) async throws -> Int { try store.applyInOneTransaction(jobs) }
+        func applyUpsert(_ order: OrderRecord, completing jobID: Int64?) async throws -> UpsertOutcome {
+            try store.applyUpsert(order, completing: jobID)
+        }
+        func applyDelete(orderID: String, version: Int64?, completing jobID: Int64?) async throws -> DeleteOutcome {
+            try store.applyDelete(orderID: orderID, version: version, completing: jobID)
+        }
+        func applyPage(_ orders: [OrderRecord]) async throws { try store.applyPage(orders) }
+        func completeFullSync(keeping ids: Set<String>, completing jobID: Int64?) async throws -> Int {
+            try store.completeFullSync(keeping: ids, completing: jobID)
+        }
+        func recordFailure(jobID: Int64, reason: String, retryAt: Double, countsAttempt: Bool) async throws {
+            try store.recordFailure(jobID: jobID, reason: reason, retryAt: retryAt, countsAttempt: countsAttempt)
+        }
+        func deadLetter(job: JobRecord, reason: String) async throws { try store.deadLetter(job: job, reason: reason) }
+    }
+
+    @Test(arguments: [1, 3])
+    func aJobTheSwitchClearedIsNotAppliedAndTheExecutorGoesOn(_ jobs: Int) async throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        try store.claim(for: "first-user")
+        // One job goes alone (applyUpsert), several go as one run (applyInOneTransaction).
+        try store.journal(try (1...jobs).map { id in NewJob(kind: .upsert, order: try order(id, version: 1), source: "push") })
+        let switching = SwitchingStore(store)
+        let executor = SyncExecutor(store: switching, source: NoOrders(), logger: quietLogger)
+        let progress = try await executor.runReadyJobs()
+        #expect(switching.switched.withLock { $0 })
+        #expect(progress == SyncExecutor.Progress(), "nothing applied, nothing failed")
+        #expect(try store.orders().isEmpty, "the previous user's orders never reach the new user's store")
+        #expect(try store.counts().journalDepth == 0)
+        #expect(try store.deadLetters().isEmpty)
+        // The new user's jobs are applied as usual.
+        try store.journal([NewJob(kind: .upsert, order: try order(9, status: "created", version: 1), source: "push")])
+        #expect(try await executor.runReadyJobs().completed == 1)
+        #expect(try store.orders().map(\.id) == ["9"])
+    }
+}

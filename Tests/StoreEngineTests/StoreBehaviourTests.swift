@@ -177,6 +177,43 @@ import Testing
         try await withStore(engine, body)
     }
 
+    /// FIELD-NOTES 15 under a race: jobs the executor read before a user switch cleared the journal
+    /// are gone when it applies them. Every way of completing a job then writes nothing at all.
+    @Test(arguments: StoreEngine.allCases)
+    func applyingJobsAUserSwitchClearedWritesNothing(_ engine: StoreEngine) async throws {
+        func body(_ store: any AnyOrderStore) async throws {
+            _ = try await store.claim(for: "first-user")
+            try await store.applyUpsert(try order(3, version: 1), completing: nil)
+            try await store.journal([
+                NewJob(kind: .upsert, order: try order(1, version: 1), source: "push"),
+                NewJob(kind: .upsert, order: try order(2, version: 1), source: "push"),
+                NewJob(kind: .delete, orderID: "3", version: 2, source: "push"),
+                NewJob(kind: .fetch, orderID: "4", source: "push"),
+            ], cursor: "7", deadLetters: [])
+            let head = try await store.headJobs(limit: 10)
+            try #require(head.count == 4)
+            #expect(try await store.claim(for: "second-user"))
+            let cleared = try await store.changeHead()
+            await #expect(throws: JobsGone.self) { try await store.applyUpsert(try order(1, version: 1), completing: head[0].id) }
+            await #expect(throws: JobsGone.self) { try await store.applyInOneTransaction(Array(head.prefix(3))) }
+            await #expect(throws: JobsGone.self) { try await store.applyDelete(orderID: "3", version: 2, completing: head[2].id) }
+            await #expect(throws: JobsGone.self) { try await store.completeFullSync(keeping: [], completing: head[3].id) }
+            await #expect(throws: JobsGone.self) { try await store.deadLetter(job: head[3], reason: "failed") }
+            #expect(try await store.orders(status: nil).isEmpty)
+            #expect(try await store.tombstone(id: "3") == nil)
+            #expect(try await store.deadLetters().isEmpty)
+            #expect(try await store.changeHead() == cleared, "no change was logged")
+            // A run where only some are gone writes nothing either.
+            try await store.journal([NewJob(kind: .upsert, order: try order(5, version: 1), source: "push")], cursor: "8", deadLetters: [])
+            let fresh = try await store.headJobs(limit: 10)
+            await #expect(throws: JobsGone.self) { try await store.applyInOneTransaction([head[0]] + fresh) }
+            #expect(try await store.orders(status: nil).isEmpty)
+            #expect(try await store.applyInOneTransaction(fresh) == 1)
+            #expect(try await store.orders(status: nil).map(\.id) == ["5"])
+        }
+        try await withStore(engine, body)
+    }
+
     @Test(arguments: StoreEngine.allCases)
     func aDifferentUserClearsEverythingAndMovesTheChangeFloorWhileTheSameUserKeepsIt(_ engine: StoreEngine) async throws {
         func body(_ store: any AnyOrderStore) async throws {
