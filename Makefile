@@ -3,11 +3,13 @@ SWIFT ?= swift
 # chromium: the dispatch board's browser test (headless, driven over DevTools).
 # postgresql: the PostgreSQL engine's tests start a throwaway cluster of their own (DESIGN §12).
 SYSTEM_PACKAGES := libcurl4-openssl-dev libssl-dev libsqlite3-dev pkg-config openssl python3 curl prometheus chromium postgresql
+# What the benchmarks need beyond that (`make bench`, `make bench-instructions`), not CI.
+BENCH_PACKAGES := valgrind wrk
 # From PyPI: schemathesis for `make fuzz-api` (pinned, so a new release cannot change what CI checks).
 PYTHON_PACKAGES := schemathesis==4.32.5
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: all deps build test check-imports demo sandbox release bench fuzz fuzz-build fuzz-smoke fuzz-api soak tsan clean
+.PHONY: all deps build test check-imports demo sandbox release bench bench-instructions fuzz fuzz-build fuzz-smoke fuzz-api soak tsan clean
 
 all: build
 
@@ -86,6 +88,13 @@ tsan: deps
 ## Release-mode benchmarks (see docs/PERFORMANCE.md); not part of `make test`.
 bench: deps
 	cd Benchmarks && $(SWIFT) run -c release --scratch-path ../.build-bench orderlive-bench
+
+## Instructions per unit of work under valgrind's callgrind: figures that repeat on a noisy machine
+## (docs/PERFORMANCE.md). BENCH_INSTRUCTIONS=parse,store picks workloads.
+bench-instructions: deps
+	@$(MAKE) --no-print-directory deps SYSTEM_PACKAGES="$(BENCH_PACKAGES)"
+	cd Benchmarks && $(SWIFT) build -c release --scratch-path ../.build-bench --product orderlive-instructions
+	Scripts/bench-instructions.sh
 
 ## The fuzzers (see docs/FUZZING.md). `fuzz` runs each target for FUZZ_SECONDS; `fuzz-smoke` (part
 ## of `make test`) runs each over its seeds for FUZZ_SMOKE_RUNS executions, so a fuzzer that no

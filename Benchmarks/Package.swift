@@ -36,5 +36,17 @@ let package = Package(
             ],
             swiftSettings: [.treatAllWarnings(as: .error)]
         ),
+        // The workloads `make bench-instructions` counts under callgrind: synchronous on purpose, since
+        // Debian 12's valgrind 3.19 stops with an internal error on any Swift concurrency program.
+        .executableTarget(
+            name: "orderlive-instructions",
+            dependencies: [
+                .product(name: "ServerSentEvents", package: "orderlive"),
+                .product(name: "Sandbox", package: "orderlive"),
+                .product(name: "OrderStore", package: "orderlive"),
+                .product(name: "OrderSync", package: "orderlive"),
+            ],
+            swiftSettings: [.treatAllWarnings(as: .error)]
+        ),
     ]
 )

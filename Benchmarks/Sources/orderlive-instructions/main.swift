@@ -1,0 +1,102 @@
+// `orderlive-instructions WORKLOAD COUNT PREPARED`: prepares the input of PREPARED units of one
+// workload, does the first COUNT of them, and exits. Scripts/bench-instructions.sh runs it under
+// `valgrind --tool=callgrind` with COUNT = N and 2N and the same PREPARED = 2N: start-up and
+// preparation are the same in both runs and cancel out of the difference, so the difference divided
+// by N is the instructions of one unit of work. Instruction counts do not depend on the machine's
+// load, so they show a regression or an improvement that wall-clock figures on a shared machine hide.
+//
+// Synchronous throughout: valgrind 3.19 (Debian 12) stops with an internal error on any program that
+// starts Swift concurrency, so the async paths (the stream service's journal call, the executor's
+// loop, the push server) are not counted here; the synchronous calls they make are.
+//
+// - `parse`: one realistic order event (about 500 bytes) through ServerSentEventParser in memory,
+//   in 16 KiB chunks.
+// - `store`: one full-order event, already parsed, committed and applied into SQLite as the agent
+//   does it: translated (EventTranslator) and journaled with its cursor in batches of 100 (one
+//   transaction each, as the stream service's group commit), then applied by the executor's one
+//   transaction per run of whole-order jobs.
+
+import Foundation
+import OrderStore
+import OrderSync
+import Sandbox
+import ServerSentEvents
+
+struct Usage: Error, CustomStringConvertible {
+    var description: String
+}
+
+func events(_ count: Int) -> [UInt8] {
+    let feed = OrderFeed(orderCount: 50)
+    var bytes: [UInt8] = []
+    for sequence in 1...max(1, count) { bytes += Array(feed.wireEvent(sequence: sequence).utf8) }
+    return bytes
+}
+
+func parse(_ bytes: ArraySlice<UInt8>, chunk: Int, _ each: (ServerSentEvent) -> Void) {
+    var parser = ServerSentEventParser()
+    var start = bytes.startIndex
+    while start < bytes.endIndex {
+        let end = min(start + chunk, bytes.endIndex)
+        bytes[start..<end].withUnsafeBytes { raw in
+            parser.parse(raw) { item in
+                if case .event(let event) = item { each(event) }
+            }
+        }
+        start = end
+    }
+}
+
+func run(_ workload: String, count: Int, prepared: Int) throws {
+    let bytes = events(prepared)
+    switch workload {
+    case "parse":
+        // Where the COUNT-th event ends: the input is cut there, outside what is counted per unit.
+        var ends: [Int] = []
+        var offset = 0
+        for byte in bytes {
+            offset += 1
+            if byte == 0x0A, offset >= 2, bytes[offset - 2] == 0x0A { ends.append(offset) }
+        }
+        let length = count == 0 ? 0 : ends[min(count, ends.count) - 1]
+        var parsed = 0
+        parse(bytes[..<length], chunk: 16 * 1_024) { _ in parsed += 1 }
+        guard parsed == count else { throw Usage(description: "parsed \(parsed) of \(count)") }
+    case "store":
+        var all: [ServerSentEvent] = []
+        parse(bytes[...], chunk: 16 * 1_024) { all.append($0) }
+        let directory = NSTemporaryDirectory() + "orderlive-instructions-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try OrderStore(path: directory + "/orderlive.sqlite")
+        var start = 0
+        while start < count {
+            let end = min(start + 100, count)
+            var jobs: [NewJob] = []
+            var cursor: String?
+            for event in all[start..<end] {
+                jobs += EventTranslator.translate(event, now: 1_000).jobs
+                if !event.lastEventID.isEmpty { cursor = event.lastEventID }
+            }
+            try store.journal(jobs, cursor: cursor)
+            try store.applyInOneTransaction(try store.headJobs(limit: 512))
+            start = end
+        }
+        let counts = try store.counts()
+        guard counts.journalDepth == 0, counts.orders > 0 else { throw Usage(description: "not applied: \(counts)") }
+    default:
+        throw Usage(description: "unknown workload \(workload): parse or store")
+    }
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count == 4, let count = Int(arguments[2]), let prepared = Int(arguments[3]), count >= 0, prepared >= count else {
+    FileHandle.standardError.write(Data("usage: orderlive-instructions parse|store COUNT PREPARED (PREPARED ≥ COUNT)\n".utf8))
+    exit(2)
+}
+do {
+    try run(arguments[1], count: count, prepared: prepared)
+} catch {
+    FileHandle.standardError.write(Data("orderlive-instructions: \(error)\n".utf8))
+    exit(1)
+}
