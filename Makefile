@@ -87,6 +87,7 @@ tsan: deps
 
 ## Release-mode benchmarks (see docs/PERFORMANCE.md); not part of `make test`.
 bench: deps
+	@$(MAKE) --no-print-directory deps SYSTEM_PACKAGES="$(BENCH_PACKAGES)"
 	cd Benchmarks && $(SWIFT) run -c release --scratch-path ../.build-bench orderlive-bench
 
 ## Instructions per unit of work under valgrind's callgrind: figures that repeat on a noisy machine
