@@ -9,7 +9,7 @@ BENCH_PACKAGES := valgrind wrk
 PYTHON_PACKAGES := schemathesis==4.32.5
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: all deps build test check-imports demo sandbox release bench bench-instructions fuzz fuzz-build fuzz-smoke fuzz-api soak tsan clean
+.PHONY: all deps build test check-imports demo sandbox release bench bench-deps bench-instructions fuzz fuzz-build fuzz-smoke fuzz-api soak tsan clean
 
 all: build
 
@@ -85,15 +85,17 @@ tsan: deps
 	SWIFT_BACKTRACE=enable=no $(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
 	Scripts/tsan.sh
 
-## Release-mode benchmarks (see docs/PERFORMANCE.md); not part of `make test`.
-bench: deps
+## What the benchmarks need besides `deps` (BENCH_PACKAGES), installed the same way.
+bench-deps: deps
 	@$(MAKE) --no-print-directory deps SYSTEM_PACKAGES="$(BENCH_PACKAGES)"
+
+## Release-mode benchmarks (see docs/PERFORMANCE.md); not part of `make test`.
+bench: bench-deps
 	cd Benchmarks && $(SWIFT) run -c release --scratch-path ../.build-bench orderlive-bench
 
 ## Instructions per unit of work under valgrind's callgrind: figures that repeat on a noisy machine
 ## (docs/PERFORMANCE.md). BENCH_INSTRUCTIONS=parse,store picks workloads.
-bench-instructions: deps
-	@$(MAKE) --no-print-directory deps SYSTEM_PACKAGES="$(BENCH_PACKAGES)"
+bench-instructions: bench-deps
 	cd Benchmarks && $(SWIFT) build -c release --scratch-path ../.build-bench --product orderlive-instructions
 	Scripts/bench-instructions.sh
 

@@ -134,6 +134,9 @@ final class FeedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
                               promise: nil)
         let feed = self.feed
         let eventLoop = context.eventLoop
+        // Unowned on purpose, and short: it ends once the snapshot or backlog is written or a read or
+        // write failed (a closed connection fails the next write). Owning one per feed would keep
+        // a task per subscriber, which is what this handler exists to avoid.
         Task {
             await feed.catchUp(admitted) { buffer in
                 try await eventLoop.flatSubmit {

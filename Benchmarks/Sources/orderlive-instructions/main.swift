@@ -26,11 +26,16 @@ struct Usage: Error, CustomStringConvertible {
     var description: String
 }
 
-func events(_ count: Int) -> [UInt8] {
+/// `count` realistic order events on the wire, and where each one ends.
+func events(_ count: Int) -> (bytes: [UInt8], ends: [Int]) {
     let feed = OrderFeed(orderCount: 50)
     var bytes: [UInt8] = []
-    for sequence in 1...max(1, count) { bytes += Array(feed.wireEvent(sequence: sequence).utf8) }
-    return bytes
+    var ends: [Int] = []
+    for sequence in 1...max(1, count) {
+        bytes += Array(feed.wireEvent(sequence: sequence).utf8)
+        ends.append(bytes.count)
+    }
+    return (bytes, ends)
 }
 
 func parse(_ bytes: ArraySlice<UInt8>, chunk: Int, _ each: (ServerSentEvent) -> Void) {
@@ -48,16 +53,10 @@ func parse(_ bytes: ArraySlice<UInt8>, chunk: Int, _ each: (ServerSentEvent) -> 
 }
 
 func run(_ workload: String, count: Int, prepared: Int) throws {
-    let bytes = events(prepared)
+    let (bytes, ends) = events(prepared)
     switch workload {
     case "parse":
-        // Where the COUNT-th event ends: the input is cut there, outside what is counted per unit.
-        var ends: [Int] = []
-        var offset = 0
-        for byte in bytes {
-            offset += 1
-            if byte == 0x0A, offset >= 2, bytes[offset - 2] == 0x0A { ends.append(offset) }
-        }
+        // The input is cut where the COUNT-th event ends.
         let length = count == 0 ? 0 : ends[min(count, ends.count) - 1]
         var parsed = 0
         parse(bytes[..<length], chunk: 16 * 1_024) { _ in parsed += 1 }
