@@ -146,9 +146,14 @@ import TestSupport
             #expect(upstream["\(ids[0])"] == "delivering@\(version)")
             #expect(upstream["\(created)"] != nil && upstream["\(ids[4])"] == nil)
             // The same webhook-id twice: accepted both times, journaled once.
+            let beforeRepeated = logs.count
             let (first, _) = try await workspace.command(["push", "send", payload, "--url", pushURL, "--id", "msg_e2e"], environment: environment)
             let (twice, _) = try await workspace.command(["push", "send", payload, "--url", pushURL, "--id", "msg_e2e"], environment: environment)
             #expect(first == 0 && twice == 0)
+            // Its one job is applied before the metrics below read the journal's depth.
+            let repeatedJob = try #require(await logs.wait(
+                from: beforeRepeated, message: "sync job applied", ["sync.job.kind": "fetch", "sync.job.order_id": "\(ids[0])"]))
+            _ = try #require(await logs.wait(from: repeatedJob.index, message: "journal drained"))
 
             // `status` in another process reads the live stream state the agent records.
             _ = try #require(await logs.wait(message: "stream status recorded", ["stream.state": "open"]))
