@@ -269,7 +269,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CurlHTTPTests",
-            dependencies: ["AsyncSignals", "CurlHTTP", "Sandbox", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["AsyncSignals", "CurlHTTP", "Sandbox", "TestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         .testTarget(

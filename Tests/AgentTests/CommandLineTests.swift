@@ -70,11 +70,16 @@ struct OrderliveProcess {
         kill(process.processIdentifier, number)
     }
 
-    /// Waits for exit; returns the status and everything written to stderr.
+    /// Waits for exit; returns the status and everything written to stderr. The wait blocks, so it
+    /// runs off the cooperative pool (``offThePool(_:)``).
     func waitForExit() async -> (status: Int32, stderr: String) {
-        let errors = process.standardError as? Pipe === errorPipe ? errorPipe.fileHandleForReading.readDataToEndOfFile() : Data()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: errors, as: UTF8.self))
+        let process = self.process
+        let errorPipe = self.errorPipe
+        return await offThePool {
+            let errors = process.standardError as? Pipe === errorPipe ? errorPipe.fileHandleForReading.readDataToEndOfFile() : Data()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: errors, as: UTF8.self))
+        }
     }
 }
 

@@ -75,7 +75,7 @@ import Testing
             let first = book.create(status: "created")
             let second = book.create(status: "assigned", storeID: 2)
             var (agent, port) = try await start(sandbox, directory: directory, apiListen: "127.0.0.1:0")
-            let browser = try HeadlessChromium(url: "http://127.0.0.1:\(port)/")
+            let browser = try await HeadlessChromium.start(url: "http://127.0.0.1:\(port)/")
             func showsTheSandbox(state: String = "live") async throws -> Board? {
                 let expected = Self.expected(book)
                 let text = try await browser.waitFor(Self.boardState) { text in
@@ -101,7 +101,7 @@ import Testing
             (agent, _) = try await start(sandbox, directory: directory, apiListen: "127.0.0.1:\(port)")
             let resumed = try await showsTheSandbox()
             #expect(resumed?.columns["delivering"] == ["\(third)"] && resumed?.columns["assigned"] == ["\(fourth)"])
-            #expect(try browser.evaluate("performance.getEntriesByType('navigation').length") as? Int == 1)
+            #expect(try await browser.evaluate("performance.getEntriesByType('navigation').length") as? Int == 1)
 
             // A new database: the page's last id is from another store, so it is reset and shows
             // exactly the new store's orders, marked resynced.

@@ -64,7 +64,7 @@ import TestSupport
         let ready2 = try await AgentHTTP(loop: loop).get(base + "/readyz")
         #expect(ready2.status == 200, "\(ready2.body)")
         try holderInput.fileHandleForWriting.close()
-        holder.waitUntilExit()
+        await offThePool { holder.waitUntilExit() }
 
         await loop.shutdown()
         agent.child.signal(SIGTERM)

@@ -161,10 +161,8 @@ import Glibc
                 #expect(!(first.logs.raw + second.logs.raw).contains { $0.contains(secret) })
             }
 
-            // SIGTERM: the new leader stops cleanly (and the woken old one, a follower now).
-                second.child.signal(SIGTERM)
-                let (status, _) = await second.child.waitForExit()
-                #expect(status == 0)
+            // SIGTERM: the woken old leader, a follower now, stops cleanly first (stopped after the
+            // new leader, it would rightly take the account over when that one lets go), then the new leader.
                 if signal == SIGSTOP {
                     #expect(first.logs.lines.filter { $0["message"] == "this agent leads its account now: it streams and applies" }.count == 1,
                             "the woken leader did not lead again while the other led")
@@ -172,6 +170,9 @@ import Glibc
                     let (oldStatus, _) = await first.child.waitForExit()
                     #expect(oldStatus == 0)
                 }
+                second.child.signal(SIGTERM)
+                let (status, _) = await second.child.waitForExit()
+                #expect(status == 0)
                 let epochs = try await server.psql("SELECT epoch FROM orderlive_leadership WHERE account = 'depot-7'", database: database)
                 #expect(epochs == "2", "exactly one takeover")
                 await first.reader.value

@@ -211,7 +211,7 @@ struct AuthHarness {
         try await AuthHarness.run { harness in
             let session = harness.session()
             try await session.login(password: AuthHarness.password)
-            #expect(await session.logout(timeout: .seconds(2)))
+            #expect(await session.logout(timeout: .seconds(10)))
             #expect(harness.store.load() == .none)
             #expect(await session.snapshot.state == .unauthenticated)
             #expect(harness.sandbox.authCounters.logouts == 1)

@@ -2,9 +2,10 @@ import CurlHTTP
 import Foundation
 import Logging
 import Testing
+import TestSupport
 
 /// A real TLS peer: `openssl s_server -www` on 127.0.0.1 with a fresh self-signed certificate.
-private struct TLSServer {
+private struct TLSServer: Sendable {
     let directory: URL
     let port: Int
     let certificate: String
@@ -81,7 +82,8 @@ private struct TLSServer {
     private let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
 
     @Test func extraCAFileIsTrustedAndPinsAreEnforced() async throws {
-        let server = try TLSServer.start()
+        // openssl generates a key and starts: blocking work, kept off the cooperative pool.
+        let server = try await offThePool { try TLSServer.start() }
         defer { server.stop() }
         let url = "https://127.0.0.1:\(server.port)/"
         try await CurlLoop.withLoop(logger: logger) { loop in

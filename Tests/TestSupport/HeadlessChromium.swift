@@ -28,8 +28,13 @@ public final class HeadlessChromium: Sendable {
                    candidates: ["/usr/bin/chromium", "/usr/bin/chromium-browser"])
     }
 
-    /// Starts the browser and opens `url` in a new page.
-    public init(url: String) throws {
+    /// Starts the browser and opens `url` in a new page. Starting takes seconds of blocking pipe
+    /// reads, so it runs off the cooperative pool (``offThePool(_:)``), as every command does.
+    public static func start(url: String) async throws -> HeadlessChromium {
+        try await offThePool { try HeadlessChromium(url: url) }
+    }
+
+    private init(url: String) throws {
         guard let path = Self.path else {
             throw Failure(description: "Chromium is not installed: `make deps` installs Debian's chromium package")
         }
@@ -100,7 +105,18 @@ public final class HeadlessChromium: Sendable {
     }
 
     /// Evaluates `expression` in the page; returns its value (`returnByValue`), e.g. a string.
-    public func evaluate(_ expression: String) throws -> Any? {
+    public func evaluate(_ expression: String) async throws -> Any? {
+        try await offThePool { try Evaluated(value: self.evaluateBlocking(expression)) }.value
+    }
+
+    /// A page's value (JSON-decoded: strings, numbers, arrays, dictionaries) carried off the browser's thread.
+    private struct Evaluated: @unchecked Sendable {
+        // Unchecked: the value is built by JSONSerialization on the reading thread and handed over
+        // once, through the continuation; neither side touches it afterwards.
+        let value: Any?
+    }
+
+    private func evaluateBlocking(_ expression: String) throws -> Any? {
         let id = nextID.withLock { id in
             id += 1
             return id
@@ -122,7 +138,7 @@ public final class HeadlessChromium: Sendable {
         while clock.now < deadline {
             do {
                 // Before the page has loaded, the expression may throw: not there yet.
-                last = (try evaluate(expression) as? String) ?? ""
+                last = (try await evaluate(expression) as? String) ?? ""
                 if accept(last) { return last }
             } catch let failure as Failure where failure.description.hasPrefix("the page threw") {
                 last = failure.description
