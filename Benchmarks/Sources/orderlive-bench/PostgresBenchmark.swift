@@ -466,6 +466,11 @@ final class BenchAgent: Sendable {
         return nil
     }
 
+    /// The first line read that contains `text`.
+    func line(containing text: String) -> String? {
+        lines.withLock { lines in lines.first { $0.1.contains(text) }?.1 }
+    }
+
     func tail() -> String {
         lines.withLock { $0.suffix(10).map(\.1).joined(separator: "\n") }
     }

@@ -198,39 +198,69 @@ func resetPeakResident() {
     }
 }
 
+/// The curl loop's delivery against `base`'s firehose: the count-only callback (reference), parsed
+/// events delivered by EventSource, and the parser alone over the same bytes in memory.
+func transportRates(loop: CurlLoop, base: String, server: String) async throws {
+    let blocks = 1_500
+    let url = base + "/sandbox/firehose/\(blocks)"
+    let eventsExpected = blocks * OrderFeed.firehoseEventsPerBlock
+    let streamBytes = blocks * OrderFeed.firehoseBlock.count
+    let name = "curl loop → consumer, \(streamBytes / 1_000_000) MB firehose, \(server)"
+
+    let reference = try await measure(rounds) {
+        let delegate = CountingDelegate()
+        _ = try loop.startStream(HTTPRequest(url: url, timeout: nil), delegate: delegate)
+        await delegate.wait()
+        return delegate.bytes.load(ordering: .relaxed)
+    }
+    precondition(reference.count == streamBytes)
+    report(name, "count-only curl callback (reference)", bytes: streamBytes, seconds: reference.seconds, events: eventsExpected)
+
+    let delivered = try await measure(rounds) {
+        var count = 0
+        let source = EventSource(
+            configuration: EventSourceConfiguration(url: url, idleTimeout: nil, reconnects: false),
+            loop: loop, clock: ContinuousClock(), logger: quiet)
+        _ = try await source.run { update in
+            if case .event = update { count += 1 }
+        }
+        return count
+    }
+    precondition(delivered.count == eventsExpected, "delivered \(delivered.count) of \(eventsExpected)")
+
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(streamBytes)
+    for _ in 0..<blocks { bytes += OrderFeed.firehoseBlock }
+    let chunks = chunked(bytes, size: 16_384)
+    let parsed = measureSync(rounds) { parseWithOurs(chunks) }
+    precondition(parsed.count == eventsExpected)
+    report(name, "EventSource, parsed events delivered", bytes: streamBytes, seconds: delivered.seconds, events: delivered.count,
+           note: "\(format(reference.seconds / delivered.seconds, 2))× of the reference; "
+               + "\(format(parsed.seconds / delivered.seconds, 2))× of the parser in memory on the same bytes (goal ≥ 0.6×)")
+    report(name, "ServerSentEventParser in memory, same bytes, 16 KiB chunks", bytes: streamBytes, seconds: parsed.seconds,
+           events: parsed.count)
+}
+
 func transportBenchmarks() async throws {
+    // The server in another process first (the measure: the loop, parser and consumer do not
+    // share the process with the server), then in this process as before.
+    let directory = NSTemporaryDirectory() + "orderlive-bench-transport-\(UUID().uuidString)"
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    let child = try BenchAgent(executable: executable, arguments: ["sandbox", "1"], log: directory + "/sandbox.log")
+    defer { child.kill() }
+    guard await child.wait(for: "sandbox listening on port", timeout: .seconds(60)) != nil,
+          let port = child.line(containing: "sandbox listening on port")?.split(separator: " ").last.flatMap({ Int($0) })
+    else { throw BenchFailure("the Sandbox did not start: \(child.tail())") }
+    try await CurlLoop.withLoop(logger: quiet) { loop in
+        try await transportRates(loop: loop, base: "http://127.0.0.1:\(port)", server: "Sandbox in its own process")
+    }
+
     try await Sandbox.withRunning { sandbox in
         let base = await sandbox.baseURL
         try await CurlLoop.withLoop(logger: quiet) { loop in
-            let blocks = 1_500
-            let url = base + "/sandbox/firehose/\(blocks)"
-            let eventsExpected = blocks * OrderFeed.firehoseEventsPerBlock
-            let streamBytes = blocks * OrderFeed.firehoseBlock.count
-
-            let reference = try await measure(rounds) {
-                let delegate = CountingDelegate()
-                _ = try loop.startStream(HTTPRequest(url: url, timeout: nil), delegate: delegate)
-                await delegate.wait()
-                return delegate.bytes.load(ordering: .relaxed)
-            }
-            precondition(reference.count == streamBytes)
-            report("curl loop → consumer, \(streamBytes / 1_000_000) MB firehose", "count-only curl callback (reference)",
-                   bytes: streamBytes, seconds: reference.seconds, events: eventsExpected)
-
-            let delivered = try await measure(rounds) {
-                var count = 0
-                let source = EventSource(
-                    configuration: EventSourceConfiguration(url: url, idleTimeout: nil, reconnects: false),
-                    loop: loop, clock: ContinuousClock(), logger: quiet)
-                _ = try await source.run { update in
-                    if case .event = update { count += 1 }
-                }
-                return count
-            }
-            precondition(delivered.count == eventsExpected, "delivered \(delivered.count) of \(eventsExpected)")
-            report("curl loop → consumer, \(streamBytes / 1_000_000) MB firehose", "EventSource, parsed events delivered",
-                   bytes: streamBytes, seconds: delivered.seconds, events: delivered.count,
-                   note: "\(format(reference.seconds / delivered.seconds, 2))× of the reference")
+            try await transportRates(loop: loop, base: base, server: "Sandbox in this process")
 
             // A consumer far slower than the stream (2 µs of busy work per event): backpressure must
             // hold memory flat instead of buffering the stream.
@@ -312,8 +342,17 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "agent" {
     try await runBenchAgent(Array(CommandLine.arguments.dropFirst(2)))
     exit(0)
 }
+// `orderlive-bench sandbox …` and `coldstart-agent …`: the cold-start benchmark's two processes.
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "sandbox" {
+    try await runBenchSandbox(Array(CommandLine.arguments.dropFirst(2)))
+    exit(0)
+}
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "coldstart-agent" {
+    try await runColdStartAgent(Array(CommandLine.arguments.dropFirst(2)))
+    exit(0)
+}
 
-// BENCH_ONLY=parser, transport, store, ingest, feed or postgres runs one part (for profiling).
+// BENCH_ONLY=parser, transport, store, ingest, feed, coldstart or postgres runs one part (for profiling).
 let only = ProcessInfo.processInfo.environment["BENCH_ONLY"] ?? ""
 if only == "" || only == "parser" { try await parserBenchmarks() }
 if only == "" || only == "transport" {
@@ -326,6 +365,7 @@ if only == "" || only == "store" {
 }
 if only == "" || only == "ingest" { try await ingestBenchmark() }
 if only == "" || only == "feed" { try await feedBenchmark() }
+if only == "" || only == "coldstart" { try await coldStartBenchmark() }
 if only == "" || only == "postgres" { try await postgresBenchmark() }
 print("")
 print("| case | reader | MB/s | events/s | note |")
