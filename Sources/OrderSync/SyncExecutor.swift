@@ -253,14 +253,23 @@ public final class SyncExecutor: Sendable {
                 try await store.applyDelete(orderID: id, version: nil, completing: job.id)
             }
         case .fullSync:
-            var cursor: String?
+            // Pipelined: the next page is fetched and decoded while this one is applied, so the
+            // network, the JSON reader and SQLite overlap. At most two pages are in memory; a page
+            // that fails ends the job (the one being fetched is cancelled) and the job is retried.
+            let source = self.source
+            let limit = configuration.pageSize
             var seen = Set<String>()
-            repeat {
-                let page = try await source.fetchPage(cursor: cursor, limit: configuration.pageSize)
+            var page = try await source.fetchPage(cursor: nil, limit: limit)
+            while true {
                 for order in page.orders { seen.insert(order.id) }
+                guard let cursor = page.next else {
+                    try await store.applyPage(page.orders)
+                    break
+                }
+                async let following = source.fetchPage(cursor: cursor, limit: limit)
                 try await store.applyPage(page.orders)
-                cursor = page.next
-            } while cursor != nil
+                page = try await following
+            }
             // Only now, with every page in hand, may missing orders be deleted.
             let removed = try await store.completeFullSync(keeping: seen, completing: job.id)
             logger.info("full sync finished", metadata: ["sync.orders": "\(seen.count)", "sync.removed": "\(removed)"])

@@ -43,6 +43,45 @@ import Testing
         #expect(try store.tombstone(id: "5") == nil)
     }
 
+    /// A full-sync page reads what the store holds of its orders in one query: it must decide every
+    /// order exactly as single upserts do, including an id the page carries twice.
+    @Test func aPageAppliesByTheRulesOfSingleUpserts() throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        try store.applyUpsert(order(1, status: "assigned", version: 5))
+        try store.applyUpsert(order(2, status: "assigned", version: 5))
+        try store.applyUpsert(order(3, version: 2))
+        try store.applyUpsert(order(4, version: 2))
+        try store.applyDelete(orderID: "3", version: 4)
+        try store.applyDelete(orderID: "4", version: 4)
+        let head = try store.changeHead()
+        try store.applyPage([
+            try order(1, status: "created", version: 4),    // older than the row: stale
+            try order(2, status: "picked_up", version: 6),  // newer: applied, with the row's fields as before
+            try order(3, status: "created", version: 3),    // older than the tombstone: stays deleted
+            try order(4, status: "reopened", version: 5),   // newer than the tombstone: back, tombstone gone
+            try order(5, status: "created", version: 1),    // new
+            try order(5, status: "created", version: 1),    // the same again: stale
+            try order(2, status: "assigned", version: 6),   // equal to what this page applied: stale
+            try order(6, status: "created", version: 1),
+            try order(6, status: "assigned", version: 2),   // newer than what this page applied
+            try order(4, status: "created", version: 4),    // older than what this page brought back
+        ])
+        #expect(try store.order(id: "1")?.status == "assigned")
+        #expect(try store.order(id: "2")?.status == "picked_up")
+        #expect(try store.order(id: "3") == nil)
+        #expect(try store.tombstone(id: "3")?.version == 4)
+        #expect(try store.order(id: "4")?.status == "reopened")
+        #expect(try store.tombstone(id: "4") == nil)
+        #expect(try store.order(id: "5")?.version == 1)
+        #expect(try store.order(id: "6")?.status == "assigned")
+        let changes = try store.appendedChanges(after: head, limit: 100)
+        #expect(changes.map(\.orderID) == ["2", "4", "5", "6", "6"])
+        #expect(changes.first?.before?.status == "assigned")
+        #expect(changes[1].before == nil)
+        #expect(changes.last?.before?.status == "created")
+    }
+
     @Test func staleDeleteIsIgnoredAndADeleteOfAnUnknownOrderStillLeavesATombstone() throws {
         let temporary = try TemporaryStore()
         let store = temporary.store
