@@ -77,9 +77,12 @@ extension OrderStore {
     /// Upserts one page of a full sync in one transaction (each order by the usual freshness rule).
     /// What the store holds of the page's orders and tombstones is read in one query each, not two
     /// lookups per order (a cold start of 100,000 orders spent a third of its apply time in them).
-    public func applyPage(_ orders: [OrderRecord]) throws {
+    public func applyPage(_ orders: [OrderRecord], for jobID: Int64? = nil) throws {
         let now = self.now()
         try changeWrite { db, changes in
+            if let jobID, try Int.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM job WHERE id = ?"), arguments: [jobID]) == nil {
+                throw JobsGone()
+            }
             var known = try PageLookup(ids: orders.map(\.id), in: db)
             for order in orders { _ = try Self.upsert(order, at: now, in: db, changes: &changes, known: &known) }
         }

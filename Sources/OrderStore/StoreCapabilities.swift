@@ -51,8 +51,9 @@ public protocol JobApplier: Sendable {
     /// Applies a delete and completes its job in one transaction.
     @discardableResult
     func applyDelete(orderID: String, version: Int64?, completing jobID: Int64?) async throws -> DeleteOutcome
-    /// Upserts one page of a full sync.
-    func applyPage(_ orders: [OrderRecord]) async throws
+    /// Upserts one page of the full sync `jobID`; throws ``JobsGone`` (writing nothing) when that job
+    /// is no longer journaled, so a page fetched before a user switch never reaches the new user's store.
+    func applyPage(_ orders: [OrderRecord], for jobID: Int64?) async throws
     /// Ends a full sync: removes what the backend no longer has; returns how many were removed.
     func completeFullSync(keeping ids: Set<String>, completing jobID: Int64?) async throws -> Int
     /// Keeps a failed job journaled, to be tried again at `retryAt`.

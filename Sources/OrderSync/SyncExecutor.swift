@@ -263,11 +263,11 @@ public final class SyncExecutor: Sendable {
             while true {
                 for order in page.orders { seen.insert(order.id) }
                 guard let cursor = page.next else {
-                    try await store.applyPage(page.orders)
+                    try await store.applyPage(page.orders, for: job.id)
                     break
                 }
                 async let following = source.fetchPage(cursor: cursor, limit: limit)
-                try await store.applyPage(page.orders)
+                try await store.applyPage(page.orders, for: job.id)
                 page = try await following
             }
             // Only now, with every page in hand, may missing orders be deleted.

@@ -66,8 +66,15 @@ extension PostgresOrderStore: JobApplier {
     }
 
     /// Upserts one page of a full sync in one transaction.
-    public func applyPage(_ orders: [OrderRecord]) async throws {
+    public func applyPage(_ orders: [OrderRecord], for jobID: Int64? = nil) async throws {
         try await changeWrite { [self] connection, changes, now in
+            if let jobID {
+                // FOR SHARE: a user switch deleting the job waits for this page's commit, and then
+                // clears what it wrote with the rest of the account.
+                let journaled = try await connection.query(
+                    "SELECT 1 FROM orderlive_job WHERE account = \(self.account) AND id = \(jobID) FOR SHARE", logger: self.logger)
+                guard try await Self.count(journaled) == 1 else { throw JobsGone() }
+            }
             try await self.applying(orders.map(\.id), at: now, on: connection, changes: &changes) { rows in
                 for order in orders { _ = rows.upsert(order, at: now) }
             }

@@ -173,7 +173,7 @@ final class SessionlessSource: OrderSource {
         func applyDelete(orderID: String, version: Int64?, completing jobID: Int64?) async throws -> DeleteOutcome {
             try store.applyDelete(orderID: orderID, version: version, completing: jobID)
         }
-        func applyPage(_ orders: [OrderRecord]) async throws { try store.applyPage(orders) }
+        func applyPage(_ orders: [OrderRecord], for jobID: Int64?) async throws { try store.applyPage(orders, for: jobID) }
         func completeFullSync(keeping ids: Set<String>, completing jobID: Int64?) async throws -> Int {
             try store.completeFullSync(keeping: ids, completing: jobID)
         }

@@ -198,6 +198,8 @@ import Testing
             await #expect(throws: JobsGone.self) { try await store.applyInOneTransaction(Array(head.prefix(3))) }
             await #expect(throws: JobsGone.self) { try await store.applyDelete(orderID: "3", version: 2, completing: head[2].id) }
             await #expect(throws: JobsGone.self) { try await store.completeFullSync(keeping: [], completing: head[3].id) }
+            // A full sync's page fetched before the switch, for the previous user's job.
+            await #expect(throws: JobsGone.self) { try await store.applyPage([try order(6, version: 1)], for: head[3].id) }
             await #expect(throws: JobsGone.self) { try await store.deadLetter(job: head[3], reason: "failed") }
             #expect(try await store.orders(status: nil).isEmpty)
             #expect(try await store.tombstone(id: "3") == nil)
@@ -251,7 +253,7 @@ import Testing
             try await store.applyUpsert(try order(1, status: "created", version: 1), completing: nil)
             try await store.applyUpsert(try order(1, status: "created", version: 1), completing: nil)
             try await store.applyDelete(orderID: "9", version: 1, completing: nil)
-            try await store.applyPage([try order(2, status: "assigned", version: 1), try order(3, version: 1)])
+            try await store.applyPage([try order(2, status: "assigned", version: 1), try order(3, version: 1)], for: nil)
             _ = try await store.completeFullSync(keeping: ["1", "2"], completing: nil)
             guard case .changes(let changes) = try await store.changes(after: start, limit: 100) else {
                 Issue.record("expected changes")
