@@ -39,13 +39,7 @@ func runColdStartAgent(_ arguments: [String]) async throws {
     configuration.store.stateDirectory = arguments[1]
     configuration.auth.identifier = SandboxUser.demo.identifier
     configuration.auth.passwordFile = arguments[2]
-    configuration.ingest.listen = "127.0.0.1:0"
-    configuration.api.listen = ""
-    LoggingSystem.bootstrap { JSONLogHandler(label: $0) }
-    var logger = Logger(label: "orderlive")
-    logger.logLevel = .info
-    let program = try AgentBuilder.build(configuration: configuration, logger: logger, environment: [:])
-    try await program.run(handlingSignals: true)
+    try await runAgentAsOrderliveRun(configuration)
 }
 
 /// User plus system CPU seconds a child has used so far (`/proc/PID/stat`, fields 14 and 15).

@@ -500,6 +500,13 @@ func runBenchAgent(_ arguments: [String]) async throws {
     configuration.auth.passwordFile = arguments[3]
     configuration.stream.initialDelay = .milliseconds(0)
     configuration.stream.maximumDelay = .milliseconds(200)
+    try await runAgentAsOrderliveRun(configuration)
+}
+
+/// Runs `configuration` as `orderlive run` does (its builder, JSON logs on stderr at info) until a
+/// signal stops it; the push endpoint on a free loopback port, no orders API.
+func runAgentAsOrderliveRun(_ configuration: OrderliveConfiguration) async throws {
+    var configuration = configuration
     configuration.ingest.listen = "127.0.0.1:0"
     configuration.api.listen = ""
     LoggingSystem.bootstrap { JSONLogHandler(label: $0) }
