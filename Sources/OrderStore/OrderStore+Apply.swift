@@ -157,7 +157,7 @@ extension OrderStore {
         } else if let tombstone {
             guard order.freshness.isNewer(than: tombstone) else { return .stale }
             try db.cachedStatement(sql: "DELETE FROM tombstone WHERE id = ?").execute(arguments: [order.id])
-            known.buried(order.id, nil)
+            known.unburied(order.id)
         }
         let after = OrderChange.Fields(status: order.status, storeID: order.storeID, courierID: order.courierID)
         known.holds(order.id, (order.freshness, after))
@@ -268,18 +268,10 @@ struct PageLookup {
             let rows = try Row.fetchCursor(db.cachedStatement(
                 sql: #"SELECT id, version, updated_at, status, store_id, courier_id FROM "order" WHERE id IN ("# + marks + ")"),
                 arguments: arguments)
-            while let row = try rows.next() {
-                orders[try row.decode(atIndex: 0)] = (
-                    OrderFreshness(version: try row.decode(atIndex: 1), updatedAt: try row.decode(atIndex: 2)),
-                    OrderChange.Fields(status: try row.decode(atIndex: 3), storeID: try row.decode(atIndex: 4),
-                                       courierID: try row.decode(atIndex: 5)))
-            }
+            while let row = try rows.next() { orders[try row.decode(atIndex: 0)] = try Self.current(row, from: 1) }
             let buried = try Row.fetchCursor(db.cachedStatement(
                 sql: "SELECT id, version, updated_at FROM tombstone WHERE id IN (" + marks + ")"), arguments: arguments)
-            while let row = try buried.next() {
-                tombstones[try row.decode(atIndex: 0)] = OrderFreshness(
-                    version: try row.decode(atIndex: 1), updatedAt: try row.decode(atIndex: 2))
-            }
+            while let row = try buried.next() { tombstones[try row.decode(atIndex: 0)] = try Self.freshness(row, from: 1) }
         }
     }
 
@@ -290,15 +282,23 @@ struct PageLookup {
         if let row = try Row.fetchOne(
             db.cachedStatement(sql: #"SELECT version, updated_at, status, store_id, courier_id FROM "order" WHERE id = ?"#),
             arguments: [id]) {
-            return ((OrderFreshness(version: try row.decode(atIndex: 0), updatedAt: try row.decode(atIndex: 1)),
-                     OrderChange.Fields(status: try row.decode(atIndex: 2), storeID: try row.decode(atIndex: 3),
-                                        courierID: try row.decode(atIndex: 4))), nil)
+            return (try Self.current(row, from: 0), nil)
         }
         let tombstone = try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT version, updated_at FROM tombstone WHERE id = ?"), arguments: [id]).map { row in
-                OrderFreshness(version: try row.decode(atIndex: 0), updatedAt: try row.decode(atIndex: 1))
-            }
-        return (nil, tombstone)
+            db.cachedStatement(sql: "SELECT version, updated_at FROM tombstone WHERE id = ?"), arguments: [id])
+        return (nil, try tombstone.map { try Self.freshness($0, from: 0) })
+    }
+
+    /// `version, updated_at` at `index` and after.
+    private static func freshness(_ row: Row, from index: Int) throws -> OrderFreshness {
+        OrderFreshness(version: try row.decode(atIndex: index), updatedAt: try row.decode(atIndex: index + 1))
+    }
+
+    /// `version, updated_at, status, store_id, courier_id` at `index` and after.
+    private static func current(_ row: Row, from index: Int) throws -> Current {
+        (try freshness(row, from: index),
+         OrderChange.Fields(status: try row.decode(atIndex: index + 2), storeID: try row.decode(atIndex: index + 3),
+                            courierID: try row.decode(atIndex: index + 4)))
     }
 
     /// After an upsert of a covered id: the row it now has.
@@ -306,8 +306,8 @@ struct PageLookup {
         if covered.contains(id) { orders[id] = current }
     }
 
-    /// After a tombstone of a covered id was removed (nil) or written.
-    mutating func buried(_ id: String, _ freshness: OrderFreshness?) {
-        if covered.contains(id) { tombstones[id] = freshness }
+    /// After the tombstone of a covered id was removed.
+    mutating func unburied(_ id: String) {
+        if covered.contains(id) { tombstones[id] = nil }
     }
 }

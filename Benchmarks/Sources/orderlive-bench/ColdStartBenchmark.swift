@@ -28,6 +28,18 @@ func runBenchSandbox(_ arguments: [String]) async throws {
     }
 }
 
+/// Starts `orderlive-bench sandbox ORDERS` and waits for it to listen; the process and its base URL.
+func startBenchSandbox(orders: Int, log: String) async throws -> (process: BenchAgent, base: String) {
+    let server = try BenchAgent(executable: benchExecutable, arguments: ["sandbox", "\(orders)"], log: log)
+    guard await server.wait(for: "sandbox listening on port", timeout: .seconds(120)) != nil,
+          let port = server.line(containing: "sandbox listening on port")?.split(separator: " ").last.flatMap({ Int($0) })
+    else {
+        server.kill()
+        throw BenchFailure("the Sandbox did not start: \(server.tail())")
+    }
+    return (server, "http://127.0.0.1:\(port)")
+}
+
 /// `orderlive-bench coldstart-agent BACKEND_URL STATE_DIR PASSWORD_FILE`: an agent as `orderlive run`
 /// builds it, on SQLite, the Sandbox's demo user, JSON logs on stderr.
 func runColdStartAgent(_ arguments: [String]) async throws {
@@ -84,14 +96,9 @@ func coldStartBenchmark() async throws {
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let passwordFile = directory + "/password"
     try Data((SandboxUser.demo.password + "\n").utf8).write(to: URL(fileURLWithPath: passwordFile))
-    let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
 
-    let server = try BenchAgent(executable: executable, arguments: ["sandbox", "\(orderCount)"], log: directory + "/sandbox.log")
+    let (server, base) = try await startBenchSandbox(orders: orderCount, log: directory + "/sandbox.log")
     defer { server.kill() }
-    guard await server.wait(for: "sandbox listening on port", timeout: .seconds(120)) != nil,
-          let port = server.line(containing: "sandbox listening on port")?.split(separator: " ").last.flatMap({ Int($0) })
-    else { throw BenchFailure("the Sandbox did not start: \(server.tail())") }
-    let base = "http://127.0.0.1:\(port)"
 
     print("")
     print("cold start: \(orderCount) orders, \(pageSize) per page, the Sandbox in its own process;"
@@ -114,8 +121,7 @@ func coldStartBenchmark() async throws {
             let selfBefore = processCPUSeconds()
             let start = ContinuousClock.now
             let (pages, bytes) = try await downloadOnly(loop: loop, base: base, token: token, pageSize: pageSize)
-            let elapsed = start.duration(to: .now)
-            references.append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            references.append(seconds(start.duration(to: .now)))
             referenceCPU.append(processCPUSeconds() - selfBefore)
             pageCount = pages
             byteCount = bytes
@@ -123,7 +129,7 @@ func coldStartBenchmark() async throws {
             let state = directory + "/agent-\(round)"
             let serverAtStart = childCPUSeconds(server.pid)
             let started = ContinuousClock.now
-            let agent = try BenchAgent(executable: executable, arguments: ["coldstart-agent", base, state, passwordFile],
+            let agent = try BenchAgent(executable: benchExecutable, arguments: ["coldstart-agent", base, state, passwordFile],
                                        log: directory + "/agent-\(round).log")
             guard let finished = await agent.wait(for: "\"full sync finished\"", timeout: .seconds(600)) else {
                 agent.kill()
@@ -137,11 +143,7 @@ func coldStartBenchmark() async throws {
             guard line.contains(#""sync.orders":"\#(orderCount)""#) else {
                 throw BenchFailure("round \(round): the full sync did not see every order: \(line)")
             }
-            let total = started.duration(to: finished)
-            let sync = opened.duration(to: finished)
-            agents.append((Double(total.components.seconds) + Double(total.components.attoseconds) / 1e18,
-                           Double(sync.components.seconds) + Double(sync.components.attoseconds) / 1e18,
-                           agentCPU, serverCPU))
+            agents.append((seconds(started.duration(to: finished)), seconds(opened.duration(to: finished)), agentCPU, serverCPU))
             try? FileManager.default.removeItem(atPath: state)
         }
     }

@@ -374,7 +374,6 @@ func postgresFailover(_ cluster: BenchCluster) async throws {
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let passwordFile = directory + "/password"
     try Data((SandboxUser.demo.password + "\n").utf8).write(to: URL(fileURLWithPath: passwordFile))
-    let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     print("")
     print("failover on PostgreSQL: two agents (own processes, store.failover_s \(failover)), the leader killed with SIGKILL;"
           + " time from the kill to the follower's `stream open`")
@@ -385,7 +384,7 @@ func postgresFailover(_ cluster: BenchCluster) async throws {
         var started = 0
         func start() throws -> BenchAgent {
             started += 1
-            return try BenchAgent(executable: executable, arguments: [
+            return try BenchAgent(executable: benchExecutable, arguments: [
                 "agent", cluster.url, base, directory + "/agent-\(started)", passwordFile, "\(failover)",
             ], log: directory + "/agent-\(started).log")
         }
@@ -407,8 +406,7 @@ func postgresFailover(_ cluster: BenchCluster) async throws {
             guard let streaming = await agents[1].wait(for: "\"stream open\"", after: mark, timeout: .seconds(30)) else {
                 throw BenchFailure("round \(round): the follower never took over: \(agents[1].tail())")
             }
-            let elapsed = killed.duration(to: streaming)
-            times.append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            times.append(seconds(killed.duration(to: streaming)))
             agents.removeFirst()
             agents.append(try start())
         }

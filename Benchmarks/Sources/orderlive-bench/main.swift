@@ -19,6 +19,14 @@ let quiet = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
 
 // MARK: Measurement
 
+/// A duration in seconds.
+func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}
+
+/// This executable, which the benchmarks start again in other roles (`sandbox`, `agent`, …).
+let benchExecutable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+
 /// Median wall time of `rounds` runs; `body` returns a count that is checked to stay the same.
 func measure(_ rounds: Int, _ body: () async throws -> Int) async rethrows -> (seconds: Double, count: Int) {
     var times: [Double] = []
@@ -26,8 +34,7 @@ func measure(_ rounds: Int, _ body: () async throws -> Int) async rethrows -> (s
     for _ in 0..<max(1, rounds) {
         let start = ContinuousClock.now
         count = try await body()
-        let elapsed = start.duration(to: .now)
-        times.append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        times.append(seconds(start.duration(to: .now)))
     }
     times.sort()
     return (times[times.count / 2], count)
@@ -40,8 +47,7 @@ func measureSync(_ rounds: Int, _ body: () -> Int) -> (seconds: Double, count: I
     for _ in 0..<max(1, rounds) {
         let start = ContinuousClock.now
         count = body()
-        let elapsed = start.duration(to: .now)
-        times.append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        times.append(seconds(start.duration(to: .now)))
     }
     times.sort()
     return (times[times.count / 2], count)
@@ -247,14 +253,10 @@ func transportBenchmarks() async throws {
     let directory = NSTemporaryDirectory() + "orderlive-bench-transport-\(UUID().uuidString)"
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: directory) }
-    let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-    let child = try BenchAgent(executable: executable, arguments: ["sandbox", "1"], log: directory + "/sandbox.log")
+    let (child, childBase) = try await startBenchSandbox(orders: 1, log: directory + "/sandbox.log")
     defer { child.kill() }
-    guard await child.wait(for: "sandbox listening on port", timeout: .seconds(60)) != nil,
-          let port = child.line(containing: "sandbox listening on port")?.split(separator: " ").last.flatMap({ Int($0) })
-    else { throw BenchFailure("the Sandbox did not start: \(child.tail())") }
     try await CurlLoop.withLoop(logger: quiet) { loop in
-        try await transportRates(loop: loop, base: "http://127.0.0.1:\(port)", server: "Sandbox in its own process")
+        try await transportRates(loop: loop, base: childBase, server: "Sandbox in its own process")
     }
 
     try await Sandbox.withRunning { sandbox in
@@ -317,11 +319,10 @@ func reconnectMemory() async throws {
             let before = residentMegabytes("VmRSS")
             let start = ContinuousClock.now
             let count = try await reconnect(1_000)
-            let elapsed = start.duration(to: .now)
+            let elapsed = seconds(start.duration(to: .now))
             let after = residentMegabytes("VmRSS")
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             report("1,000 reconnects (one 64 KiB block each)", "EventSource", bytes: count * OrderFeed.firehoseBlock.count,
-                   seconds: seconds, events: count * OrderFeed.firehoseEventsPerBlock,
+                   seconds: elapsed, events: count * OrderFeed.firehoseEventsPerBlock,
                    note: "RSS \(format(before)) MB after 100 warm-up reconnects, \(format(after)) MB after 1,000 more")
         }
     }
