@@ -170,15 +170,18 @@ public enum AgentBuilder {
                 logger.notice("the order store can be written again")
             }
         }
+        let metrics = AgentMetrics()
         let store: any OrderStoreEngine
         var postgres: PostgresOrderStore?
         switch configuration.store.backend {
         case .sqlite:
             do {
-                store = try StateDirectory(configuration.store.stateDirectory)
-                    .openStore(durability: configuration.store.durability, healthChanged: healthChanged) { _ in
-                        feedWake.signal()
-                    }
+                // Whole-order jobs that find the journal empty are applied as they are committed
+                // (one write per push or event); they count as sync jobs completed.
+                store = try StateDirectory(configuration.store.stateDirectory).openStore(
+                    durability: configuration.store.durability, healthChanged: healthChanged,
+                    changesCommitted: { _ in feedWake.signal() },
+                    immediateApply: ImmediateApply { kind, count in metrics.record(kind, .completed, count: count) })
             } catch {
                 throw AgentStartError("cannot open the order database in \(configuration.store.stateDirectory): \(error)")
             }
@@ -189,7 +192,6 @@ public enum AgentBuilder {
             store = engine
             postgres = engine
         }
-        let metrics = AgentMetrics()
         let state = AgentState()
         let loop: CurlLoop
         let session: Session

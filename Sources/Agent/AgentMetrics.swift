@@ -91,8 +91,8 @@ public final class AgentMetrics: Sendable {
     ]
 
     /// Counts one job outcome.
-    func record(_ kind: JobKind, _ outcome: SyncExecutor.Outcome) {
-        jobs["\(kind.rawValue)/\(outcome.rawValue)"]?.increment()
+    func record(_ kind: JobKind, _ outcome: SyncExecutor.Outcome, count: Int = 1) {
+        jobs["\(kind.rawValue)/\(outcome.rawValue)"]?.increment(by: Int64(count))
     }
 
     /// Records the cluster as the leadership sees it (DESIGN §12).

@@ -23,13 +23,15 @@ public struct StateDirectory: Sendable, Hashable {
     public var streamStatusPath: String { path + "/stream-status.json" }
 
     /// Opens the order database, creating it when there is none; `healthChanged` hears when writes
-    /// start failing for a storage reason and when they succeed again.
+    /// start failing for a storage reason and when they succeed again; `immediateApply` as
+    /// ``OrderStore`` says (the running agent's store sets it).
     public func openStore(
         durability: StoreDurability = .normal, healthChanged: @escaping @Sendable (StoreWriteHealth) -> Void = { _ in },
-        changesCommitted: @escaping @Sendable (Int64) -> Void = { _ in }
+        changesCommitted: @escaping @Sendable (Int64) -> Void = { _ in }, immediateApply: ImmediateApply? = nil
     ) throws -> OrderStore {
         try OrderStore(
-            path: databasePath, durability: durability, healthChanged: healthChanged, changesCommitted: changesCommitted)
+            path: databasePath, durability: durability, healthChanged: healthChanged, changesCommitted: changesCommitted,
+            immediateApply: immediateApply)
     }
 
     /// Opens the order database when it exists; never creates one (with none, there are no orders yet).

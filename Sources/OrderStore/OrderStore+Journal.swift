@@ -3,15 +3,16 @@ import GRDB
 /// Journaling jobs with the stream cursor (the stream service's side of the journal, DESIGN §3).
 extension OrderStore {
     /// Journals jobs and, in the same transaction, advances the stream cursor (DESIGN §3: the cursor
-    /// moves only with the job of its event). Jobs collapse as ``insert(_:at:in:)`` says.
+    /// moves only with the job of its event). Jobs collapse as ``insert(_:at:in:)`` says; with
+    /// ``ImmediateApply``, whole-order jobs that find the journal empty are applied instead. Returns
+    /// how many jobs were journaled (those applied at once are not counted).
     @discardableResult
     public func journal(_ jobs: [NewJob], cursor: String? = nil, deadLetters: [DeadLetterRecord] = []) throws -> Int {
         let now = self.now()
-        return try recordedWrite { db in
-            var journaled = 0
-            for job in jobs {
-                if try Self.insert(job, at: now, in: db) { journaled += 1 }
-            }
+        let intake = try recordedWrite { db in
+            let empty = try Self.journalIsEmpty(in: db)
+            var intake = JobIntake(applying: immediateApply != nil && empty)
+            for job in jobs { _ = try intake.take(job, at: now, in: db) }
             for var letter in deadLetters { try letter.insert(db) }
             if let cursor {
                 try db.execute(
@@ -19,8 +20,10 @@ extension OrderStore {
                         + "ON CONFLICT(id) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
                     arguments: [cursor, now])
             }
-            return journaled
+            return intake
         }
+        committed(intake)
+        return intake.journaled
     }
 
     /// The stream cursor (`Last-Event-ID`), "" when none.

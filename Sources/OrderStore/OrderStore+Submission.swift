@@ -36,8 +36,9 @@ public struct IdempotentSubmission: Sendable, Hashable {
 
 /// What became of one submission.
 public enum SubmissionOutcome: Sendable, Hashable {
-    /// Journaled: `jobs` new jobs (after collapsing); `duplicateParts` were seen before.
-    case accepted(jobs: Int, duplicateParts: Int)
+    /// Committed: `jobs` new jobs (after collapsing), of which `applied` were applied at once instead
+    /// of journaled (``ImmediateApply``); `duplicateParts` were seen before.
+    case accepted(jobs: Int, duplicateParts: Int, applied: Int = 0)
     /// The request's key was accepted within the dedupe window: nothing new; answer as before.
     case duplicate(response: String)
     /// The journal is at or over its high-water mark: nothing of the request was accepted.
@@ -65,17 +66,19 @@ public struct SubmissionPolicy: Sendable, Hashable {
 
 extension OrderStore {
     /// Accepts a batch of submissions in one transaction (group commit). Each submission is
-    /// all-or-nothing inside its own savepoint: its jobs and keys are journaled together or not at
-    /// all, and a failing submission does not fail the others. Returns one outcome per submission,
-    /// in order; nothing is acknowledged until the transaction has committed.
+    /// all-or-nothing inside its own savepoint: its jobs and keys are journaled (or, with
+    /// ``ImmediateApply`` and an empty journal, applied) together or not at all, and a failing
+    /// submission does not fail the others. Returns one outcome per submission, in order; nothing is
+    /// acknowledged until the transaction has committed.
     public func accept(_ submissions: [IdempotentSubmission], policy: SubmissionPolicy) async -> [SubmissionOutcome] {
         let now = self.now()
         do {
-            let outcomes = try await writer.write { db in
+            let (outcomes, intake) = try await writer.write { db in
                 if let cutoff = policy.purgeKeysBefore {
                     try db.execute(sql: "DELETE FROM dedupe_key WHERE accepted_at < ?", arguments: [cutoff])
                 }
                 var depth = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM job")) ?? 0
+                var intake = JobIntake(applying: immediateApply != nil && depth == 0)
                 var outcomes: [SubmissionOutcome] = []
                 outcomes.reserveCapacity(submissions.count)
                 for submission in submissions {
@@ -88,8 +91,11 @@ extension OrderStore {
                         outcomes.append(.overloaded(depth: depth))
                         continue
                     }
+                    // Restored when the savepoint rolls back: the change log's numbers it used are free
+                    // again, and what it journaled or applied is not.
+                    let before = intake
                     do {
-                        var journaled = 0
+                        var accepted = 0
                         var duplicates = 0
                         try db.inSavepoint {
                             for part in submission.parts {
@@ -101,7 +107,7 @@ extension OrderStore {
                                     try Self.remember(key, response: "", at: now, in: db)
                                 }
                                 for job in part.jobs {
-                                    if try Self.insert(job, at: now, in: db) { journaled += 1 }
+                                    if try intake.take(job, at: now, in: db) { accepted += 1 }
                                 }
                             }
                             if let key = submission.requestKey {
@@ -109,16 +115,19 @@ extension OrderStore {
                             }
                             return .commit
                         }
-                        depth += journaled
-                        outcomes.append(.accepted(jobs: journaled, duplicateParts: duplicates))
+                        depth += intake.journaled - before.journaled
+                        outcomes.append(.accepted(
+                            jobs: accepted, duplicateParts: duplicates, applied: intake.appliedCount - before.appliedCount))
                     } catch {
+                        intake = before
                         noteWrite(failure: error)
                         outcomes.append(.failed(reason: "\(error)"))
                     }
                 }
-                return outcomes
+                return (outcomes, intake)
             }
             if outcomes.contains(where: { if case .failed = $0 { false } else { true } }) { noteWrite(failure: nil) }
+            committed(intake)
             return outcomes
         } catch {
             noteWrite(failure: error)

@@ -61,20 +61,27 @@ public final class OrderStore: Sendable {
     let health = Locked(StoreWriteHealth())
     let healthChanged: @Sendable (StoreWriteHealth) -> Void
     let changesCommitted: @Sendable (Int64) -> Void
+    /// Set when whole-order jobs that find the journal empty are applied at once (``ImmediateApply``).
+    let immediateApply: ImmediateApply?
 
     /// A store over `writer`, migrated to the current schema. `now` is the wall clock (Unix seconds)
     /// stamped on what is written; `healthChanged` hears every change of ``writeHealth``;
     /// `changesCommitted` hears the last seq of every transaction that appended to the change log,
-    /// after it committed (it must return at once: it runs on the writer's thread).
+    /// after it committed (it must return at once: it runs on the writer's thread). With
+    /// `immediateApply`, whole-order jobs that find the journal empty are applied in the transaction
+    /// that accepts them instead of being journaled (one write instead of two); without it, every job
+    /// is journaled and waits for the executor.
     public init(
         _ writer: any DatabaseWriter, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         healthChanged: @escaping @Sendable (StoreWriteHealth) -> Void = { _ in },
-        changesCommitted: @escaping @Sendable (Int64) -> Void = { _ in }
+        changesCommitted: @escaping @Sendable (Int64) -> Void = { _ in },
+        immediateApply: ImmediateApply? = nil
     ) throws {
         self.writer = writer
         self.now = now
         self.healthChanged = healthChanged
         self.changesCommitted = changesCommitted
+        self.immediateApply = immediateApply
         try Self.migrator.migrate(writer)
     }
 
@@ -85,12 +92,14 @@ public final class OrderStore: Sendable {
         path: String, durability: StoreDurability = .normal, busyTimeout: Double = 5,
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         healthChanged: @escaping @Sendable (StoreWriteHealth) -> Void = { _ in },
-        changesCommitted: @escaping @Sendable (Int64) -> Void = { _ in }
+        changesCommitted: @escaping @Sendable (Int64) -> Void = { _ in },
+        immediateApply: ImmediateApply? = nil
     ) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(busyTimeout)
         let pool = try DatabasePool(path: path, configuration: configuration)
-        try self.init(pool, now: now, healthChanged: healthChanged, changesCommitted: changesCommitted)
+        try self.init(
+            pool, now: now, healthChanged: healthChanged, changesCommitted: changesCommitted, immediateApply: immediateApply)
         if durability == .full {
             // GRDB sets NORMAL on its writer after opening (STACK-NOTES); FULL must be set afterwards.
             try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }

@@ -8,7 +8,8 @@ public protocol JobJournal: Sendable {
     /// The stream cursor (`Last-Event-ID`), "" when none.
     func streamCursor() async throws -> String
     /// Journals jobs and dead letters and, in the same transaction, advances the stream cursor
-    /// (DESIGN §3); returns how many jobs were journaled after collapsing.
+    /// (DESIGN §3); returns how many jobs were journaled after collapsing (an engine that applies
+    /// whole-order jobs at once while its journal is empty, ``ImmediateApply``, does not count those).
     @discardableResult
     func journal(_ jobs: [NewJob], cursor: String?, deadLetters: [DeadLetterRecord]) async throws -> Int
     /// Accepts a batch of submissions in one transaction, each all-or-nothing; one outcome each, in

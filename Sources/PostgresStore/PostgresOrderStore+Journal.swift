@@ -80,7 +80,7 @@ extension PostgresOrderStore: JobJournal {
                     let outcomes = try await Self.acceptOneByOne(
                         submissions, policy: policy, depth: depth, account: account, at: now, on: connection,
                         logger: logger)
-                    if outcomes.contains(where: { if case .accepted(let jobs, _) = $0 { jobs > 0 } else { false } }) {
+                    if outcomes.contains(where: { if case .accepted(let jobs, _, _) = $0 { jobs > 0 } else { false } }) {
                         try await Self.notifyJobs(account: account, on: connection, logger: logger)
                     }
                     return outcomes

@@ -141,7 +141,7 @@ public final class PushEndpoint: Sendable {
             },
             response: parsed.successBody)
         switch await journal.submit(submission) {
-        case .accepted(let jobs, let duplicates):
+        case .accepted(let jobs, let duplicates, _):
             metrics.notifications.increment(by: Int64(parsed.notifications.count))
             metrics.jobs.increment(by: Int64(jobs))
             if duplicates > 0 { metrics.duplicates.increment(by: Int64(duplicates)) }

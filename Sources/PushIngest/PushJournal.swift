@@ -28,8 +28,8 @@ public final class PushJournal: Sendable {
     private let journaled: @Sendable () -> Void
     private let state = Locked(State())
 
-    /// Creates a journal over `store`. `journaled` runs after each commit that added jobs (it wakes
-    /// the executor); `now` is Unix seconds.
+    /// Creates a journal over `store`. `journaled` runs after each commit that journaled jobs (it
+    /// wakes the executor); `now` is Unix seconds.
     public init(
         store: any JobJournal, dedupeWindow: Duration, highWaterJobs: Int, maximumBatch: Int = 512,
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
@@ -79,7 +79,8 @@ public final class PushJournal: Sendable {
             var added = false
             for (index, entry) in batch.enumerated() {
                 let outcome = index < outcomes.count ? outcomes[index] : .failed(reason: "no outcome")
-                if case .accepted(let jobs, _) = outcome, jobs > 0 { added = true }
+                // Jobs applied at once (``ImmediateApply``) leave nothing for the executor to do.
+                if case .accepted(let jobs, _, let applied) = outcome, jobs > applied { added = true }
                 entry.1.give(outcome)
             }
             if added { journaled() }

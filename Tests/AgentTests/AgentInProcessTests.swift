@@ -59,6 +59,23 @@ import Testing
                 from: before, message: "sync job applied", ["sync.job.kind": "fetch", "sync.job.order_id": "\(ids[0])"]))
             _ = try #require(await logs.wait(from: applied.index, message: "journal drained"))
             #expect(try await program.store.order(id: "\(ids[0])")?.status == "delivering")
+
+            // A push that carries the whole order finds the journal empty: it is stored in the
+            // transaction that accepts it, before the 200 (one write, no executor round), and counts
+            // as a sync job completed.
+            let completed = #"orderlive_sync_jobs_total{kind="upsert",outcome="completed"}"#
+            func metrics() async throws -> [String: Double] {
+                let response = try await loop.perform(HTTPRequest(url: "http://127.0.0.1:\(port)/metrics"))
+                return try #require(prometheusSamples(String(decoding: response.body, as: UTF8.self)))
+            }
+            let metricsBefore = try await metrics()
+            let whole = try await loop.perform(HTTPRequest(
+                url: "http://127.0.0.1:\(port)/api/push", method: "POST", headers: ["Content-Type": "application/json"],
+                body: Array(#"{"notifications":[{"tokens":["t"],"platform":2,"data":{"type":"order.updated","order":{"id":\#(ids[1]),"status":"delivered","version":1000}}}]}"#.utf8)))
+            #expect(whole.status == 200)
+            #expect(try await program.store.order(id: "\(ids[1])")?.status == "delivered")
+            #expect(try await program.store.counts().journalDepth == 0)
+            #expect(try await metrics()[completed] == (metricsBefore[completed] ?? 0) + 1)
             #expect(program.state.snapshot.stream == .open)
             let ready = try await loop.perform(HTTPRequest(url: "http://127.0.0.1:\(port)/readyz"))
             #expect(ready.status == 200)

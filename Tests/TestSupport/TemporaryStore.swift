@@ -8,11 +8,16 @@ public final class TemporaryStore {
     /// The store.
     public let store: OrderStore
 
-    /// Creates a store in a new temporary directory; `now` is its wall clock.
-    public init(now: @escaping @Sendable () -> Double = { 1_000 }) throws {
+    /// Creates a store in a new temporary directory; `now` is its wall clock; the other arguments
+    /// as ``OrderStore`` says.
+    public init(
+        now: @escaping @Sendable () -> Double = { 1_000 },
+        changesCommitted: @escaping @Sendable (Int64) -> Void = { _ in }, immediateApply: ImmediateApply? = nil
+    ) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-db-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        store = try OrderStore(path: directory + "/orderlive.sqlite", now: now)
+        store = try OrderStore(
+            path: directory + "/orderlive.sqlite", now: now, changesCommitted: changesCommitted, immediateApply: immediateApply)
     }
 
     deinit {

@@ -1,0 +1,87 @@
+import GRDB
+
+/// Applying whole-order jobs in the transaction that accepts them, when nothing is ahead of them in
+/// the journal: one write per push or stream event instead of two (journaled, then applied and
+/// removed by the executor). SQLite only, where every write goes through one connection: a job
+/// leaves the journal only in the transaction that applies it, so an empty journal inside a write
+/// transaction means that no job is waiting and none is in the executor's hands. Applying a job
+/// then is what the executor would do next, in the same order, with nothing able to come between.
+/// The first job that must wait (a fetch, a full sync, or any job once one is journaled in the
+/// transaction) is journaled, and every job after it too, so journal order always holds.
+public struct ImmediateApply: Sendable {
+    /// Hears, after the commit, how many jobs of a kind were applied at once (for metrics: they are
+    /// sync jobs completed, like the executor's).
+    public var applied: @Sendable (JobKind, Int) -> Void
+
+    /// Applies whole-order jobs at once while the journal is empty; `applied` hears how many.
+    public init(applied: @escaping @Sendable (JobKind, Int) -> Void = { _, _ in }) {
+        self.applied = applied
+    }
+}
+
+/// The jobs of one write transaction: applied at once while that is allowed, else journaled.
+/// Copied before a savepoint and restored when it rolls back, so numbers and counts stay true.
+struct JobIntake {
+    /// True while a whole-order job may still be applied at once: the journal was empty when the
+    /// transaction began and nothing has been journaled in it since.
+    private(set) var applying: Bool
+    /// The change log's numbering for the transaction.
+    var changes = ChangeAppender()
+    /// Jobs journaled (after collapsing).
+    private(set) var journaled = 0
+    /// Jobs applied at once, by kind.
+    private(set) var applied: [JobKind: Int] = [:]
+
+    /// An intake that applies at once only when `applying` (the store allows it and the journal is empty).
+    init(applying: Bool) {
+        self.applying = applying
+    }
+
+    /// Jobs applied at once, all kinds.
+    var appliedCount: Int { applied.values.reduce(0, +) }
+
+    /// Applies `job` at once when it is a whole-order job and nothing is ahead of it, else journals
+    /// it. False when it collapsed into a pending job (neither journaled nor applied).
+    mutating func take(_ job: NewJob, at now: Double, in db: Database) throws -> Bool {
+        if applying {
+            switch job.kind {
+            case .upsert:
+                if var order = job.order {
+                    // As the executor would read it back from the journal (the job's order id).
+                    order.id = job.orderID ?? order.id
+                    _ = try OrderStore.upsert(order, at: now, in: db, changes: &changes)
+                    applied[.upsert, default: 0] += 1
+                    return true
+                }
+            case .delete:
+                if let id = job.orderID {
+                    _ = try OrderStore.delete(orderID: id, version: job.version, at: now, in: db, changes: &changes)
+                    applied[.delete, default: 0] += 1
+                    return true
+                }
+            case .fetch, .fullSync:
+                break
+            }
+        }
+        // From here on in this transaction, every job is journaled behind this one.
+        applying = false
+        guard try OrderStore.insert(job, at: now, in: db) else { return false }
+        journaled += 1
+        return true
+    }
+}
+
+extension OrderStore {
+    /// Whether the journal holds no job (inside a write transaction: none waits and none is in hand).
+    static func journalIsEmpty(in db: Database) throws -> Bool {
+        try Int.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM job)")) == 0
+    }
+
+    /// After the commit of a transaction that took jobs: wakes the change feed and reports what was
+    /// applied at once.
+    func committed(_ intake: JobIntake) {
+        if let last = intake.changes.last { changesCommitted(last) }
+        guard let immediateApply else { return }
+        for (kind, count) in intake.applied where count > 0 { immediateApply.applied(kind, count) }
+    }
+}
