@@ -353,7 +353,7 @@ if ProcessInfo.processInfo.environment["ORDERLIVE_FUZZ"] != nil {
         .executableTarget(
             name: "InputFuzz",
             dependencies: [
-                "Agent", "AuthSession", "CurlHTTP", "EventStream", "OrderStore", "OrderSync", "PushIngest",
+                "Agent", "AuthSession", "CurlHTTP", "EventStream", "JSONToolkit", "OrderStore", "OrderSync", "PushIngest",
                 "ServerSentEvents",
             ],
             path: "Fuzz/Sources/InputFuzz"

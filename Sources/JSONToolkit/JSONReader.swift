@@ -154,6 +154,43 @@ public struct JSONReader {
         }
     }
 
+    /// Checks and passes over one value exactly as ``value(depth:)`` reads it (the same grammar, the
+    /// same depth cap, stopping at the same byte), without building it: no containers, no values.
+    public mutating func skipValue(depth: Int) throws(Failure) {
+        guard depth < Self.maximumDepth, let next = peek() else { throw Failure() }
+        switch next {
+        case 0x7B: try object { (reader, _) throws(Failure) in try reader.skipValue(depth: depth + 1) }
+        case 0x5B: try array { (reader) throws(Failure) in try reader.skipValue(depth: depth + 1) }
+        case 0x22: _ = try string()
+        case 0x74: try literal("true")
+        case 0x66: try literal("false")
+        case 0x6E: try literal("null")
+        default: _ = try number()
+        }
+    }
+
+    /// Reads an object keeping only the members named in `keys` (the last of a repeated key, as
+    /// ``value(depth:)`` keeps it); every other member is checked and skipped (``skipValue(depth:)``).
+    /// Accepts exactly what ``value(depth:)`` accepts. Nil, with the value passed over, when the next
+    /// value is valid JSON but not an object. The order decoders read six fields of objects that
+    /// carry many more: a full sync spent a sixth of its time building the rest.
+    public mutating func members(_ keys: Set<String>, depth: Int) throws(Failure) -> [String: JSONValue]? {
+        guard depth < Self.maximumDepth, let next = peek() else { throw Failure() }
+        guard next == 0x7B else {
+            try skipValue(depth: depth)
+            return nil
+        }
+        var fields: [String: JSONValue] = [:]
+        try object { (reader, key) throws(Failure) in
+            if keys.contains(key) {
+                fields[key] = try reader.value(depth: depth + 1)
+            } else {
+                try reader.skipValue(depth: depth + 1)
+            }
+        }
+        return fields
+    }
+
     private mutating func literal(_ word: StaticString) throws(Failure) {
         let count = word.utf8CodeUnitCount
         guard index + count <= bytes.count else { throw Failure() }

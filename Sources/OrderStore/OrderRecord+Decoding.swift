@@ -5,6 +5,10 @@ import JSONToolkit
 /// DESIGN §3's reading of an order object, written once: the stream's events, the pushes and the
 /// orders client all decode orders here.
 extension OrderRecord {
+    /// The members ``decode(_:text:appliedAt:)`` reads: a reader may skip every other one
+    /// (`JSONReader.members(_:depth:)`).
+    public static let decodedMembers: Set<String> = ["id", "status", "version", "store_id", "courier_id", "updated_at"]
+
     /// Reads an order object: `id` (an integer or a non-empty string) and a non-empty `status` are
     /// required; `version` is an integer within ±2^53 when it is a number (a string or null counts as
     /// none; anything else is an error); `store_id` and `courier_id` are ids; `updated_at` is kept

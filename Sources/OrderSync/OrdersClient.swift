@@ -104,8 +104,9 @@ public struct OrdersClient: OrderSource {
                 try reader.array { (reader) throws(JSONReader.Failure) in
                     reader.skipWhitespace()
                     let start = reader.index
-                    let value = try reader.value(depth: 2)
-                    list.append((value.object, reader.text(start..<reader.index)))
+                    // Only the members the order decoder reads are built; the rest is checked and skipped.
+                    let fields = try reader.members(OrderRecord.decodedMembers, depth: 2)
+                    list.append((fields, reader.text(start..<reader.index)))
                 }
                 entries = list
             }

@@ -36,4 +36,63 @@ import JSONToolkit
     }
 
     /// Every proper prefix of a document that ends in a container fails; none crashes.
+
+    /// Where `read` stops on `text`, or nil when it fails.
+    private static func stop(_ text: String, _ read: (inout JSONReader) throws(JSONReader.Failure) -> Void) -> Int? {
+        Array(text.utf8).withUnsafeBufferPointer { buffer in
+            var reader = JSONReader(buffer)
+            do {
+                try read(&reader)
+                return reader.index
+            } catch {
+                return nil
+            }
+        }
+    }
+
+    static let documents = [
+        #" {"a": [1, -2.5, 3e2], "b": {"c": null, "d": true, "e": false}, "s": "x\u00e9\ud83d\ude00"} tail"#,
+        "[1,]", "{\"a\":1,}", "{\"a\" 1}", "01", "1.", "-", "1e", "tru", "\"abc", "\"a\u{01}b\"", "\"\\x\"",
+        "\"\\ud800\"", "1e999", "[[[]]] x", "\"é\"", "  {\"id\": 1, \"status\": \"ok\"}", "[nulx]", "[trux]", "{\"a\": fals0}", "[1, \"\\u00zz\"]",
+        String(repeating: "[", count: 64) + String(repeating: "]", count: 64),
+        String(repeating: "[", count: 63) + String(repeating: "]", count: 63),
+    ]
+
+    /// skipValue is value(depth:) without building: it accepts and refuses the same documents, and
+    /// stops at the same byte, prefix by prefix (the fuzzer's `orders` target checks it on any input).
+    @Test(arguments: documents)
+    func skippingAcceptsExactlyWhatReadingAccepts(_ document: String) {
+        let bytes = Array(document.utf8)
+        for end in 0...bytes.count {
+            let text = String(decoding: bytes[..<end], as: UTF8.self)
+            #expect(Self.stop(text) { (reader) throws(JSONReader.Failure) in try reader.skipValue(depth: 0) }
+                        == Self.stop(text) { (reader) throws(JSONReader.Failure) in _ = try reader.value(depth: 0) },
+                    "\(text)")
+        }
+    }
+
+    @Test func invalidUTF8IsRefusedWhenSkippedToo() {
+        let bytes: [UInt8] = [0x5B, 0x22, 0xFF, 0x22, 0x5D]
+        bytes.withUnsafeBufferPointer { buffer in
+            var reader = JSONReader(buffer)
+            #expect(throws: JSONReader.Failure.self) { try reader.skipValue(depth: 0) }
+        }
+    }
+
+    /// members(_:depth:) keeps the chosen members (the last of a repeated key, as value(depth:) keeps
+    /// it), skips the rest, and still refuses a document that is broken where it skips.
+    @Test func membersKeepsOnlyTheChosenOnes() throws {
+        let text = #"{"id": 1, "items": [{"sku": "a", "n": [1, 2]}], "status": "old", "note": "x", "status": "new"} "#
+        let fields: [String: JSONValue]? = Array(text.utf8).withUnsafeBufferPointer { buffer in
+            var reader = JSONReader(buffer)
+            return try? reader.members(["id", "status", "version"], depth: 0)
+        }
+        #expect(fields == ["id": .number(1), "status": .string("new")])
+        #expect(Self.stop(#"{"id": 1, "items": [1, 2,]}"#) { (reader) throws(JSONReader.Failure) in
+            _ = try reader.members(["id"], depth: 0)
+        } == nil)
+        var kept: [String: JSONValue]? = ["not": .null]
+        let stop = Self.stop("[1, 2] x") { (reader) throws(JSONReader.Failure) in kept = try reader.members(["id"], depth: 0) }
+        #expect(stop == 6 && kept == nil, "a value that is no object is passed over")
+    }
 }

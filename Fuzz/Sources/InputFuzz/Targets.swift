@@ -3,6 +3,7 @@ import AuthSession
 import CurlHTTP
 import EventStream
 import Foundation
+import JSONToolkit
 import OrderStore
 import OrderSync
 import PushIngest
@@ -90,6 +91,30 @@ enum Targets {
     }
 
     static func orders(_ bytes: [UInt8]) {
+        // Skipping a value accepts exactly what reading it accepts, and stops at the same byte; so does
+        // reading an object's chosen members (the page decoder's path).
+        bytes.withUnsafeBufferPointer { buffer in
+            var built = JSONReader(buffer)
+            var skipped = JSONReader(buffer)
+            var chosen = JSONReader(buffer)
+            let value = try? built.value(depth: 0)
+            let skips = (try? skipped.skipValue(depth: 0)) != nil
+            let members = Result { () throws(JSONReader.Failure) in try chosen.members(OrderRecord.decodedMembers, depth: 0) }
+            if (value != nil) != skips || (skips && built.index != skipped.index) {
+                violated("skipValue and value disagree")
+            }
+            switch (value, members) {
+            case (.object(let all)?, .success(let some?)):
+                if some != all.filter({ OrderRecord.decodedMembers.contains($0.key) }) { violated("members kept other values") }
+                if chosen.index != built.index { violated("members stopped elsewhere") }
+            case (let value?, .success(nil)):
+                if value.object != nil || chosen.index != built.index { violated("members refused an object") }
+            case (nil, .failure):
+                break
+            default:
+                violated("members and value disagree")
+            }
+        }
         if let order = try? OrdersClient.decodeOrder(bytes, id: "fuzz", appliedAt: 0) {
             if order.id.isEmpty || order.status.isEmpty { violated("an order without id or status") }
         }
