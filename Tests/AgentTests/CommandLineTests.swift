@@ -50,12 +50,11 @@ struct OrderliveProcess {
         lines = stream
         try process.run()
         let reader = output.fileHandleForReading
+        let process = self.process
         // A plain thread reads the child's stdout, so the test can wait on each line as it arrives.
         Thread.detachNewThread {
             var buffer = Data()
-            while true {
-                let chunk = reader.availableData
-                if chunk.isEmpty { break }
+            Self.drain(reader, untilExitOf: process) { chunk in
                 buffer.append(chunk)
                 while let newline = buffer.firstIndex(of: 0x0A) {
                     continuation.yield(String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self))
@@ -63,6 +62,27 @@ struct OrderliveProcess {
                 }
             }
             continuation.finish()
+        }
+    }
+
+    /// Reads `handle` until its end, or until `process` has exited and nothing more arrives: a
+    /// process the child started can hold the pipe open after it (the crash backtracer does, and
+    /// was seen to hang for minutes), and waiting for the end of the file then never returns.
+    static func drain(_ handle: FileHandle, untilExitOf process: Process, _ chunk: (Data) -> Void) {
+        var descriptor = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
+        var bytes = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let ready = poll(&descriptor, 1, 200)
+            if ready < 0 && errno == EINTR { continue }
+            if ready > 0 {
+                let count = Glibc.read(handle.fileDescriptor, &bytes, bytes.count)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { return }
+                chunk(Data(bytes[0..<count]))
+            } else if ready < 0 || !process.isRunning {
+                // Exited, and everything it wrote was already in the pipe: nothing more will come.
+                return
+            }
         }
     }
 
@@ -76,7 +96,10 @@ struct OrderliveProcess {
         let process = self.process
         let errorPipe = self.errorPipe
         return await offThePool {
-            let errors = process.standardError as? Pipe === errorPipe ? errorPipe.fileHandleForReading.readDataToEndOfFile() : Data()
+            var errors = Data()
+            if process.standardError as? Pipe === errorPipe {
+                Self.drain(errorPipe.fileHandleForReading, untilExitOf: process) { errors.append($0) }
+            }
             process.waitUntilExit()
             return (process.terminationStatus, String(decoding: errors, as: UTF8.self))
         }
