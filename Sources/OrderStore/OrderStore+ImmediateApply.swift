@@ -82,6 +82,6 @@ extension OrderStore {
     func committed(_ intake: JobIntake) {
         if let last = intake.changes.last { changesCommitted(last) }
         guard let immediateApply else { return }
-        for (kind, count) in intake.applied where count > 0 { immediateApply.applied(kind, count) }
+        for (kind, count) in intake.applied { immediateApply.applied(kind, count) }
     }
 }

@@ -10,8 +10,8 @@ extension OrderStore {
     public func journal(_ jobs: [NewJob], cursor: String? = nil, deadLetters: [DeadLetterRecord] = []) throws -> Int {
         let now = self.now()
         let intake = try recordedWrite { db in
-            let empty = try Self.journalIsEmpty(in: db)
-            var intake = JobIntake(applying: immediateApply != nil && empty)
+            // The journal is only looked at when the store may apply at once.
+            var intake = JobIntake(applying: try immediateApply != nil && Self.journalIsEmpty(in: db))
             for job in jobs { _ = try intake.take(job, at: now, in: db) }
             for var letter in deadLetters { try letter.insert(db) }
             if let cursor {
