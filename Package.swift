@@ -124,7 +124,11 @@ let package = Package(
         ),
         .target(
             name: "OrderStore",
-            dependencies: ["AsyncSignals", "CheckedInput", "JSONToolkit", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "AsyncSignals", "CheckedInput", "JSONToolkit", .product(name: "GRDB", package: "GRDB.swift"),
+                // The C API under GRDB, for the per-event statements (DirectStatement).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
             swiftSettings: strict
         ),
         .target(

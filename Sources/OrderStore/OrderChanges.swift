@@ -144,6 +144,12 @@ struct ChangeAppender {
     /// The last change appended, if any.
     private(set) var last: Int64?
 
+    private static let insertSQL = """
+        INSERT INTO order_change (seq, order_id, kind, version, body, at, status, store_id, courier_id,
+                                  before_status, before_store_id, before_courier_id)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """
+
     /// Appends a change with the next `seq`.
     mutating func append(
         _ kind: OrderChange.Kind, orderID: String, version: Int64?, body: String?, at now: Double,
@@ -158,14 +164,20 @@ struct ChangeAppender {
             guard !overflow else { throw OrderParseError("the change log's sequence is exhausted") }
             seq = following
         }
-        try db.cachedStatement(sql: """
-            INSERT INTO order_change (seq, order_id, kind, version, body, at, status, store_id, courier_id,
-                                      before_status, before_store_id, before_courier_id)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [
-                seq, orderID, kind.rawValue, version, body, now, after?.status, after?.storeID, after?.courierID,
-                before?.status, before?.storeID, before?.courierID,
-            ])
+        try DirectStatement(Self.insertSQL, in: db).execute { values in
+            try values.bind(seq)
+            try values.bind(orderID)
+            try values.bind(kind.rawValue)
+            try values.bind(version)
+            try values.bind(body)
+            try values.bind(now)
+            try values.bind(after?.status)
+            try values.bind(after?.storeID)
+            try values.bind(after?.courierID)
+            try values.bind(before?.status)
+            try values.bind(before?.storeID)
+            try values.bind(before?.courierID)
+        }
         next = seq == .max ? nil : seq + 1
         last = seq
     }

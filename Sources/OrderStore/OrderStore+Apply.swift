@@ -161,21 +161,35 @@ extension OrderStore {
         }
         let after = OrderChange.Fields(status: order.status, storeID: order.storeID, courierID: order.courierID)
         known.holds(order.id, (order.freshness, after))
-        try db.cachedStatement(sql: """
-            INSERT INTO "order" (id, status, store_id, courier_id, version, updated_at, body, applied_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT(id) DO UPDATE SET status = excluded.status, store_id = excluded.store_id,
-                courier_id = excluded.courier_id, version = excluded.version, updated_at = excluded.updated_at,
-                body = excluded.body, applied_at = excluded.applied_at
-            """).execute(arguments: [
-                order.id, order.status, order.storeID, order.courierID, order.version, order.updatedAt, order.body,
-                order.appliedAt,
-            ])
+        try DirectStatement(Self.upsertSQL, in: db).execute { values in
+            try values.bind(order.id)
+            try values.bind(order.status)
+            try values.bind(order.storeID)
+            try values.bind(order.courierID)
+            try values.bind(order.version)
+            try values.bind(order.updatedAt)
+            try values.bind(order.body)
+            try values.bind(order.appliedAt)
+        }
         try changes.append(
             .upserted, orderID: order.id, version: order.version, body: order.body, at: now,
             after: after, before: before, in: db)
         return .applied
     }
+
+    private static let upsertSQL = """
+        INSERT INTO "order" (id, status, store_id, courier_id, version, updated_at, body, applied_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT(id) DO UPDATE SET status = excluded.status, store_id = excluded.store_id,
+            courier_id = excluded.courier_id, version = excluded.version, updated_at = excluded.updated_at,
+            body = excluded.body, applied_at = excluded.applied_at
+        """
+
+    private static let insertJobSQL = """
+        INSERT INTO job (kind, order_id, version, payload, source, attempts, not_before, last_error,
+                         created_at, status, store_id, courier_id, updated_at)
+        VALUES (?, ?, ?, ?, ?, 0, 0, NULL, ?, ?, ?, ?, ?)
+        """
 
     /// Journals one job inside a transaction. Pending fetches of one order collapse into one (its
     /// version bound raised); a full sync makes the pending fetches before it redundant. Returns
@@ -192,14 +206,18 @@ extension OrderStore {
             try JobRecord.filter(Column("kind") == JobKind.fetch.rawValue && Column("attempts") == 0).deleteAll(db)
         }
         let order = job.order
-        try db.cachedStatement(sql: """
-            INSERT INTO job (kind, order_id, version, payload, source, attempts, not_before, last_error,
-                             created_at, status, store_id, courier_id, updated_at)
-            VALUES (?, ?, ?, ?, ?, 0, 0, NULL, ?, ?, ?, ?, ?)
-            """).execute(arguments: [
-                job.kind.rawValue, job.orderID ?? order?.id, order?.version ?? job.version, order?.body,
-                job.source, now, order?.status, order?.storeID, order?.courierID, order?.updatedAt,
-            ])
+        try DirectStatement(insertJobSQL, in: db).execute { values in
+            try values.bind(job.kind.rawValue)
+            try values.bind(job.orderID ?? order?.id)
+            try values.bind(order?.version ?? job.version)
+            try values.bind(order?.body)
+            try values.bind(job.source)
+            try values.bind(now)
+            try values.bind(order?.status)
+            try values.bind(order?.storeID)
+            try values.bind(order?.courierID)
+            try values.bind(order?.updatedAt)
+        }
         return true
     }
 
@@ -278,16 +296,29 @@ struct PageLookup {
     /// The order's current row and tombstone (a tombstone only matters when there is no row).
     mutating func state(of id: String, in db: Database) throws -> (current: Current?, tombstone: OrderFreshness?) {
         if covered.contains(id) { return (orders[id], orders[id] == nil ? tombstones[id] : nil) }
-        // Hot path of single upserts: cached raw statements, not query-interface requests.
-        if let row = try Row.fetchOne(
-            db.cachedStatement(sql: #"SELECT version, updated_at, status, store_id, courier_id FROM "order" WHERE id = ?"#),
-            arguments: [id]) {
-            return (try Self.current(row, from: 0), nil)
-        }
-        let tombstone = try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT version, updated_at FROM tombstone WHERE id = ?"), arguments: [id])
-        return (nil, try tombstone.map { try Self.freshness($0, from: 0) })
+        // Hot path of single upserts: one statement reads the row and the tombstone, bound and read
+        // directly (a GRDB `Row` per lookup showed in the stream → SQLite profile).
+        let found = try DirectStatement(Self.stateSQL, in: db).first({ try $0.bind(id) }, read: { columns in
+            let current: Current? = try columns.integer(7) == nil ? nil : (
+                OrderFreshness(version: try columns.integer(0), updatedAt: try columns.text(1)),
+                OrderChange.Fields(
+                    status: try columns.requiredText(2), storeID: try columns.text(3), courierID: try columns.text(4)))
+            let tombstone: OrderFreshness? = try columns.integer(8) == nil ? nil
+                : OrderFreshness(version: try columns.integer(5), updatedAt: try columns.text(6))
+            return (current, current == nil ? tombstone : nil)
+        })
+        return found ?? (nil, nil)
     }
+
+    /// The order's row and its tombstone for one id, in one statement: the two `EXISTS`-style flags
+    /// (columns 7 and 8) say which was found, since every other column may be NULL.
+    private static let stateSQL = """
+        SELECT o.version, o.updated_at, o.status, o.store_id, o.courier_id, t.version, t.updated_at,
+               CASE WHEN o.id IS NULL THEN NULL ELSE 1 END, CASE WHEN t.id IS NULL THEN NULL ELSE 1 END
+        FROM (SELECT ? AS id) AS k
+        LEFT JOIN "order" AS o ON o.id = k.id
+        LEFT JOIN tombstone AS t ON t.id = k.id
+        """
 
     /// `version, updated_at` at `index` and after.
     private static func freshness(_ row: Row, from index: Int) throws -> OrderFreshness {

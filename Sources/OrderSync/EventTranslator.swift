@@ -29,6 +29,11 @@ public struct EventTranslation: Sendable, Hashable {
 
 /// DESIGN §3's table, exactly: event type and data → jobs. Pure; the caller journals the result.
 public enum EventTranslator {
+    /// The members of an event's data that ``translate(_:now:)`` reads.
+    private static let envelope: [String: JSONMemberShape] = [
+        "order_id": .whole, "version": .whole, "order": .members(OrderRecord.decodedMembers),
+    ]
+
     /// Translates one event received at `now` (Unix seconds).
     public static func translate(_ event: ServerSentEvent, now: Double) -> EventTranslation {
         let type = event.type
@@ -44,8 +49,10 @@ public enum EventTranslator {
             return EventTranslation(jobs: [], deadLetter: nil, disposition: .unknownType)
         }
         // The one JSON reader validates the whole text; the order's body is kept as the exact text
-        // received, and read by the one order decoder (DESIGN §3).
-        let data = JSONObjectText(Array(event.data.utf8), keepingTextOf: ["order"])
+        // received, and read by the one order decoder (DESIGN §3). Only the members read below are
+        // built (of the order, the decoder's); the rest is checked and skipped.
+        var text = event.data
+        let data = text.withUTF8 { JSONObjectText(buffer: $0, keepingTextOf: ["order"], building: envelope) }
         let orderID = data?.fields["order_id"]?.identifier ?? data?.fields["order"]?.object?["id"]?.identifier
         func malformed(_ reason: String) -> EventTranslation {
             // Never dropped: the raw text is kept, and the order (or everything) is fetched again.

@@ -95,4 +95,38 @@ import JSONToolkit
         let stop = Self.stop("[1, 2] x") { (reader) throws(JSONReader.Failure) in kept = try reader.members(["id"], depth: 0) }
         #expect(stop == 6 && kept == nil, "a value that is no object is passed over")
     }
+
+    /// An object read with a shape accepts exactly what the whole read accepts, prefix by prefix, and
+    /// builds only the shaped members: whole, or (for an object) only the chosen members of it; the
+    /// kept text is the same. A member shaped by members whose value is no object is built whole.
+    @Test(arguments: [
+        #"{"type": "x", "order": {"id": 7, "items": [{"sku": "a"}], "status": "new"}, "version": 3, "note": {"a": [1, {}]}}"#,
+        #"{"order": "not an object", "order_id": "9", "extra": [1, 2, {"b": null}]}"#,
+        #"{"order": {"id": 1}, "order": {"id": 2, "status": "late"}, "trailing": [1, 2,]}"#,
+        #" {"order_id": 1} x"#, #"{"a": 1e999}"#, #"{"order": {"id": "\ud800"}}"#,
+    ])
+    func aShapedObjectAcceptsWhatTheWholeReadAcceptsAndBuildsOnlyItsShape(_ document: String) {
+        let shape: [String: JSONMemberShape] = ["order_id": .whole, "version": .whole, "order": .members(["id", "status"])]
+        let bytes = Array(document.utf8)
+        for end in 0...bytes.count {
+            let prefix = Array(bytes[..<end])
+            let whole = JSONObjectText(prefix, keepingTextOf: ["order"])
+            let shaped = prefix.withUnsafeBufferPointer {
+                JSONObjectText(buffer: $0, keepingTextOf: ["order"], building: shape)
+            }
+            #expect((whole == nil) == (shaped == nil), "\(String(decoding: prefix, as: UTF8.self))")
+            guard let whole, let shaped else { continue }
+            #expect(shaped.texts == whole.texts)
+            var expected: [String: JSONValue] = [:]
+            for (key, value) in whole.fields {
+                switch shape[key] {
+                case nil: continue
+                case .whole?: expected[key] = value
+                case .members(let names)?:
+                    expected[key] = value.object.map { .object($0.filter { names.contains($0.key) }) } ?? value
+                }
+            }
+            #expect(shaped.fields == expected)
+        }
+    }
 }

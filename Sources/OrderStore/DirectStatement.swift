@@ -1,0 +1,166 @@
+import GRDB
+import GRDBSQLite
+
+/// One of the store's per-event statements (the order lookup, the upsert, the change log and journal
+/// inserts), bound and stepped through SQLite's C API rather than through GRDB's
+/// `StatementArguments` and `Row`. The statement itself is GRDB's, compiled once per connection and
+/// kept in its statement cache. Stream → SQLite spent about a fifth of its time building argument
+/// arrays of existentials, binding them recursively and building a `Row` per lookup.
+///
+/// Thread rule: like any GRDB `Statement`, a value is used only inside the database access closure
+/// that made it, on GRDB's serialized queue, and never kept beyond it. It skips GRDB's per-statement
+/// bookkeeping (transaction observers, region tracking), which the store does not use: it registers
+/// no observers, and these statements are plain reads and writes inside a transaction GRDB opened
+/// and closes. Each use resets the statement and clears its bindings when it ends, so a statement is
+/// never left mid-step and a failed one is reusable (statements are prepared with `_v2`/`_v3`).
+struct DirectStatement {
+    private let statement: Statement
+    private let connection: SQLiteConnection?
+
+    /// The cached statement for `sql` (compiled the first time on this connection).
+    init(_ sql: String, in db: Database) throws {
+        statement = try db.cachedStatement(sql: sql)
+        connection = db.sqliteConnection
+    }
+
+    /// Binds the parameters with `bind`, in order, and runs the statement to its end.
+    func execute(_ bind: (inout Bindings) throws -> Void) throws {
+        try prepare(bind)
+        defer { finish() }
+        while true {
+            let code = sqlite3_step(statement.sqliteStatement)
+            if code == SQLITE_DONE { return }
+            if code != SQLITE_ROW { throw failure(code) }
+        }
+    }
+
+    /// Binds the parameters with `bind`, steps once and reads the first row with `read`; nil when
+    /// there is none.
+    func first<T>(_ bind: (inout Bindings) throws -> Void, read: (Columns) throws -> T) throws -> T? {
+        try prepare(bind)
+        defer { finish() }
+        let code = sqlite3_step(statement.sqliteStatement)
+        if code == SQLITE_DONE { return nil }
+        guard code == SQLITE_ROW else { throw failure(code) }
+        return try read(Columns(handle: statement.sqliteStatement, statement: statement))
+    }
+
+    private func prepare(_ bind: (inout Bindings) throws -> Void) throws {
+        let handle = statement.sqliteStatement
+        sqlite3_reset(handle)
+        var bindings = Bindings(handle: handle, statement: self)
+        do {
+            try bind(&bindings)
+        } catch {
+            finish()
+            throw error
+        }
+        // Every parameter bound: a missing one would silently be NULL.
+        guard bindings.count == sqlite3_bind_parameter_count(handle) else {
+            finish()
+            throw DatabaseError(
+                resultCode: .SQLITE_MISUSE,
+                message: "\(bindings.count) values bound for \(sqlite3_bind_parameter_count(handle)) parameters",
+                sql: statement.sql)
+        }
+    }
+
+    private func finish() {
+        sqlite3_reset(statement.sqliteStatement)
+        sqlite3_clear_bindings(statement.sqliteStatement)
+    }
+
+    /// The error for a result code, with SQLite's message (statements here carry no secrets, and
+    /// the error carries no bound values).
+    fileprivate func failure(_ code: CInt) -> DatabaseError {
+        let message = connection.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) }
+        return DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: statement.sql)
+    }
+}
+
+/// The parameters of one execution, bound in order from the first.
+struct Bindings {
+    fileprivate let handle: SQLiteStatement
+    fileprivate let statement: DirectStatement
+    /// How many have been bound.
+    fileprivate(set) var count: CInt = 0
+
+    /// SQLite copies the text before the call returns (the Swift string's storage is not kept).
+    private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+
+    /// Binds text, or NULL. The text ends at its first NUL, as GRDB binds and reads text everywhere
+    /// else in the store, so a value written here reads back the same through either.
+    mutating func bind(_ value: String?) throws {
+        count += 1
+        guard let value else { return try check(sqlite3_bind_null(handle, count)) }
+        try check(sqlite3_bind_text(handle, count, value, -1, Self.transient))
+    }
+
+    /// Binds an integer, or NULL.
+    mutating func bind(_ value: Int64?) throws {
+        count += 1
+        guard let value else { return try check(sqlite3_bind_null(handle, count)) }
+        try check(sqlite3_bind_int64(handle, count, value))
+    }
+
+    /// Binds a real.
+    mutating func bind(_ value: Double) throws {
+        count += 1
+        try check(sqlite3_bind_double(handle, count, value))
+    }
+
+    private func check(_ code: CInt) throws {
+        guard code == SQLITE_OK else { throw statement.failure(code) }
+    }
+}
+
+/// The current row's columns, read by position. A value of another type than the column should hold
+/// (a database edited by hand) is an error, never a trap, as GRDB's decoding would say.
+struct Columns {
+    fileprivate let handle: SQLiteStatement
+    /// For errors only: GRDB's `Statement.sql` trims the text on every call (it cost a quarter of the
+    /// stream → SQLite time when read per row).
+    fileprivate let statement: Statement
+
+    /// Text, or nil for NULL.
+    func text(_ index: CInt) throws -> String? {
+        switch sqlite3_column_type(handle, index) {
+        case SQLITE_NULL:
+            return nil
+        case SQLITE_TEXT:
+            // Up to the first NUL, as GRDB reads it.
+            guard let text = sqlite3_column_text(handle, index) else { return nil }
+            return String(cString: text)
+        default:
+            throw mismatch(index, "text")
+        }
+    }
+
+    /// An integer, or nil for NULL; a real is accepted when it is a whole number in range.
+    func integer(_ index: CInt) throws -> Int64? {
+        switch sqlite3_column_type(handle, index) {
+        case SQLITE_NULL:
+            return nil
+        case SQLITE_INTEGER:
+            return sqlite3_column_int64(handle, index)
+        case SQLITE_FLOAT:
+            guard let exact = Int64(exactly: sqlite3_column_double(handle, index)) else { throw mismatch(index, "an integer") }
+            return exact
+        default:
+            throw mismatch(index, "an integer")
+        }
+    }
+
+    /// Text that may not be NULL.
+    func requiredText(_ index: CInt) throws -> String {
+        guard let text = try text(index) else { throw mismatch(index, "text") }
+        return text
+    }
+
+    private func mismatch(_ index: CInt, _ expected: String) -> DatabaseError {
+        let name = sqlite3_column_name(handle, index).map { String(cString: $0) } ?? "\(index)"
+        return DatabaseError(
+            resultCode: .SQLITE_MISMATCH, message: "column \(name) does not hold \(expected) (edited by hand?)",
+            sql: statement.sql)
+    }
+}
