@@ -312,8 +312,8 @@ let package = Package(
         .testTarget(
             name: "OrderSyncTests",
             dependencies: [
-                "OrderSync", "AsyncSignals", "OrderStore", "ServerSentEvents", "Sandbox", "AuthSession", "CurlHTTP",
-                "EventStream", "TestSupport", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
+                "OrderSync", "AsyncSignals", "JSONToolkit", "OrderStore", "ServerSentEvents", "Sandbox", "AuthSession",
+                "CurlHTTP", "EventStream", "TestSupport", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict

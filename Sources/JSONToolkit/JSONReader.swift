@@ -1,5 +1,28 @@
 import CheckedInput
 
+/// Member names a reader matches keys against as bytes (``JSONReader/object(_:_:)-(JSONKeys,_)``,
+/// ``JSONReader/members(_:depth:)``): no `String` is made of a key, and nothing is hashed.
+public struct JSONKeys: Sendable, Hashable {
+    /// The names, as UTF-8, in the order their positions refer to.
+    private let names: [[UInt8]]
+
+    /// Keys named by their position in `names`.
+    public init(_ names: [String]) {
+        self.names = names.map { Array($0.utf8) }
+    }
+
+    /// How many names.
+    public var count: Int { names.count }
+
+    /// The position of the name whose UTF-8 is `key`, if any (the first, should one repeat).
+    func position(of key: UnsafeBufferPointer<UInt8>) -> Int? {
+        for position in names.indices where names[position].count == key.count {
+            if names[position].withUnsafeBufferPointer({ $0.elementsEqual(key) }) { return position }
+        }
+        return nil
+    }
+}
+
 /// A strict RFC 8259 JSON reader over raw bytes: the one JSON reader of the pushes, the events and the
 /// orders client. Foundation's
 /// `JSONDecoder` with `Codable` and a `JSONSerialization` round trip for the order cost about 250 µs
@@ -169,26 +192,64 @@ public struct JSONReader {
         }
     }
 
-    /// Reads an object keeping only the members named in `keys` (the last of a repeated key, as
-    /// ``value(depth:)`` keeps it); every other member is checked and skipped (``skipValue(depth:)``).
-    /// Accepts exactly what ``value(depth:)`` accepts. Nil, with the value passed over, when the next
-    /// value is valid JSON but not an object. The order decoders read six fields of objects that
-    /// carry many more: a full sync spent a sixth of its time building the rest.
-    public mutating func members(_ keys: Set<String>, depth: Int) throws(Failure) -> [String: JSONValue]? {
+    /// Reads an object keeping only the members named in `keys`, by their position there (the last
+    /// of a repeated key, as ``value(depth:)`` keeps it; nil for one that is absent); every other
+    /// member is checked and skipped (``skipValue(depth:)``). Accepts exactly what ``value(depth:)``
+    /// accepts. Nil, with the value passed over, when the next value is valid JSON but not an object.
+    /// The order decoders read six fields of objects that carry many more: a full sync spent a sixth
+    /// of its time building the rest, and then hashing keys into dictionaries.
+    public mutating func members(_ keys: JSONKeys, depth: Int) throws(Failure) -> [JSONValue?]? {
         guard depth < Self.maximumDepth, let next = peek() else { throw Failure() }
         guard next == 0x7B else {
             try skipValue(depth: depth)
             return nil
         }
-        var fields: [String: JSONValue] = [:]
-        try object { (reader, key) throws(Failure) in
-            if keys.contains(key) {
-                fields[key] = try reader.value(depth: depth + 1)
+        var values = [JSONValue?](repeating: nil, count: keys.count)
+        try object(keys) { (reader, position) throws(Failure) in
+            if let position {
+                values[position] = try reader.value(depth: depth + 1)
             } else {
                 try reader.skipValue(depth: depth + 1)
             }
         }
-        return fields
+        return values
+    }
+
+    /// Walks the members of an object like ``object(_:)-(_)``, naming each key by its position in
+    /// `keys` (nil for any other key) instead of making a `String` of it: a key without escapes or
+    /// non-ASCII bytes is compared as bytes where it lies. Every key is checked exactly as
+    /// ``string()`` checks it, so this accepts and refuses the same documents.
+    public mutating func object(_ keys: JSONKeys, _ member: (inout JSONReader, Int?) throws(Failure) -> Void) throws(Failure) {
+        try expect(0x7B)
+        if consume(0x7D) { return }
+        repeat {
+            skipWhitespace()
+            let position = try key(in: keys)
+            try expect(0x3A)
+            try member(&self, position)
+        } while consume(0x2C)
+        try expect(0x7D)
+    }
+
+    /// A key's position in `keys`, read as ``string()`` would read it.
+    private mutating func key(in keys: JSONKeys) throws(Failure) -> Int? {
+        guard index < bytes.count, bytes[index] == 0x22 else { throw Failure() }
+        var end = index + 1
+        while end < bytes.count {
+            let byte = bytes[end]
+            if byte == 0x22 {
+                // Printable ASCII only: the bytes are the key, and valid.
+                let raw = UnsafeBufferPointer(rebasing: bytes[(index + 1)..<end])
+                index = end + 1
+                return keys.position(of: raw)
+            }
+            // An escape or a non-ASCII byte: the full reading (unescaping, UTF-8 validation).
+            if byte == 0x5C || byte >= 0x80 { break }
+            guard byte >= 0x20 else { throw Failure() }
+            end += 1
+        }
+        var text = try string()
+        return text.withUTF8 { keys.position(of: $0) }
     }
 
     private mutating func literal(_ word: StaticString) throws(Failure) {

@@ -53,17 +53,7 @@ extension JSONValue {
     }
 }
 
-/// How much of a member ``JSONObjectText/init(buffer:keepingTextOf:building:)`` builds.
-public enum JSONMemberShape: Sendable, Hashable {
-    /// The whole value.
-    case whole
-    /// When the value is an object, only these of its members (``JSONReader/members(_:depth:)``);
-    /// any other value whole.
-    case members(Set<String>)
-}
-
-/// A JSON object as read (whole, or only the members the caller builds), with the exact text of the
-/// members the caller asked to keep.
+/// A JSON object read whole, with the exact text of the members the caller asked to keep.
 public struct JSONObjectText: Sendable, Hashable {
     /// The members.
     public var fields: [String: JSONValue]
@@ -73,51 +63,25 @@ public struct JSONObjectText: Sendable, Hashable {
     /// Reads `bytes` as one JSON object (nothing but whitespace after it), keeping the text of
     /// `keys`' values; nil when it is not valid JSON or not an object.
     public init?(_ bytes: [UInt8], keepingTextOf keys: Set<String> = []) {
-        guard let read = bytes.withUnsafeBufferPointer({ Self(buffer: $0, keepingTextOf: keys, building: nil) }) else {
-            return nil
-        }
-        self = read
-    }
-
-    /// Reads `buffer` as one JSON object, as ``init(_:keepingTextOf:)`` does, accepting exactly what
-    /// it accepts, but building only the members named in `shape` (every other one is checked and
-    /// skipped, see ``JSONReader/skipValue(depth:)``), each as its ``JSONMemberShape`` says. With
-    /// `shape` nil, every member is built whole.
-    /// A stream of order events spent a tenth of its time building members nobody read.
-    public init?(
-        buffer: UnsafeBufferPointer<UInt8>, keepingTextOf keys: Set<String> = [], building shape: [String: JSONMemberShape]?
-    ) {
         var fields: [String: JSONValue] = [:]
         var texts: [String: String] = [:]
-        var reader = JSONReader(buffer)
-        do {
-            guard reader.peek() == 0x7B else { return nil }
-            try reader.object { (reader, key) throws(JSONReader.Failure) in
-                reader.skipWhitespace()
-                let start = reader.index
-                if let shape {
-                    switch shape[key] {
-                    case nil:
-                        try reader.skipValue(depth: 1)
-                    case .whole?:
-                        fields[key] = try reader.value(depth: 1)
-                    case .members(let members)?:
-                        if reader.peek() == 0x7B, let object = try reader.members(members, depth: 1) {
-                            fields[key] = .object(object)
-                        } else {
-                            fields[key] = try reader.value(depth: 1)
-                        }
-                    }
-                } else {
+        let read: Bool = bytes.withUnsafeBufferPointer { buffer in
+            var reader = JSONReader(buffer)
+            do {
+                guard reader.peek() == 0x7B else { return false }
+                try reader.object { (reader, key) throws(JSONReader.Failure) in
+                    reader.skipWhitespace()
+                    let start = reader.index
                     fields[key] = try reader.value(depth: 1)
+                    if keys.contains(key), texts[key] == nil { texts[key] = reader.text(start..<reader.index) }
                 }
-                if keys.contains(key), texts[key] == nil { texts[key] = reader.text(start..<reader.index) }
+            } catch {
+                return false
             }
-        } catch {
-            return nil
+            reader.skipWhitespace()
+            return reader.atEnd
         }
-        reader.skipWhitespace()
-        guard reader.atEnd else { return nil }
+        guard read else { return nil }
         self.fields = fields
         self.texts = texts
     }

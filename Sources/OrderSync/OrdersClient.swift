@@ -95,18 +95,18 @@ public struct OrdersClient: OrderSource {
         _ body: [UInt8], appliedAt: Double
     ) throws(SyncError) -> (orders: [OrderRecord], next: String?) {
         let shapeError = SyncError("GET orders: the body is neither an array nor {\"orders\": [...]}")
-        var entries: [(fields: [String: JSONValue]?, text: String)]?
+        var entries: [(members: [JSONValue?]?, text: String)]?
         var next: String?
         let read: Bool = body.withUnsafeBufferPointer { buffer in
             var reader = JSONReader(buffer)
             func readList(_ reader: inout JSONReader) throws(JSONReader.Failure) {
-                var list: [(fields: [String: JSONValue]?, text: String)] = []
+                var list: [(members: [JSONValue?]?, text: String)] = []
                 try reader.array { (reader) throws(JSONReader.Failure) in
                     reader.skipWhitespace()
                     let start = reader.index
                     // Only the members the order decoder reads are built; the rest is checked and skipped.
-                    let fields = try reader.members(OrderRecord.decodedMembers, depth: 2)
-                    list.append((fields, reader.text(start..<reader.index)))
+                    let members = try reader.members(OrderRecord.decodedKeys, depth: 2)
+                    list.append((members, reader.text(start..<reader.index)))
                 }
                 entries = list
             }
@@ -135,9 +135,9 @@ public struct OrdersClient: OrderSource {
         var records: [OrderRecord] = []
         records.reserveCapacity(entries.count)
         for entry in entries {
-            guard let fields = entry.fields else { throw SyncError("GET orders: an entry is not an object") }
+            guard let members = entry.members else { throw SyncError("GET orders: an entry is not an object") }
             do {
-                records.append(try OrderRecord.decode(fields, text: entry.text, appliedAt: appliedAt))
+                records.append(try OrderRecord.decode(members: members, text: entry.text, appliedAt: appliedAt))
             } catch {
                 throw SyncError("GET orders: \(error.message)")
             }

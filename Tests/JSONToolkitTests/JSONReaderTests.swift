@@ -79,54 +79,72 @@ import JSONToolkit
         }
     }
 
-    /// members(_:depth:) keeps the chosen members (the last of a repeated key, as value(depth:) keeps
-    /// it), skips the rest, and still refuses a document that is broken where it skips.
+    /// members(_:depth:) keeps the chosen members by their position (the last of a repeated key, as
+    /// value(depth:) keeps it), skips the rest, and still refuses a document that is broken where it
+    /// skips.
     @Test func membersKeepsOnlyTheChosenOnes() throws {
         let text = #"{"id": 1, "items": [{"sku": "a", "n": [1, 2]}], "status": "old", "note": "x", "status": "new"} "#
-        let fields: [String: JSONValue]? = Array(text.utf8).withUnsafeBufferPointer { buffer in
+        let keys = JSONKeys(["id", "status", "version"])
+        let members: [JSONValue?]? = Array(text.utf8).withUnsafeBufferPointer { buffer in
             var reader = JSONReader(buffer)
-            return try? reader.members(["id", "status", "version"], depth: 0)
+            return try? reader.members(keys, depth: 0)
         }
-        #expect(fields == ["id": .number(1), "status": .string("new")])
+        #expect(members == [.number(1), .string("new"), nil])
         #expect(Self.stop(#"{"id": 1, "items": [1, 2,]}"#) { (reader) throws(JSONReader.Failure) in
-            _ = try reader.members(["id"], depth: 0)
+            _ = try reader.members(JSONKeys(["id"]), depth: 0)
         } == nil)
-        var kept: [String: JSONValue]? = ["not": .null]
-        let stop = Self.stop("[1, 2] x") { (reader) throws(JSONReader.Failure) in kept = try reader.members(["id"], depth: 0) }
+        var kept: [JSONValue?]? = [.null]
+        let stop = Self.stop("[1, 2] x") { (reader) throws(JSONReader.Failure) in kept = try reader.members(JSONKeys(["id"]), depth: 0) }
         #expect(stop == 6 && kept == nil, "a value that is no object is passed over")
     }
 
-    /// An object read with a shape accepts exactly what the whole read accepts, prefix by prefix, and
-    /// builds only the shaped members: whole, or (for an object) only the chosen members of it; the
-    /// kept text is the same. A member shaped by members whose value is no object is built whole.
+    /// Keys matched as bytes name the same members a String key names: escaped and non-ASCII keys
+    /// included, and a key is refused exactly where string() refuses it, prefix by prefix.
     @Test(arguments: [
-        #"{"type": "x", "order": {"id": 7, "items": [{"sku": "a"}], "status": "new"}, "version": 3, "note": {"a": [1, {}]}}"#,
-        #"{"order": "not an object", "order_id": "9", "extra": [1, 2, {"b": null}]}"#,
-        #"{"order": {"id": 1}, "order": {"id": 2, "status": "late"}, "trailing": [1, 2,]}"#,
-        #" {"order_id": 1} x"#, #"{"a": 1e999}"#, #"{"order": {"id": "\ud800"}}"#,
+        #"{"id": 1, "\u0069d": 2, "st\u0061tus": "a", "ïd": 3, "id2": 4, "i": 5, "": 6} x"#,
+        #"{"id\": 1}"#, #"{"\ud800": 1}"#, "{\"a\u{01}\": 1}", #"{"caf\u00e9": 1, "café": 2}"#,
+        #"{"order": {"id": 7}, "version": 3, "note": {"a": [1, {}]}}"#,
     ])
-    func aShapedObjectAcceptsWhatTheWholeReadAcceptsAndBuildsOnlyItsShape(_ document: String) {
-        let shape: [String: JSONMemberShape] = ["order_id": .whole, "version": .whole, "order": .members(["id", "status"])]
+    func keysMatchedAsBytesNameWhatStringKeysName(_ document: String) {
+        let names = ["id", "status", "ïd", "", "café", "order"]
+        let keys = JSONKeys(names)
         let bytes = Array(document.utf8)
         for end in 0...bytes.count {
             let prefix = Array(bytes[..<end])
-            let whole = JSONObjectText(prefix, keepingTextOf: ["order"])
-            let shaped = prefix.withUnsafeBufferPointer {
-                JSONObjectText(buffer: $0, keepingTextOf: ["order"], building: shape)
+            var byString: [String] = []
+            var byPosition: [String] = []
+            let stringStop = prefix.withUnsafeBufferPointer { buffer -> Int? in
+                var reader = JSONReader(buffer)
+                do {
+                    try reader.object { (reader, key) throws(JSONReader.Failure) in
+                        byString.append(names.contains(key) ? key : "-")
+                        try reader.skipValue(depth: 1)
+                    }
+                    return reader.index
+                } catch { return nil }
             }
-            #expect((whole == nil) == (shaped == nil), "\(String(decoding: prefix, as: UTF8.self))")
-            guard let whole, let shaped else { continue }
-            #expect(shaped.texts == whole.texts)
-            var expected: [String: JSONValue] = [:]
-            for (key, value) in whole.fields {
-                switch shape[key] {
-                case nil: continue
-                case .whole?: expected[key] = value
-                case .members(let names)?:
-                    expected[key] = value.object.map { .object($0.filter { names.contains($0.key) }) } ?? value
-                }
+            let positionStop = prefix.withUnsafeBufferPointer { buffer -> Int? in
+                var reader = JSONReader(buffer)
+                do {
+                    try reader.object(keys) { (reader, position) throws(JSONReader.Failure) in
+                        byPosition.append(position.map { names[$0] } ?? "-")
+                        try reader.skipValue(depth: 1)
+                    }
+                    return reader.index
+                } catch { return nil }
             }
-            #expect(shaped.fields == expected)
+            #expect(stringStop == positionStop, "\(String(decoding: prefix, as: UTF8.self))")
+            if stringStop != nil { #expect(byString == byPosition, "\(String(decoding: prefix, as: UTF8.self))") }
+        }
+    }
+
+    @Test func aKeyOfInvalidUTF8IsRefusedWhenMatchedAsBytesToo() {
+        let bytes: [UInt8] = [0x7B, 0x22, 0x69, 0xFF, 0x22, 0x3A, 0x31, 0x7D]
+        bytes.withUnsafeBufferPointer { buffer in
+            var reader = JSONReader(buffer)
+            #expect(throws: JSONReader.Failure.self) {
+                try reader.object(JSONKeys(["i"])) { (reader, _) throws(JSONReader.Failure) in try reader.skipValue(depth: 1) }
+            }
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import JSONToolkit
 import OrderStore
 import OrderSync
 import ServerSentEvents
@@ -53,6 +54,51 @@ import TestSupport
         #expect(unreadable.deadLetter?.raw.contains("not json") == true)
         #expect(translate("order.deleted", #"{"version":3}"#).jobs.map(\.kind) == [.fullSync])
         #expect(translate("order.updated", #"{"order":"12"}"#).disposition == .malformed)
+    }
+
+    /// The translator reads only the members it uses, matching keys as bytes; it must mean exactly
+    /// what reading the whole object means: the same jobs and the same verdict, prefix by prefix, for
+    /// escaped and repeated keys, members it skips, and broken documents.
+    @Test(arguments: [
+        #"{"order":{"id":12,"status":"assigned","version":7,"items":[{"sku":"a"}],"note":"ü"},"meta":{"a":[1,{}]}}"#,
+        #"{"\u006frder":{"\u0069d":"a-1","st\u0061tus":"new"},"order_id":"9"}"#,
+        #"{"order":{"id":1,"status":"a"},"order":{"id":2,"status":"b","version":3}}"#,
+        #"{"order":"12","order_id":4,"version":2}"#, #"{"order_id":12,"version":9.5,"x":[1,2,]}"#,
+        #"{"order":{"id":1,"status":"a","version":1e999}}"#, #" {"order_id": 5} "#,
+    ])
+    func readingOnlyWhatIsUsedMeansWhatTheWholeObjectMeans(_ data: String) {
+        let bytes = Array(data.utf8)
+        for type in ["order.updated", "order.deleted"] {
+            for end in 0...bytes.count {
+                let prefix = String(decoding: bytes[..<end], as: UTF8.self)
+                let translation = translate(type, prefix)
+                let expected = Self.wholeObjectJobs(type, prefix)
+                #expect(translation.jobs == expected.jobs, "\(type) \(prefix)")
+                #expect(translation.disposition == expected.disposition, "\(type) \(prefix)")
+            }
+        }
+    }
+
+    /// DESIGN §3's table applied to the object read whole (`JSONObjectText`), as the translator read
+    /// it before it skipped what it does not use.
+    private static func wholeObjectJobs(_ type: String, _ data: String) -> (jobs: [NewJob], disposition: EventTranslation.Disposition) {
+        let object = JSONObjectText(Array(data.utf8), keepingTextOf: ["order"])
+        let orderID = object?.fields["order_id"]?.identifier ?? object?.fields["order"]?.object?["id"]?.identifier
+        let repair = ([orderID.map { NewJob(kind: .fetch, orderID: $0, source: "stream") }
+            ?? NewJob(kind: .fullSync, source: "stream")], EventTranslation.Disposition.malformed)
+        guard let object else { return repair }
+        let version = object.fields["version"]?.integer
+        if type == "order.deleted" {
+            guard let id = object.fields["order_id"]?.identifier else { return repair }
+            return ([NewJob(kind: .delete, orderID: id, version: version, source: "stream")], .jobs)
+        }
+        if let order = object.fields["order"] {
+            guard let fields = order.object, let text = object.texts["order"],
+                  let record = try? OrderRecord.decode(fields, text: text, appliedAt: 1) else { return repair }
+            return ([NewJob(kind: .upsert, orderID: record.id, order: record, source: "stream")], .jobs)
+        }
+        guard let id = object.fields["order_id"]?.identifier else { return repair }
+        return ([NewJob(kind: .fetch, orderID: id, version: version, source: "stream")], .jobs)
     }
 }
 

@@ -99,13 +99,14 @@ enum Targets {
             var chosen = JSONReader(buffer)
             let value = try? built.value(depth: 0)
             let skips = (try? skipped.skipValue(depth: 0)) != nil
-            let members = Result { () throws(JSONReader.Failure) in try chosen.members(OrderRecord.decodedMembers, depth: 0) }
+            let members = Result { () throws(JSONReader.Failure) in try chosen.members(OrderRecord.decodedKeys, depth: 0) }
             if (value != nil) != skips || (skips && built.index != skipped.index) {
                 violated("skipValue and value disagree")
             }
             switch (value, members) {
             case (.object(let all)?, .success(let some?)):
-                if some != all.filter({ OrderRecord.decodedMembers.contains($0.key) }) { violated("members kept other values") }
+                let names = ["id", "status", "version", "store_id", "courier_id", "updated_at"]
+                if some != names.map({ all[$0] }) { violated("members kept other values") }
                 if chosen.index != built.index { violated("members stopped elsewhere") }
             case (let value?, .success(nil)):
                 if value.object != nil || chosen.index != built.index { violated("members refused an object") }
@@ -134,6 +135,35 @@ enum Targets {
             ServerSentEvent(type: type.isEmpty ? "message" : type, data: data, lastEventID: "1"), now: 0)
         for job in translation.jobs where job.kind == .upsert && job.order == nil {
             violated("an upsert without its order")
+        }
+        // The translator matches keys as bytes: they must name what String keys name, and be refused
+        // exactly where a String key is.
+        let names = ["order_id", "version", "order"]
+        Array(data.utf8).withUnsafeBufferPointer { buffer in
+            var byString: [Int?] = []
+            var byPosition: [Int?] = []
+            var stringReader = JSONReader(buffer)
+            var keyedReader = JSONReader(buffer)
+            let strings = Result { () throws(JSONReader.Failure) in
+                try stringReader.object { (reader, key) throws(JSONReader.Failure) in
+                    byString.append(names.firstIndex(of: key))
+                    try reader.skipValue(depth: 1)
+                }
+            }
+            let keyed = Result { () throws(JSONReader.Failure) in
+                try keyedReader.object(JSONKeys(names)) { (reader, position) throws(JSONReader.Failure) in
+                    byPosition.append(position)
+                    try reader.skipValue(depth: 1)
+                }
+            }
+            switch (strings, keyed) {
+            case (.success, .success):
+                if byString != byPosition || stringReader.index != keyedReader.index { violated("keys read as bytes differ") }
+            case (.failure, .failure):
+                break
+            default:
+                violated("keys read as bytes and as strings disagree on validity")
+            }
         }
     }
 
