@@ -61,13 +61,16 @@ func run(_ workload: String, count: Int, prepared: Int) throws {
         var parsed = 0
         parse(bytes[..<length], chunk: 16 * 1_024) { _ in parsed += 1 }
         guard parsed == count else { throw Usage(description: "parsed \(parsed) of \(count)") }
-    case "store":
+    case "store", "store-at-once":
+        // `store`: journaled, then applied by the executor's batch; `store-at-once`: as `orderlive run`
+        // stores whole orders into an empty journal, applied in the transaction that journals them.
+        let atOnce = workload == "store-at-once"
         var all: [ServerSentEvent] = []
         parse(bytes[...], chunk: 16 * 1_024) { all.append($0) }
         let directory = NSTemporaryDirectory() + "orderlive-instructions-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = try OrderStore(path: directory + "/orderlive.sqlite")
+        let store = try OrderStore(path: directory + "/orderlive.sqlite", immediateApply: atOnce ? ImmediateApply() : nil)
         var start = 0
         while start < count {
             let end = min(start + 100, count)
@@ -78,19 +81,19 @@ func run(_ workload: String, count: Int, prepared: Int) throws {
                 if !event.lastEventID.isEmpty { cursor = event.lastEventID }
             }
             try store.journal(jobs, cursor: cursor)
-            try store.applyInOneTransaction(try store.headJobs(limit: 512))
+            if !atOnce { try store.applyInOneTransaction(try store.headJobs(limit: 512)) }
             start = end
         }
         let counts = try store.counts()
         guard counts.journalDepth == 0, counts.orders > 0 else { throw Usage(description: "not applied: \(counts)") }
     default:
-        throw Usage(description: "unknown workload \(workload): parse or store")
+        throw Usage(description: "unknown workload \(workload): parse, store or store-at-once")
     }
 }
 
 let arguments = CommandLine.arguments
 guard arguments.count == 4, let count = Int(arguments[2]), let prepared = Int(arguments[3]), count >= 0, prepared >= count else {
-    FileHandle.standardError.write(Data("usage: orderlive-instructions parse|store COUNT PREPARED (PREPARED ≥ COUNT)\n".utf8))
+    FileHandle.standardError.write(Data("usage: orderlive-instructions parse|store|store-at-once COUNT PREPARED (PREPARED ≥ COUNT)\n".utf8))
     exit(2)
 }
 do {
