@@ -79,6 +79,19 @@ public struct ServerSentEventParser: Sendable {
 
     /// Parses one chunk of the body and reports what it completes, in order.
     public mutating func parse(_ bytes: UnsafeRawBufferPointer, emit: (ServerSentEventItem) -> Void) {
+        withoutActuallyEscaping(emit) { emit in
+            var sink = EmittingSink(emit: emit)
+            feed(bytes, into: &sink)
+        }
+    }
+
+    /// Parses one chunk of the body and appends what it completes to `batch`, in order: the same
+    /// items as ``parse(_:emit:)``, with no allocation per event (see ``ServerSentEventBatch``).
+    public mutating func parse(_ bytes: UnsafeRawBufferPointer, into batch: inout ServerSentEventBatch) {
+        feed(bytes, into: &batch)
+    }
+
+    private mutating func feed<Sink: ParserSink>(_ bytes: UnsafeRawBufferPointer, into emit: inout Sink) {
         guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), !bytes.isEmpty else { return }
         var start = 0
         if let matched = byteOrderMarkMatched {
@@ -98,13 +111,13 @@ public struct ServerSentEventParser: Sendable {
                 if matched > 0 {
                     // A prefix of the mark that turned out not to be one is ordinary input.
                     Self.byteOrderMark.withUnsafeBufferPointer { prefix in
-                        scan(UnsafeBufferPointer(rebasing: prefix[0..<matched]), emit: emit)
+                        scan(UnsafeBufferPointer(rebasing: prefix[0..<matched]), emit: &emit)
                     }
                 }
             }
         }
         if start < bytes.count {
-            scan(UnsafeBufferPointer(start: base + start, count: bytes.count - start), emit: emit)
+            scan(UnsafeBufferPointer(start: base + start, count: bytes.count - start), emit: &emit)
         }
     }
 
@@ -124,7 +137,7 @@ public struct ServerSentEventParser: Sendable {
     private static let colon: UInt8 = 0x3A
     private static let space: UInt8 = 0x20
 
-    private mutating func scan(_ chunk: UnsafeBufferPointer<UInt8>, emit: (ServerSentEventItem) -> Void) {
+    private mutating func scan<Sink: ParserSink>(_ chunk: UnsafeBufferPointer<UInt8>, emit: inout Sink) {
         guard let base = chunk.baseAddress else { return }
         let count = chunk.count
         var index = 0
@@ -156,7 +169,7 @@ public struct ServerSentEventParser: Sendable {
             }
             let piece = UnsafeBufferPointer(start: base + index, count: lineEnd - index)
             if pendingLine.isEmpty, !skipsCurrentLine {
-                process(line: piece, emit: emit)
+                process(line: piece, emit: &emit)
             } else {
                 carryPartialLine(piece)
                 if skipsCurrentLine {
@@ -165,7 +178,7 @@ public struct ServerSentEventParser: Sendable {
                 } else {
                     var line: [UInt8] = []
                     swap(&line, &pendingLine)
-                    line.withUnsafeBufferPointer { process(line: $0, emit: emit) }
+                    line.withUnsafeBufferPointer { process(line: $0, emit: &emit) }
                     if line.capacity <= 1 << 20 {
                         // Reuse the buffer, but do not pin the memory of a once-huge line.
                         line.removeAll(keepingCapacity: true)
@@ -200,9 +213,9 @@ public struct ServerSentEventParser: Sendable {
         dataBuffer = []
     }
 
-    private mutating func process(line: UnsafeBufferPointer<UInt8>, emit: (ServerSentEventItem) -> Void) {
+    private mutating func process<Sink: ParserSink>(line: UnsafeBufferPointer<UInt8>, emit: inout Sink) {
         guard let base = line.baseAddress, !line.isEmpty else {
-            dispatch(emit: emit)  // SSE-RULES 4: a blank line dispatches.
+            dispatch(emit: &emit)  // SSE-RULES 4: a blank line dispatches.
             return
         }
         let length = line.count
@@ -217,7 +230,7 @@ public struct ServerSentEventParser: Sendable {
                 let textStart = length > 1 && base[1] == Self.space ? 2 : 1
                 let text = String(decoding: UnsafeBufferPointer(start: base + textStart, count: length - textStart),
                                   as: UTF8.self)
-                emit(.comment(text))
+                emit.append(.comment(text))
             }
             return
         }
@@ -254,19 +267,19 @@ public struct ServerSentEventParser: Sendable {
             }
         case 5 where base[0] == 0x72 && base[1] == 0x65 && base[2] == 0x74 && base[3] == 0x72 && base[4] == 0x79:
             // retry — SSE-RULES 13: non-empty and ASCII digits only, else ignored.
-            if let milliseconds = Self.parseDigits(value) { emit(.retry(milliseconds)) }
+            if let milliseconds = Self.parseDigits(value) { emit.append(.retry(milliseconds)) }
         default:
             break
         }
     }
 
-    private mutating func dispatch(emit: (ServerSentEventItem) -> Void) {
+    private mutating func dispatch<Sink: ParserSink>(emit: inout Sink) {
         // SSE-RULES 14: the last event ID is committed first, even when no event follows.
         lastEventID = lastEventIDBuffer
         if discarding {
             discarding = false
             eventTypeBuffer.removeAll(keepingCapacity: true)
-            emit(.oversizedEventDiscarded(lastEventID: lastEventID))
+            emit.append(.oversizedEventDiscarded(lastEventID: lastEventID))
             return
         }
         guard !dataBuffer.isEmpty else {
@@ -275,8 +288,6 @@ public struct ServerSentEventParser: Sendable {
             return
         }
         dataBuffer.removeLast()  // SSE-RULES 16: one trailing LF.
-        // SSE-RULES 1/21: invalid UTF-8 becomes U+FFFD; NUL is ordinary data.
-        let data = dataBuffer.withUnsafeBufferPointer { String(decoding: $0, as: UTF8.self) }
         let type: String
         if eventTypeBuffer.isEmpty {
             type = "message"  // SSE-RULES 17.
@@ -287,6 +298,11 @@ public struct ServerSentEventParser: Sendable {
             cachedTypeBytes = eventTypeBuffer
             cachedType = type
         }
+        // SSE-RULES 1/21: invalid UTF-8 becomes U+FFFD (when the data is made a String); NUL is ordinary data.
+        let lastEventID = self.lastEventID
+        dataBuffer.withUnsafeBufferPointer { data in
+            emit.appendEvent(type: type, data: data, lastEventID: lastEventID)
+        }
         // SSE-RULES 19: reset data and type, never the last-event-ID buffer.
         if dataBuffer.capacity > 1 << 20 {
             dataBuffer = []
@@ -294,7 +310,6 @@ public struct ServerSentEventParser: Sendable {
             dataBuffer.removeAll(keepingCapacity: true)
         }
         eventTypeBuffer.removeAll(keepingCapacity: true)
-        emit(.event(ServerSentEvent(type: type, data: data, lastEventID: lastEventID)))
     }
 
     private static func parseDigits(_ value: UnsafeBufferPointer<UInt8>) -> Int? {
@@ -309,5 +324,29 @@ public struct ServerSentEventParser: Sendable {
             if o1 || o2 { overflowed = true } else { result = sum }
         }
         return overflowed ? Int.max : result
+    }
+}
+
+/// Where the parser puts what it completes: a caller's closure or a batch. The parser is generic over
+/// it so that each is specialised and the batch path makes no `String` for an event's data.
+protocol ParserSink {
+    /// An event: `data` is valid only for the call.
+    mutating func appendEvent(type: String, data: UnsafeBufferPointer<UInt8>, lastEventID: String)
+    /// Anything else: a comment, a retry value, a discarded oversized event.
+    mutating func append(_ item: ServerSentEventItem)
+}
+
+extension ServerSentEventBatch: ParserSink {}
+
+/// Hands each item to a closure, the event's data made a `String` at once.
+private struct EmittingSink: ParserSink {
+    let emit: (ServerSentEventItem) -> Void
+
+    func appendEvent(type: String, data: UnsafeBufferPointer<UInt8>, lastEventID: String) {
+        emit(.event(ServerSentEvent(type: type, data: String(decoding: data, as: UTF8.self), lastEventID: lastEventID)))
+    }
+
+    func append(_ item: ServerSentEventItem) {
+        emit(item)
     }
 }

@@ -23,13 +23,36 @@ func parseEveryWay(
         parser.endOfBody()
         return ParseResult(items: items, lastEventID: parser.lastEventID)
     }
+    /// The same through batches: one batch per chunk, as the event source parses, and one batch
+    /// reused (emptied, keeping its capacity) after each chunk's items were read.
+    func runBatched(_ chunks: [ArraySlice<UInt8>], reusing: Bool) -> ParseResult {
+        var parser = ServerSentEventParser(configuration: configuration)
+        var items: [ServerSentEventItem] = []
+        var reused = ServerSentEventBatch()
+        for chunk in chunks {
+            var batch = reusing ? reused : ServerSentEventBatch(reservingBytes: chunk.count, items: 1)
+            Array(chunk).withUnsafeBytes { raw in parser.parse(raw, into: &batch) }
+            items += batch
+            if reusing {
+                batch.removeAll(keepingCapacity: true)
+                reused = batch
+            }
+        }
+        parser.endOfBody()
+        return ParseResult(items: items, lastEventID: parser.lastEventID)
+    }
     let whole = run([bytes[...]])
     let byteByByte = run(bytes.indices.map { bytes[$0...$0] })
     #expect(byteByByte == whole, "byte by byte", sourceLocation: sourceLocation)
+    #expect(runBatched([bytes[...]], reusing: false) == whole, "batched, one chunk", sourceLocation: sourceLocation)
+    #expect(runBatched(bytes.indices.map { bytes[$0...$0] }, reusing: true) == whole, "batched, byte by byte",
+            sourceLocation: sourceLocation)
     for split in 0...bytes.count {
         let result = run([bytes[..<split], bytes[split...]])
         #expect(result == whole, "split at \(split)", sourceLocation: sourceLocation)
-        if result != whole { break }
+        let batched = runBatched([bytes[..<split], bytes[split...]], reusing: split % 2 == 0)
+        #expect(batched == whole, "batched, split at \(split)", sourceLocation: sourceLocation)
+        if result != whole || batched != whole { break }
     }
     return whole
 }

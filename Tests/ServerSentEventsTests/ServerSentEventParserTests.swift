@@ -258,3 +258,49 @@ import Testing
         }
     }
 }
+
+/// Events parsed into a batch keep their data as bytes until it is read (`parseEveryWay` checks
+/// that batches report what `parse(_:emit:)` reports, at every split).
+@Suite struct ServerSentEventBatchTests {
+    private func batch(_ text: String, lastEventID: String = "") -> ServerSentEventBatch {
+        var parser = ServerSentEventParser(configuration: .init(reportsComments: true), lastEventID: lastEventID)
+        var batch = ServerSentEventBatch()
+        Array(text.utf8).withUnsafeBytes { parser.parse($0, into: &batch) }
+        return batch
+    }
+
+    @Test func aBatchedEventIsEqualToAndHashesLikeTheSameEventMadeFromAString() {
+        let parsed = Array(batch("event: order.updated\nid: 7\ndata: {\"a\":1}\n\n"))
+        let made = ServerSentEvent(type: "order.updated", data: #"{"a":1}"#, lastEventID: "7")
+        #expect(parsed == [.event(made)])
+        #expect(Set([ServerSentEventItem.event(made)]).contains(parsed[0]))
+        guard case .event(var event) = parsed[0] else { return }
+        #expect(event.data == #"{"a":1}"#)
+        event.data = "changed"
+        #expect(event.data == "changed")
+        #expect(event != made)
+    }
+
+    @Test func eventsReadFromABatchKeepTheirDataWhenTheBatchIsEmptiedAndRefilled() {
+        var parser = ServerSentEventParser()
+        var batch = ServerSentEventBatch(reservingBytes: 64, items: 4)
+        Array("data: first\n\ndata: second\n\n".utf8).withUnsafeBytes { parser.parse($0, into: &batch) }
+        let kept = Array(batch)
+        #expect(batch.dataByteCount == 11)
+        batch.removeAll(keepingCapacity: true)
+        #expect(batch.isEmpty && batch.dataByteCount == 0)
+        Array("data: third, longer than the others\n\n".utf8).withUnsafeBytes { parser.parse($0, into: &batch) }
+        #expect(kept == [.event(ServerSentEvent(data: "first")), .event(ServerSentEvent(data: "second"))])
+        #expect(Array(batch) == [.event(ServerSentEvent(data: "third, longer than the others"))])
+    }
+
+    @Test func everyKindOfItemKeepsItsPlaceAmongTheEvents() {
+        let items = Array(batch(": hello\ndata: a\n\nretry: 250\nid: 9\ndata: b\n\n", lastEventID: "1"))
+        #expect(items == [
+            .comment("hello"),
+            .event(ServerSentEvent(data: "a", lastEventID: "1")),
+            .retry(250),
+            .event(ServerSentEvent(data: "b", lastEventID: "9")),
+        ])
+    }
+}

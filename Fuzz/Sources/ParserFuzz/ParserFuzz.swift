@@ -1,7 +1,7 @@
 import ServerSentEvents
 
 /// Parses the input three ways — whole, in chunks whose sizes the input itself chooses, and byte by
-/// byte — with a small event limit so the discard path runs too, and traps if they disagree or an
+/// byte — and the chunked way again into batches (as the event source parses), with a small event limit so the discard path runs too, and traps if they disagree or an
 /// invariant breaks. libFuzzer reports a trap (or an ASan finding) as a crash with its input.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
@@ -25,12 +25,33 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         return (items, parser.lastEventID)
     }
 
+    /// One batch reused across chunks, emptied after each chunk's items were read.
+    func runBatched(chunkSizes: (Int) -> Int) -> ([ServerSentEventItem], String) {
+        var parser = ServerSentEventParser(configuration: configuration)
+        var items: [ServerSentEventItem] = []
+        var batch = ServerSentEventBatch()
+        var offset = 0
+        var index = 0
+        while offset < bytes.count {
+            let end = min(bytes.count, offset + max(1, chunkSizes(index)))
+            bytes[offset..<end].withUnsafeBytes { raw in parser.parse(raw, into: &batch) }
+            items += batch
+            batch.removeAll(keepingCapacity: true)
+            offset = end
+            index += 1
+        }
+        parser.endOfBody()
+        return (items, parser.lastEventID)
+    }
+
     let whole = run { _ in bytes.count }
     let chunked = run { Int(bytes[$0 % bytes.count] % 17) + 1 }
     let byteByByte = run { _ in 1 }
     if whole.0 != chunked.0 || whole.1 != chunked.1 || whole.0 != byteByByte.0 || whole.1 != byteByByte.1 {
         fatalError("chunking changed the result")
     }
+    let batched = runBatched { Int(bytes[$0 % bytes.count] % 17) + 1 }
+    if batched.0 != whole.0 || batched.1 != whole.1 { fatalError("batches changed the result") }
     for item in whole.0 {
         switch item {
         case .event(let event):
