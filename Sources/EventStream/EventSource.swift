@@ -23,6 +23,20 @@ public enum EventSourceUpdate: Sendable, Hashable {
     case connectionLost(EventSourceError, retryIn: Duration?)
 }
 
+/// What ``EventSource/runBatches(_:batchEnded:)`` reports to its consumer, in order: the same as
+/// ``EventSourceUpdate``, with everything parsed from one chunk of the body handed over at once.
+public enum EventSourceBatchUpdate: Sendable {
+    /// A connection opened: 200 with `text/event-stream`.
+    case open(HTTPResponseHead)
+    /// The events, comments (when reported) and discarded oversized events of one chunk, in stream
+    /// order; each event's data is made a `String` when read. A `retry:` value in it has been applied
+    /// to the backoff already.
+    case items(ServerSentEventBatch)
+    /// A connection was lost or refused: exactly one per loss, never for a requested restart.
+    /// `retryIn` is the delay before the next attempt, nil when the stream will not reconnect.
+    case connectionLost(EventSourceError, retryIn: Duration?)
+}
+
 /// Why a connection attempt failed or a connection ended.
 public struct EventSourceError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The kind of loss.
@@ -129,6 +143,38 @@ public final class EventSource<C: Clock>: Sendable where C.Duration == Duration 
     public func run(
         _ handler: (EventSourceUpdate) async throws -> Void, batchEnded: () async throws -> Void
     ) async throws -> EventSourceEnd {
+        let controls = self.controls
+        return try await runBatches({ update in
+            switch update {
+            case .open(let head):
+                try await handler(.open(head))
+            case .connectionLost(let error, let retryIn):
+                try await handler(.connectionLost(error, retryIn: retryIn))
+            case .items(let items):
+                for item in items {
+                    // Nothing is handed on once the stream is stopped; the stream ends after this batch.
+                    if controls.isStopped { return }
+                    switch item {
+                    case .event(let event):
+                        try await handler(.event(event))
+                    case .comment(let comment):
+                        try await handler(.comment(comment))
+                    case .oversizedEventDiscarded(let id):
+                        try await handler(.oversizedEventDiscarded(lastEventID: id))
+                    case .retry:
+                        break
+                    }
+                }
+            }
+        }, batchEnded: batchEnded)
+    }
+
+    /// Like ``run(_:batchEnded:)``, with one call per chunk's parsed items instead of one per event:
+    /// for a consumer that takes events in bulk (a count, a group commit), and reads only what it needs
+    /// of each.
+    public func runBatches(
+        _ handler: (EventSourceBatchUpdate) async throws -> Void, batchEnded: () async throws -> Void = {}
+    ) async throws -> EventSourceEnd {
         try await withTaskCancellationHandler {
             try await runAttempts(handler, batchEnded: batchEnded)
         } onCancel: {
@@ -144,7 +190,7 @@ public final class EventSource<C: Clock>: Sendable where C.Duration == Duration 
     }
 
     private func runAttempts(
-        _ handler: (EventSourceUpdate) async throws -> Void, batchEnded: () async throws -> Void
+        _ handler: (EventSourceBatchUpdate) async throws -> Void, batchEnded: () async throws -> Void
     ) async throws -> EventSourceEnd {
         var backoff = Backoff(
             initial: configuration.initialDelay, maximum: configuration.maximumDelay,
@@ -219,7 +265,7 @@ public final class EventSource<C: Clock>: Sendable where C.Duration == Duration 
         providerHeaders: HTTPHeaders,
         lastEventID: inout String,
         backoff: inout Backoff,
-        handler: (EventSourceUpdate) async throws -> Void,
+        handler: (EventSourceBatchUpdate) async throws -> Void,
         batchEnded: () async throws -> Void
     ) async throws -> Outcome {
         let request = makeRequest(providerHeaders: providerHeaders, lastEventID: lastEventID)
@@ -267,7 +313,7 @@ public final class EventSource<C: Clock>: Sendable where C.Duration == Duration 
         transfer: StreamingTransfer,
         lastEventID: inout String,
         backoff: inout Backoff,
-        handler: (EventSourceUpdate) async throws -> Void,
+        handler: (EventSourceBatchUpdate) async throws -> Void,
         batchEnded: () async throws -> Void
     ) async throws -> Outcome {
         var openedAt: C.Instant?
@@ -307,17 +353,25 @@ public final class EventSource<C: Clock>: Sendable where C.Duration == Duration 
                         let kind: EventSourceError.Kind = head.status == 200 ? .contentType : .status(head.status)
                         return .lost(EventSourceError(kind: kind, message: reason), retryAfter: retryAfter, uptime: nil)
                     }
-                case .parsed(.event(let event)):
-                    try await handler(.event(event))
-                case .parsed(.comment(let comment)):
-                    try await handler(.comment(comment))
-                case .parsed(.retry(let milliseconds)):
-                    backoff.serverRequested(milliseconds: milliseconds)
-                case .parsed(.oversizedEventDiscarded(let id)):
-                    logger.warning("event over the size limit discarded", metadata: [
-                        "stream.url": "\(configuration.url)", "stream.limit_bytes": "\(configuration.maximumEventBytes)",
-                    ])
-                    try await handler(.oversizedEventDiscarded(lastEventID: id))
+                case .parsed(let parsed):
+                    for position in parsed.nonEventPositions {
+                        switch parsed[position] {
+                        case .retry(let milliseconds):
+                            backoff.serverRequested(milliseconds: milliseconds)
+                        case .oversizedEventDiscarded:
+                            logger.warning("event over the size limit discarded", metadata: [
+                                "stream.url": "\(configuration.url)",
+                                "stream.limit_bytes": "\(configuration.maximumEventBytes)",
+                            ])
+                        case .event, .comment:
+                            break
+                        }
+                    }
+                    try await handler(.items(parsed))
+                    if controls.isStopped {
+                        transfer.cancel()
+                        return .stopped
+                    }
                 case .cursor(let id):
                     lastEventID = id
                 case .end(let result):

@@ -5,7 +5,8 @@ import ServerSentEvents
 /// What one connection's delegate hands the driver, in stream order.
 enum StreamItem: Sendable {
     case head(HTTPResponseHead)
-    case parsed(ServerSentEventItem)
+    /// What the parser completed from one chunk, events' data still bytes (made `String`s when read).
+    case parsed(ServerSentEventBatch)
     /// The parser's last-event-ID string changed (also by an id-only block, SSE-RULES 14).
     case cursor(String)
     case end(Result<HTTPResponseHead, CurlError>)
@@ -62,9 +63,12 @@ final class ParsingDelegate<C: Clock>: StreamingResponseDelegate where C.Duratio
     func transferDidReceive(_ bytes: UnsafeRawBufferPointer) -> Bool {
         touch()
         if channel.shouldPause() { return false }
+        // One batch per chunk, so no event handed on shares a buffer the parser still appends to.
+        var batch = ServerSentEventBatch(reservingBytes: bytes.count, items: bytes.count / 128 + 4)
         var items: [StreamItem] = []
         parser.withLock { state in
-            state.parser.parse(bytes) { items.append(.parsed($0)) }
+            state.parser.parse(bytes, into: &batch)
+            if !batch.isEmpty { items.append(.parsed(batch)) }
             if state.parser.lastEventID != state.reportedLastEventID {
                 state.reportedLastEventID = state.parser.lastEventID
                 items.append(.cursor(state.parser.lastEventID))

@@ -118,16 +118,25 @@ public struct StreamService<C: Clock>: Service where C.Duration == Duration {
             wake.signal()
         }
         defer { observer.streamClosed() }
-        return try await events.run({ update in
+        // One call per parsed chunk: its events join the pending batch here, and their data is made a
+        // String only when the batch is journaled.
+        return try await events.runBatches({ update in
             switch update {
-            case .event(let event):
-                if firstArrival == nil { firstArrival = clock.now }
-                pending.append(event)
-                resumeFrom = event.lastEventID
-            case .oversizedEventDiscarded(let id):
-                try await flush()
-                try await journalOversizedEvent(lastEventID: id)
-                wake.signal()
+            case .items(let items):
+                for item in items {
+                    switch item {
+                    case .event(let event):
+                        if firstArrival == nil { firstArrival = clock.now }
+                        pending.append(event)
+                        resumeFrom = event.lastEventID
+                    case .oversizedEventDiscarded(let id):
+                        try await flush()
+                        try await journalOversizedEvent(lastEventID: id)
+                        wake.signal()
+                    case .comment, .retry:
+                        break
+                    }
+                }
             case .open:
                 observer.streamStateChanged(.open)
                 logger.info("stream open", metadata: ["stream.cursor": "\(resumeFrom)"])
@@ -136,8 +145,6 @@ public struct StreamService<C: Clock>: Service where C.Duration == Duration {
                 logger.warning("stream lost", metadata: [
                     "stream.error": "\(error.message)", "stream.retry_in_ms": "\(delay?.milliseconds ?? 0)",
                 ])
-            case .comment:
-                break
             }
         }, batchEnded: { try await flush() })
     }

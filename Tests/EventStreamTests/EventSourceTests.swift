@@ -220,6 +220,61 @@ private func events(_ updates: [EventSourceUpdate]) -> [ServerSentEvent] {
         }
     }
 
+    @Test func batchesCarryEveryItemInStreamOrderAndTheirRetryIsApplied() async throws {
+        try await Harness.run { harness in
+            harness.sandbox.enqueue(
+                .stream(": hi\nretry: 5000\nid: 1\ndata: a\n\nid: 2\nevent: order.updated\ndata: b\n\n"),
+                .status(503), .stream("", then: [.hold]))
+            let source = harness.source { $0.reportsComments = true }
+            var items: [ServerSentEventItem] = []
+            var delays: [Duration] = []
+            var opens = 0
+            let end = try await source.runBatches { update in
+                switch update {
+                case .items(let batch):
+                    items += batch
+                    #expect(batch.nonEventPositions.allSatisfy {
+                        if case .event = batch[$0] { false } else { true }
+                    })
+                case .connectionLost(_, let delay?):
+                    delays.append(delay)
+                    harness.clock.advance(by: delay)
+                case .connectionLost:
+                    break
+                case .open:
+                    opens += 1
+                    if opens == 2 { source.stop() }
+                }
+            }
+            #expect(end == .stopped)
+            #expect(items == [
+                .comment("hi"), .retry(5000),
+                .event(ServerSentEvent(data: "a", lastEventID: "1")),
+                .event(ServerSentEvent(type: "order.updated", data: "b", lastEventID: "2")),
+            ])
+            #expect(delays == [.seconds(5), .seconds(10)])
+            var requests = harness.sandbox.streamRequests.makeAsyncIterator()
+            _ = await requests.next()
+            #expect(await requests.next()?.header("last-event-id") == "2")
+        }
+    }
+
+    @Test func afterStopNoFurtherEventOfTheSameChunkIsHandedOn() async throws {
+        try await Harness.run { harness in
+            harness.sandbox.enqueue(.stream("data: a\n\ndata: b\n\ndata: c\n\n", then: [.hold]))
+            let source = harness.source()
+            var seen: [String] = []
+            let end = try await source.run { update in
+                if case .event(let event) = update {
+                    seen.append(event.data)
+                    source.stop()
+                }
+            }
+            #expect(end == .stopped)
+            #expect(seen == ["a"])
+        }
+    }
+
     @Test func restartReconnectsAtOnceWithoutAnError() async throws {
         try await Harness.run { harness in
             harness.sandbox.enqueue(
