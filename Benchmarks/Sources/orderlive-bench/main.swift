@@ -92,6 +92,20 @@ func parseWithOurs(_ chunks: [ArraySlice<UInt8>]) -> Int {
     return events
 }
 
+/// The same through batches, as EventSource parses: one batch per chunk, the data left as bytes.
+func parseIntoBatches(_ chunks: [ArraySlice<UInt8>]) -> Int {
+    var parser = ServerSentEventParser()
+    var events = 0
+    for chunk in chunks {
+        var batch = ServerSentEventBatch(reservingBytes: chunk.count, items: chunk.count / 128 + 4)
+        chunk.withUnsafeBytes { raw in parser.parse(raw, into: &batch) }
+        for item in batch {
+            if case .event = item { events += 1 }
+        }
+    }
+    return events
+}
+
 struct Chunks: AsyncSequence, Sendable {
     typealias Element = ArraySlice<UInt8>
     let chunks: [ArraySlice<UInt8>]
@@ -206,14 +220,15 @@ func resetPeakResident() {
 
 /// The curl loop's delivery against `base`'s firehose: the count-only callback (reference), parsed
 /// events delivered by EventSource, and the parser alone over the same bytes in memory.
-func transportRates(loop: CurlLoop, base: String, server: String) async throws {
+/// `deliveryOnly` runs the EventSource row alone, for profiling it (`BENCH_ONLY=delivery`).
+func transportRates(loop: CurlLoop, base: String, server: String, deliveryOnly: Bool = false) async throws {
     let blocks = 1_500
     let url = base + "/sandbox/firehose/\(blocks)"
     let eventsExpected = blocks * OrderFeed.firehoseEventsPerBlock
     let streamBytes = blocks * OrderFeed.firehoseBlock.count
     let name = "curl loop → consumer, \(streamBytes / 1_000_000) MB firehose, \(server)"
 
-    let reference = try await measure(rounds) {
+    let reference = try await measure(deliveryOnly ? 0 : rounds) {
         let delegate = CountingDelegate()
         _ = try loop.startStream(HTTPRequest(url: url, timeout: nil), delegate: delegate)
         await delegate.wait()
@@ -222,17 +237,43 @@ func transportRates(loop: CurlLoop, base: String, server: String) async throws {
     precondition(reference.count == streamBytes)
     report(name, "count-only curl callback (reference)", bytes: streamBytes, seconds: reference.seconds, events: eventsExpected)
 
-    let delivered = try await measure(rounds) {
-        var count = 0
-        let source = EventSource(
-            configuration: EventSourceConfiguration(url: url, idleTimeout: nil, reconnects: false),
-            loop: loop, clock: ContinuousClock(), logger: quiet)
-        _ = try await source.run { update in
-            if case .event = update { count += 1 }
+    /// `perEvent: false`: `runBatches`, one call per chunk, the events counted and their data left as
+    /// bytes. `perEvent: true`: `run`, one call per event, each event's data read as a String.
+    func deliver(perEvent: Bool) async throws -> (seconds: Double, count: Int) {
+        try await measure(rounds) {
+            var count = 0
+            var dataBytes = 0
+            let source = EventSource(
+                configuration: EventSourceConfiguration(url: url, idleTimeout: nil, reconnects: false),
+                loop: loop, clock: ContinuousClock(), logger: quiet)
+            if perEvent {
+                _ = try await source.run { update in
+                    if case .event(let event) = update {
+                        count += 1
+                        dataBytes &+= event.data.utf8.count
+                    }
+                }
+                return dataBytes == 0 ? 0 : count
+            }
+            _ = try await source.runBatches { update in
+                if case .items(let items) = update {
+                    for item in items {
+                        if case .event = item { count += 1 }
+                    }
+                }
+            }
+            return count
         }
-        return count
     }
+    let delivered = try await deliver(perEvent: false)
     precondition(delivered.count == eventsExpected, "delivered \(delivered.count) of \(eventsExpected)")
+    if deliveryOnly {
+        report(name, "EventSource.runBatches, events counted", bytes: streamBytes, seconds: delivered.seconds,
+               events: delivered.count)
+        return
+    }
+    let deliveredAsStrings = try await deliver(perEvent: true)
+    precondition(deliveredAsStrings.count == eventsExpected)
 
     var bytes: [UInt8] = []
     bytes.reserveCapacity(streamBytes)
@@ -240,14 +281,23 @@ func transportRates(loop: CurlLoop, base: String, server: String) async throws {
     let chunks = chunked(bytes, size: 16_384)
     let parsed = measureSync(rounds) { parseWithOurs(chunks) }
     precondition(parsed.count == eventsExpected)
-    report(name, "EventSource, parsed events delivered", bytes: streamBytes, seconds: delivered.seconds, events: delivered.count,
+    let batched = measureSync(rounds) { parseIntoBatches(chunks) }
+    precondition(batched.count == eventsExpected)
+    report(name, "EventSource.runBatches, events counted (data left as bytes)", bytes: streamBytes,
+           seconds: delivered.seconds, events: delivered.count,
            note: "\(format(reference.seconds / delivered.seconds, 2))× of the reference; "
-               + "\(format(parsed.seconds / delivered.seconds, 2))× of the parser in memory on the same bytes (goal ≥ 0.6×)")
-    report(name, "ServerSentEventParser in memory, same bytes, 16 KiB chunks", bytes: streamBytes, seconds: parsed.seconds,
-           events: parsed.count)
+               + "\(format(parsed.seconds / delivered.seconds, 2))× of the parser in memory on the same bytes (goal ≥ 0.6×); "
+               + "\(format(batched.seconds / delivered.seconds, 2))× of the parser into batches")
+    report(name, "EventSource.run, a call per event, each event's data read as a String", bytes: streamBytes,
+           seconds: deliveredAsStrings.seconds, events: deliveredAsStrings.count,
+           note: "\(format(parsed.seconds / deliveredAsStrings.seconds, 2))× of the parser in memory")
+    report(name, "ServerSentEventParser in memory, same bytes, 16 KiB chunks (a String per event)", bytes: streamBytes,
+           seconds: parsed.seconds, events: parsed.count)
+    report(name, "ServerSentEventParser in memory into batches, same chunks (data left as bytes)", bytes: streamBytes,
+           seconds: batched.seconds, events: batched.count)
 }
 
-func transportBenchmarks() async throws {
+func transportBenchmarks(deliveryOnly: Bool = false) async throws {
     // The server in another process first (the issue's measure: the loop, parser and consumer do not
     // share the process with the server), then in this process as before.
     let directory = NSTemporaryDirectory() + "orderlive-bench-transport-\(UUID().uuidString)"
@@ -256,8 +306,10 @@ func transportBenchmarks() async throws {
     let (child, childBase) = try await startBenchSandbox(orders: 1, log: directory + "/sandbox.log")
     defer { child.kill() }
     try await CurlLoop.withLoop(logger: quiet) { loop in
-        try await transportRates(loop: loop, base: childBase, server: "Sandbox in its own process")
+        try await transportRates(loop: loop, base: childBase, server: "Sandbox in its own process",
+                                 deliveryOnly: deliveryOnly)
     }
+    if deliveryOnly { return }
 
     try await Sandbox.withRunning { sandbox in
         let base = await sandbox.baseURL
@@ -353,8 +405,10 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "coldstart-agent
     exit(0)
 }
 
-// BENCH_ONLY=parser, transport, store, ingest, feed, coldstart or postgres runs one part (for profiling).
+// BENCH_ONLY=parser, transport, store, ingest, feed, coldstart or postgres runs one part (for profiling);
+// BENCH_ONLY=delivery only the transport's EventSource row against the Sandbox in its own process.
 let only = ProcessInfo.processInfo.environment["BENCH_ONLY"] ?? ""
+if only == "delivery" { try await transportBenchmarks(deliveryOnly: true) }
 if only == "" || only == "parser" { try await parserBenchmarks() }
 if only == "" || only == "transport" {
     try await transportBenchmarks()

@@ -10,7 +10,8 @@
 // loop, the push server) are not counted here; the synchronous calls they make are.
 //
 // - `parse`: one realistic order event (about 500 bytes) through ServerSentEventParser in memory,
-//   in 16 KiB chunks.
+//   in 16 KiB chunks, its data made a `String` (`parse(_:emit:)`).
+// - `parse-batched`: the same into one batch per chunk, the data left as bytes, as EventSource parses.
 // - `store`: one full-order event, already parsed, committed and applied into SQLite as the agent
 //   does it: translated (EventTranslator) and journaled with its cursor in batches of 100 (one
 //   transaction each, as the stream service's group commit), then applied by the executor's one
@@ -61,6 +62,21 @@ func run(_ workload: String, count: Int, prepared: Int) throws {
         var parsed = 0
         parse(bytes[..<length], chunk: 16 * 1_024) { _ in parsed += 1 }
         guard parsed == count else { throw Usage(description: "parsed \(parsed) of \(count)") }
+    case "parse-batched":
+        let length = count == 0 ? 0 : ends[min(count, ends.count) - 1]
+        var parser = ServerSentEventParser()
+        var parsed = 0
+        var start = 0
+        while start < length {
+            let end = min(start + 16 * 1_024, length)
+            var batch = ServerSentEventBatch(reservingBytes: end - start, items: (end - start) / 128 + 4)
+            bytes[start..<end].withUnsafeBytes { raw in parser.parse(raw, into: &batch) }
+            for item in batch {
+                if case .event = item { parsed += 1 }
+            }
+            start = end
+        }
+        guard parsed == count else { throw Usage(description: "parsed \(parsed) of \(count)") }
     case "store", "store-at-once":
         // `store`: journaled, then applied by the executor's batch; `store-at-once`: as `orderlive run`
         // stores whole orders into an empty journal, applied in the transaction that journals them.
@@ -87,7 +103,7 @@ func run(_ workload: String, count: Int, prepared: Int) throws {
         let counts = try store.counts()
         guard counts.journalDepth == 0, counts.orders > 0 else { throw Usage(description: "not applied: \(counts)") }
     default:
-        throw Usage(description: "unknown workload \(workload): parse, store or store-at-once")
+        throw Usage(description: "unknown workload \(workload): parse, parse-batched, store or store-at-once")
     }
 }
 
