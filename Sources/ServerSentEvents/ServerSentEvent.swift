@@ -7,8 +7,8 @@
 /// An event parsed into a ``ServerSentEventBatch`` keeps its data as bytes in the batch's shared
 /// buffer and makes the `String` only when ``data`` is read, on the reading thread: a consumer that
 /// reads the data once pays for one `String`, and one that only routes or counts events pays for
-/// none. Such an event keeps that buffer (at most the chunk it was parsed from) alive while it lives;
-/// setting ``data`` lets it go.
+/// none. Such an event keeps that buffer (the data of every event of its batch; for the event
+/// source's batches, at most one chunk of the body) alive while it lives; setting ``data`` lets it go.
 public struct ServerSentEvent: Sendable, Hashable {
     /// The event type: the last `event:` field of the block, or `"message"` when it was empty or absent.
     public var type: String
