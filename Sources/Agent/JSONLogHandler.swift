@@ -1,3 +1,4 @@
+import CheckedInput
 import Foundation
 import JSONToolkit
 import Logging
@@ -42,9 +43,11 @@ public struct JSONLogHandler: LogHandler {
 
     /// The time now as RFC 3339 UTC with milliseconds, as log lines carry it.
     public static func timestamp() -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: Date())
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let milliseconds = Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec / 1_000_000)
+        // A wall clock outside years 0000–9999 is not a time to log; say so rather than trap.
+        return Checked.rfc3339(unixMilliseconds: milliseconds, fraction: true) ?? "unknown (clock outside 0000–9999)"
     }
 }
 

@@ -60,6 +60,57 @@ extension Checked {
         return Double(whole) + Double(nanoseconds) / 1e9
     }
 
+    /// Unix milliseconds as RFC 3339 UTC: `2026-11-24T06:19:00.092Z` with `fraction`, else
+    /// `2026-11-24T06:19:00Z` (the fraction truncated, as a clock reads). Written by hand, like the
+    /// parser above: Foundation's `ISO8601DateFormatter` loads ICU, whose data pages cost every
+    /// agent about 6 MB of resident memory for one timestamp per log line, and builds a formatter per
+    /// call. Nil outside years 0000–9999 (the parser's range), so any value from a file is safe.
+    public static func rfc3339(unixMilliseconds: Int64, fraction: Bool) -> String? {
+        // 0000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z.
+        guard unixMilliseconds >= -62_167_219_200_000, unixMilliseconds <= 253_402_300_799_999 else { return nil }
+        let days = unixMilliseconds >= 0 ? unixMilliseconds / 86_400_000 : (unixMilliseconds - 86_399_999) / 86_400_000
+        let withinDay = Int(unixMilliseconds - days * 86_400_000)
+        let (year, month, day) = civilFromDays(days)
+        let seconds = withinDay / 1000
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(24)
+        func digits(_ value: Int, _ count: Int) {
+            var divisor = 1
+            for _ in 1..<count { divisor *= 10 }
+            while divisor > 0 {
+                bytes.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
+                divisor /= 10
+            }
+        }
+        digits(year, 4); bytes.append(UInt8(ascii: "-"))
+        digits(month, 2); bytes.append(UInt8(ascii: "-"))
+        digits(day, 2); bytes.append(UInt8(ascii: "T"))
+        digits(seconds / 3600, 2); bytes.append(UInt8(ascii: ":"))
+        digits(seconds / 60 % 60, 2); bytes.append(UInt8(ascii: ":"))
+        digits(seconds % 60, 2)
+        if fraction {
+            bytes.append(UInt8(ascii: "."))
+            digits(withinDay % 1000, 3)
+        }
+        bytes.append(UInt8(ascii: "Z"))
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm, the
+    /// inverse of ``daysFromCivil(year:month:day:)``). Callers bound `days` to years 0…9999.
+    public static func civilFromDays(_ days: Int64) -> (year: Int, month: Int, day: Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        return (Int(year), Int(month), Int(day))
+    }
+
     /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm). Callers
     /// bound the year (0…9999), month and day first.
     public static func daysFromCivil(year: Int, month: Int, day: Int) -> Int64 {

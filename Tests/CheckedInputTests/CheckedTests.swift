@@ -147,4 +147,44 @@ enum EdgeText {
     func anythingElseIsNil(_ text: String) {
         #expect(Checked.rfc3339(text) == nil, "\(text)")
     }
+
+    @Test(arguments: [
+        (Int64(0), "1970-01-01T00:00:00.000Z"), (-1, "1969-12-31T23:59:59.999Z"),
+        (951_782_400_000, "2000-02-29T00:00:00.000Z"), (1_709_164_799_999, "2024-02-28T23:59:59.999Z"),
+        (1_893_456_000_500, "2030-01-01T00:00:00.500Z"), (-62_167_219_200_000, "0000-01-01T00:00:00.000Z"),
+        (253_402_300_799_999, "9999-12-31T23:59:59.999Z"), (-2_208_988_800_001, "1899-12-31T23:59:59.999Z"),
+    ])
+    func millisecondsAreWrittenAsUTC(_ milliseconds: Int64, _ expected: String) {
+        #expect(Checked.rfc3339(unixMilliseconds: milliseconds, fraction: true) == expected)
+        #expect(Checked.rfc3339(unixMilliseconds: milliseconds, fraction: false) == expected.dropLast(5) + "Z")
+    }
+
+    @Test(arguments: [Int64.min, -62_167_219_200_001, 253_402_300_800_000, Int64.max])
+    func timesOutsideYearsZeroToNineThousandNineHundredNinetyNineAreNil(_ milliseconds: Int64) {
+        #expect(Checked.rfc3339(unixMilliseconds: milliseconds, fraction: true) == nil)
+    }
+
+    /// Every written timestamp reads back as the same instant, over the whole range (a fixed
+    /// pseudo-random walk, so a failure repeats), and agrees with Foundation's ICU formatter where
+    /// both use the Gregorian calendar (ICU switches to the Julian one before 1582).
+    @Test func writtenTimestampsReadBackAndAgreeWithFoundation() {
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        let low: Int64 = -62_167_219_200_000
+        let span = UInt64(253_402_300_799_999 - low + 1)
+        let foundation = ISO8601DateFormatter()
+        foundation.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        for _ in 0..<20_000 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let milliseconds = low + Int64(state % span)
+            guard let text = Checked.rfc3339(unixMilliseconds: milliseconds, fraction: true) else {
+                Issue.record("nil for \(milliseconds)")
+                return
+            }
+            #expect(Checked.rfc3339(text).map { ($0 * 1000).rounded() } == Double(milliseconds), "\(text)")
+            if milliseconds >= -12_219_292_800_000 {  // 1582-10-15
+                let date = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+                #expect(foundation.string(from: date) == text, "\(milliseconds)")
+            }
+        }
+    }
 }

@@ -88,10 +88,14 @@ public enum StatusOutput {
         return JSONText.string(value)
     }
 
-    /// Unix seconds as RFC 3339 UTC.
+    /// Unix seconds as RFC 3339 UTC; outside years 0000–9999 (a damaged credentials file), the
+    /// number itself.
     static func rfc3339(_ seconds: Double) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.string(from: Date(timeIntervalSince1970: seconds))
+        let milliseconds = (seconds * 1000).rounded(.down)
+        guard let exact = Int64(exactly: milliseconds),
+              let text = Checked.rfc3339(unixMilliseconds: exact, fraction: false) else {
+            return "\(seconds) (Unix seconds, outside years 0000–9999)"
+        }
+        return text
     }
 }
