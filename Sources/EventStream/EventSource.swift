@@ -416,9 +416,17 @@ public final class EventSource<C: Clock>: Sendable where C.Duration == Duration 
                 controls.idleTimedOut()
                 return
             }
-            do { try await clock.sleep(until: deadline, tolerance: nil) } catch { return }
+            // At most a second at a time: this watcher is cancelled at every reconnect, and a cancelled
+            // sleep keeps its timer (about 700 bytes) until its deadline. Sleeping to the full 45 s
+            // deadline held memory in proportion to the reconnects of the last 45 s (0.75 MB per 1,000
+            // quick reconnects, measured by `BENCH_ONLY=memory`).
+            let wake = min(deadline, clock.now.advanced(by: Self.idleCheckInterval))
+            do { try await clock.sleep(until: wake, tolerance: nil) } catch { return }
         }
     }
+
+    /// The longest single sleep of the idle watcher.
+    static var idleCheckInterval: Duration { .seconds(1) }
 }
 
 /// Thrown by a header provider that cannot supply headers now: the attempt counts as failed and is

@@ -204,6 +204,26 @@ private func events(_ updates: [EventSourceUpdate]) -> [ServerSentEvent] {
         }
     }
 
+    /// The idle watcher is cancelled at every reconnect, and a cancelled sleep keeps its memory
+    /// until its deadline: it must never sleep the whole 45 s at once.
+    @Test func idleWatcherSleepsAtMostASecondAtATime() async throws {
+        try await Harness.run { harness in
+            harness.sandbox.enqueue(.stream("data: a\n\n", then: [.hold]))
+            let source = harness.source { $0.idleTimeout = .seconds(45) }
+            var deadlines: [ManualClock.Instant] = []
+            _ = try await source.run { update in
+                guard case .event = update else { return }
+                // The watcher starts beside the connection; wait for its sleep to be registered.
+                while harness.clock.pendingDeadlines.isEmpty { await Task.yield() }
+                deadlines = harness.clock.pendingDeadlines
+                source.stop()
+            }
+            #expect(!deadlines.isEmpty)
+            let latest = harness.clock.now.advanced(by: .seconds(1))
+            #expect(deadlines.allSatisfy { $0 <= latest }, "\(deadlines) against \(latest)")
+        }
+    }
+
     @Test func serverRetryFieldSetsTheDelay() async throws {
         try await Harness.run { harness in
             harness.sandbox.enqueue(.stream("retry: 5000\ndata: x\n\n"), .status(503), .stream("", then: [.hold]))

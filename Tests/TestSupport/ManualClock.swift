@@ -56,6 +56,9 @@ public final class ManualClock: Clock, Sendable {
         }
     }
 
+    /// The deadlines of the sleepers waiting now.
+    public var pendingDeadlines: [Instant] { state.withLock { $0.sleepers.map(\.deadline) } }
+
     /// Moves time forward and wakes every sleeper whose deadline has come.
     public func advance(by duration: Swift.Duration) {
         let woken = state.withLock { state -> [Sleeper] in
