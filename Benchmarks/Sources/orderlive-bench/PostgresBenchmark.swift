@@ -453,6 +453,21 @@ final class BenchAgent: Sendable {
 
     var lineCount: Int { lines.withLock { $0.count } }
 
+    /// How many lines read so far contain `text`.
+    func count(containing text: String) -> Int {
+        lines.withLock { lines in lines.reduce(0) { $0 + ($1.1.contains(text) ? 1 : 0) } }
+    }
+
+    /// Waits until `count` lines contain `text`; false after `timeout`.
+    func wait(untilCount count: Int, of text: String, timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now.advanced(by: timeout)
+        while ContinuousClock.now < deadline {
+            if self.count(containing: text) >= count { return true }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return false
+    }
+
     /// When a line containing `text` (after the first `after` lines) was read; nil after `timeout`.
     func wait(for text: String, after: Int = 0, timeout: Duration) async -> ContinuousClock.Instant? {
         let deadline = ContinuousClock.now.advanced(by: timeout)

@@ -201,8 +201,10 @@ final class CountingDelegate: StreamingResponseDelegate {
     }
 }
 
-func residentMegabytes(_ field: String) -> Double {
-    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+/// A memory figure of `/proc/PID/status` (`VmRSS`, `VmHWM`), MB; of this process when `pid` is nil.
+func residentMegabytes(_ field: String, of pid: pid_t? = nil) -> Double {
+    let path = pid.map { "/proc/\($0)/status" } ?? "/proc/self/status"
+    guard let status = try? String(contentsOfFile: path, encoding: .utf8) else { return 0 }
     for line in status.split(separator: "\n") where line.hasPrefix(field + ":") {
         let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
         return kilobytes / 1024
@@ -210,9 +212,9 @@ func residentMegabytes(_ field: String) -> Double {
     return 0
 }
 
-func resetPeakResident() {
+func resetPeakResident(of pid: pid_t? = nil) {
     // Linux ≥ 4.0: writing 5 to clear_refs resets VmHWM to the current RSS.
-    if let handle = FileHandle(forWritingAtPath: "/proc/self/clear_refs") {
+    if let handle = FileHandle(forWritingAtPath: pid.map { "/proc/\($0)/clear_refs" } ?? "/proc/self/clear_refs") {
         handle.write(Data("5".utf8))
         try? handle.close()
     }
@@ -400,12 +402,16 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "sandbox" {
     try await runBenchSandbox(Array(CommandLine.arguments.dropFirst(2)))
     exit(0)
 }
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "memory-agent" {
+    try await runMemoryAgent(Array(CommandLine.arguments.dropFirst(2)))
+    exit(0)
+}
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "coldstart-agent" {
     try await runColdStartAgent(Array(CommandLine.arguments.dropFirst(2)))
     exit(0)
 }
 
-// BENCH_ONLY=parser, transport, store, ingest, feed, coldstart or postgres runs one part (for profiling);
+// BENCH_ONLY=parser, transport, store, ingest, feed, coldstart, memory or postgres runs one part (for profiling);
 // BENCH_ONLY=delivery only the transport's EventSource row against the Sandbox in its own process.
 let only = ProcessInfo.processInfo.environment["BENCH_ONLY"] ?? ""
 if only == "delivery" { try await transportBenchmarks(deliveryOnly: true) }
@@ -421,6 +427,7 @@ if only == "" || only == "store" {
 if only == "" || only == "ingest" { try await ingestBenchmark() }
 if only == "" || only == "feed" { try await feedBenchmark() }
 if only == "" || only == "coldstart" { try await coldStartBenchmark() }
+if only == "" || only == "memory" { try await memoryBenchmark() }
 if only == "" || only == "postgres" { try await postgresBenchmark() }
 print("")
 print("| case | reader | MB/s | events/s | note |")
