@@ -253,7 +253,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AsyncSignalsTests",
-            dependencies: ["AsyncSignals"],
+            dependencies: ["AsyncSignals", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -33,7 +33,7 @@ public final class WakeSignal: Sendable {
         }) { return }
         await withTaskGroup(of: Void.self) { group in
             if let deadline {
-                group.addTask { try? await clock.sleep(until: deadline, tolerance: nil) }
+                group.addTask { try? await clock.sleepInSlices(until: deadline) }
             }
             group.addTask { await self.signalled() }
             await group.next()

@@ -97,7 +97,7 @@ final class EventSourceControls: Sendable {
         if consumeEarlyWake() { return true }
         return await withTaskGroup(of: Bool.self) { group in
             group.addTask {
-                do { try await clock.sleep(until: deadline, tolerance: nil) } catch { return true }
+                do { try await clock.sleepInSlices(until: deadline) } catch { return true }
                 return false
             }
             group.addTask {
