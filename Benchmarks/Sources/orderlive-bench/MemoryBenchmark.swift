@@ -1,10 +1,10 @@
 // The agent's own memory (DESIGN §9, issue 16): the agent with its defaults (SQLite, push endpoint
 // and orders API on) in a process of its own against the Sandbox in another one, so the figures are
-// the agent's RSS and nothing of the bench's or the server's. Idle after its first full sync; across
-// 1,000 reconnects after 100 warm-up ones; under the push benchmark (wrk -c50, whole-order pushes)
-// with its peak. The agent is `orderlive run` itself when BENCH_AGENT_BINARY names an orderlive
-// executable (`make bench` passes the statically linked release build, as the container ships it),
-// else this executable's `memory-agent`, built by `orderlive run`'s own builder.
+// the agent's RSS and nothing of the bench's or the server's. Idle after its first full sync; after
+// 1,000 warm-up reconnects and each 1,000 more; under the push benchmark (wrk -c50, whole-order
+// pushes) with its peak. The agent is `orderlive run --config` itself when BENCH_AGENT_BINARY names
+// an orderlive executable (for example `make release-static`'s), else this executable's
+// `memory-agent`, loading the same file with `orderlive run`'s own loader and builder.
 
 import Agent
 import CurlHTTP
@@ -16,23 +16,13 @@ import Sandbox
 import Glibc
 #endif
 
-/// `orderlive-bench memory-agent BACKEND_URL STATE_DIR PASSWORD_FILE`: an agent as `orderlive run`
-/// builds it from the default configuration, but with both listeners on free loopback ports and the
-/// reconnect delay at most 2 ms (so a thousand reconnects take seconds), JSON logs at info on stderr.
+/// `orderlive-bench memory-agent CONFIG_FILE`: an agent as `orderlive run --config CONFIG_FILE` loads
+/// and builds it (the same loader and builder), JSON logs at info on stderr.
 func runMemoryAgent(_ arguments: [String]) async throws {
-    guard arguments.count == 3 else {
-        throw BenchFailure("usage: orderlive-bench memory-agent BACKEND_URL STATE_DIR PASSWORD_FILE")
+    guard arguments.count == 1 else {
+        throw BenchFailure("usage: orderlive-bench memory-agent CONFIG_FILE")
     }
-    var configuration = OrderliveConfiguration()
-    configuration.upstream.baseURL = arguments[0]
-    configuration.store.stateDirectory = arguments[1]
-    configuration.auth.identifier = SandboxUser.demo.identifier
-    configuration.auth.passwordFile = arguments[2]
-    configuration.ingest.listen = "127.0.0.1:0"
-    configuration.ingest.highWaterJobs = 10_000_000
-    configuration.api.listen = "127.0.0.1:0"
-    configuration.stream.initialDelay = .zero
-    configuration.stream.maximumDelay = .milliseconds(2)
+    let configuration = try await ConfigurationLoader.load(file: arguments[0], environment: [:])
     LoggingSystem.bootstrap { JSONLogHandler(label: $0) }
     var logger = Logger(label: "orderlive")
     logger.logLevel = .info
@@ -40,7 +30,8 @@ func runMemoryAgent(_ arguments: [String]) async throws {
     try await program.run(handlingSignals: true)
 }
 
-/// The same settings as `memory-agent`, as an `orderlive.yaml` for `orderlive run --config`.
+/// The agent's settings, both ways it is run: the defaults but for both listeners on free loopback
+/// ports and the reconnect delay at most 2 ms (so a thousand reconnects take seconds).
 func memoryAgentConfiguration(backend: String, state: String, passwordFile: String) -> String {
     """
     upstream:
@@ -80,16 +71,13 @@ func memoryBenchmark() async throws {
     let (server, base) = try await startBenchSandbox(orders: orders, log: directory + "/sandbox.log")
     defer { server.kill() }
     let binary = ProcessInfo.processInfo.environment["BENCH_AGENT_BINARY"].flatMap { $0.isEmpty ? nil : $0 }
-    let agent: BenchAgent
-    if let binary {
-        let configuration = directory + "/orderlive.yaml"
-        try Data(memoryAgentConfiguration(backend: base, state: directory + "/state", passwordFile: passwordFile).utf8)
-            .write(to: URL(fileURLWithPath: configuration))
-        agent = try BenchAgent(executable: binary, arguments: ["run", "--config", configuration], log: directory + "/agent.log")
-    } else {
-        agent = try BenchAgent(executable: benchExecutable, arguments: ["memory-agent", base, directory + "/state", passwordFile],
-                               log: directory + "/agent.log")
-    }
+    let configuration = directory + "/orderlive.yaml"
+    try Data(memoryAgentConfiguration(backend: base, state: directory + "/state", passwordFile: passwordFile).utf8)
+        .write(to: URL(fileURLWithPath: configuration))
+    let agent = try BenchAgent(
+        executable: binary ?? benchExecutable,
+        arguments: binary == nil ? ["memory-agent", configuration] : ["run", "--config", configuration],
+        log: directory + "/agent.log")
     defer { agent.kill() }
     guard await agent.wait(for: "\"full sync finished\"", timeout: .seconds(120)) != nil,
           let listening = agent.line(containing: "\"push endpoint listening\""),
@@ -100,7 +88,7 @@ func memoryBenchmark() async throws {
     }
 
     print("")
-    print("agent memory: the agent (\(binary.map { "`\($0) run`" } ?? "`orderlive run`'s builder in this executable"),"
+    print("agent memory: the agent (\(binary.map { "`\($0) run`" } ?? "`orderlive run`'s loader and builder in this executable"),"
           + " default configuration: SQLite, push endpoint and orders API on) in its own process,"
           + " the Sandbox (\(orders) orders) in another; RSS from /proc/PID/status")
     print("| phase | agent RSS MB | goal |")
