@@ -91,7 +91,10 @@ let package = Package(
                 "CCurl",
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: strict
+            swiftSettings: strict,
+            // GnuTLS's constructor looks this symbol up through the dynamic linker, so every
+            // executable linking CurlHTTP must export it (GnuTLSInitialization.swift says why).
+            linkerSettings: [.unsafeFlags(["-Xlinker", "--export-dynamic-symbol=_gnutls_global_init_skip"])]
         ),
         .target(
             name: "EventStream",
