@@ -266,9 +266,21 @@ public final class SyncExecutor: Sendable {
                     try await store.applyPage(page.orders, for: job.id)
                     break
                 }
-                async let following = source.fetchPage(cursor: cursor, limit: limit)
-                try await store.applyPage(page.orders, for: job.id)
-                page = try await following
+                let orders = page.orders
+                page = try await withThrowingTaskGroup { group in
+                    // The fetch starts on the global executor. A child inherits this task's executor
+                    // (the executor's one thread, busy with the apply below), so an `async let` did not
+                    // start fetching until the apply had ended: a cold start of 100,000 orders took the
+                    // sum of the two, not the longer.
+                    group.addTask(executorPreference: globalConcurrentExecutor) {
+                        try await source.fetchPage(cursor: cursor, limit: limit)
+                    }
+                    try await store.applyPage(orders, for: job.id)
+                    guard let following = try await group.next() else {
+                        throw SyncError("the next page's fetch ended without a page")
+                    }
+                    return following
+                }
             }
             // Only now, with every page in hand, may missing orders be deleted.
             let removed = try await store.completeFullSync(keeping: seen, completing: job.id)

@@ -1,0 +1,96 @@
+import AsyncSignals
+import Dispatch
+import Logging
+import OrderStore
+import OrderSync
+import ServiceLifecycle
+import TestSupport
+import Testing
+
+/// A full sync fetches the next page while the executor's thread applies the current one. The apply
+/// is synchronous SQLite work on that one thread (``ExecutorService``), so a fetch that waits for the
+/// thread starts only when the apply ends, and a cold start takes the sum of the two.
+@Suite struct FullSyncPipelineTests {
+    /// The real source, announcing each page fetch after the first.
+    final class AnnouncingSource: OrderSource {
+        let source: any OrderSource
+        let nextPageFetchStarted = DispatchSemaphore(value: 0)
+
+        init(_ source: any OrderSource) {
+            self.source = source
+        }
+
+        func fetchOrder(id: String) async throws(SyncError) -> OrderRecord? { try await source.fetchOrder(id: id) }
+
+        func fetchPage(cursor: String?, limit: Int) async throws(SyncError) -> (orders: [OrderRecord], next: String?) {
+            if cursor != nil { nextPageFetchStarted.signal() }
+            return try await source.fetchPage(cursor: cursor, limit: limit)
+        }
+    }
+
+    /// The real store, whose first page apply holds the executor's thread, as SQLite does, until the
+    /// next page's fetch has started (or 20 s have passed).
+    final class HoldingStore: JobApplier {
+        let store: OrderStore
+        let source: AnnouncingSource
+        /// Whether the first apply saw the next fetch start while it held the thread; nil before it ran.
+        let overlapped = Locked<Bool?>(nil)
+
+        init(_ store: OrderStore, source: AnnouncingSource) {
+            self.store = store
+            self.source = source
+        }
+
+        func applyPage(_ orders: [OrderRecord], for jobID: Int64?) async throws {
+            if overlapped.withLock({ $0 }) == nil {
+                let started = source.nextPageFetchStarted.wait(timeout: .now() + .seconds(20)) == .success
+                overlapped.withLock { $0 = started }
+            }
+            try store.applyPage(orders, for: jobID)
+        }
+
+        func headJobs(limit: Int) async throws -> [JobRecord] { try store.headJobs(limit: limit) }
+        func applyInOneTransaction(_ jobs: [JobRecord]) async throws -> Int { try store.applyInOneTransaction(jobs) }
+        func applyUpsert(_ order: OrderRecord, completing jobID: Int64?) async throws -> UpsertOutcome {
+            try store.applyUpsert(order, completing: jobID)
+        }
+        func applyDelete(orderID: String, version: Int64?, completing jobID: Int64?) async throws -> DeleteOutcome {
+            try store.applyDelete(orderID: orderID, version: version, completing: jobID)
+        }
+        func completeFullSync(keeping ids: Set<String>, completing jobID: Int64?) async throws -> Int {
+            try store.completeFullSync(keeping: ids, completing: jobID)
+        }
+        func recordFailure(jobID: Int64, reason: String, retryAt: Double, countsAttempt: Bool) async throws {
+            try store.recordFailure(jobID: jobID, reason: reason, retryAt: retryAt, countsAttempt: countsAttempt)
+        }
+        func deadLetter(job: JobRecord, reason: String) async throws { try store.deadLetter(job: job, reason: reason) }
+    }
+
+    @Test func theNextPageIsFetchedWhileTheExecutorsThreadAppliesThisOne() async throws {
+        try await SyncHarness.run(pageSize: 2) { harness in
+            for _ in 0..<5 { harness.sandbox.orders.create(announce: .silent) }
+            let base = await harness.sandbox.baseURL
+            let source = AnnouncingSource(OrdersClient(loop: harness.loop, session: harness.session, baseURL: base))
+            let store = HoldingStore(harness.store, source: source)
+            let (outcomes, outcome) = AsyncStream.makeStream(of: SyncExecutor.Outcome.self)
+            let executor = SyncExecutor(
+                store: store, source: source, configuration: .init(pageSize: 2),
+                observe: { kind, result in if kind == .fullSync { outcome.yield(result) } }, logger: quietLogger)
+            try harness.store.journal([NewJob(kind: .fullSync, source: "test")])
+
+            let wake = WakeSignal()
+            let group = ServiceGroup(configuration: .init(
+                services: [.init(service: ExecutorService(executor: executor, wake: wake))], logger: quietLogger))
+            try await withThrowingTaskGroup { tasks in
+                tasks.addTask { try await group.run() }
+                var finished = outcomes.makeAsyncIterator()
+                #expect(await finished.next() == .completed)
+                await group.triggerGracefulShutdown()
+                try await tasks.waitForAll()
+            }
+            #expect(store.overlapped.withLock { $0 } == true,
+                    "the second page's fetch did not start while the first page's apply held the executor's thread")
+            #expect(try harness.local() == harness.upstream())
+        }
+    }
+}
