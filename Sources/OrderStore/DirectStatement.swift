@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import GRDB
 import GRDBSQLite
 
@@ -90,10 +93,26 @@ struct Bindings {
 
     /// Binds text, or NULL. The text ends at its first NUL, as GRDB binds and reads text everywhere
     /// else in the store, so a value written here reads back the same through either.
+    ///
+    /// The bytes are the string's own (a small string's on the stack), with their length: passing the
+    /// `String` where SQLite wants a C string made Swift copy every small string (an id, a status) into
+    /// a new array, and made SQLite measure it again, for every value bound.
     mutating func bind(_ value: String?) throws {
         count += 1
-        guard let value else { return try check(sqlite3_bind_null(handle, count)) }
-        try check(sqlite3_bind_text(handle, count, value, -1, Self.transient))
+        guard var value else { return try check(sqlite3_bind_null(handle, count)) }
+        let index = count
+        let code = value.withUTF8 { bytes -> CInt in
+            guard let base = bytes.baseAddress, !bytes.isEmpty else {
+                // An empty string is text, not NULL (a nil pointer would bind NULL).
+                return sqlite3_bind_text(handle, index, "", 0, Self.transient)
+            }
+            let length = memchr(base, 0, bytes.count).map { base.distance(to: $0.assumingMemoryBound(to: UInt8.self)) } ?? bytes.count
+            guard let checked = CInt(exactly: length) else { return SQLITE_TOOBIG }
+            return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) { text in
+                sqlite3_bind_text(handle, index, text, checked, Self.transient)
+            }
+        }
+        try check(code)
     }
 
     /// Binds an integer, or NULL.
