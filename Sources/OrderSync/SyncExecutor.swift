@@ -258,23 +258,23 @@ public final class SyncExecutor: Sendable {
             // that fails ends the job (the one being fetched is cancelled) and the job is retried.
             let source = self.source
             let limit = configuration.pageSize
-            var seen = Set<String>()
-            var page = try await source.fetchPage(cursor: nil, limit: limit)
-            while true {
-                for order in page.orders { seen.insert(order.id) }
-                guard let cursor = page.next else {
-                    try await store.applyPage(page.orders, for: job.id)
-                    break
-                }
+            // Every id the backend returned, collected where each page is decoded: hashing 100,000
+            // ids on the executor's thread was about 5 % of a cold start's apply time.
+            let seen = Locked(Set<String>())
+            @Sendable func fetch(_ cursor: String?) async throws(SyncError) -> (orders: [OrderRecord], next: String?) {
+                let page = try await source.fetchPage(cursor: cursor, limit: limit)
+                seen.withLock { ids in for order in page.orders { ids.insert(order.id) } }
+                return page
+            }
+            var page = try await fetch(nil)
+            while let cursor = page.next {
                 let orders = page.orders
                 page = try await withThrowingTaskGroup { group in
                     // The fetch starts on the global executor. A child inherits this task's executor
                     // (the executor's one thread, busy with the apply below), so an `async let` did not
                     // start fetching until the apply had ended: a cold start of 100,000 orders took the
                     // sum of the two, not the longer.
-                    group.addTask(executorPreference: globalConcurrentExecutor) {
-                        try await source.fetchPage(cursor: cursor, limit: limit)
-                    }
+                    group.addTask(executorPreference: globalConcurrentExecutor) { try await fetch(cursor) }
                     try await store.applyPage(orders, for: job.id)
                     guard let following = try await group.next() else {
                         throw SyncError("the next page's fetch ended without a page")
@@ -282,9 +282,11 @@ public final class SyncExecutor: Sendable {
                     return following
                 }
             }
+            try await store.applyPage(page.orders, for: job.id)
+            let kept = seen.withLock { $0 }
             // Only now, with every page in hand, may missing orders be deleted.
-            let removed = try await store.completeFullSync(keeping: seen, completing: job.id)
-            logger.info("full sync finished", metadata: ["sync.orders": "\(seen.count)", "sync.removed": "\(removed)"])
+            let removed = try await store.completeFullSync(keeping: kept, completing: job.id)
+            logger.info("full sync finished", metadata: ["sync.orders": "\(kept.count)", "sync.removed": "\(removed)"])
         }
     }
 }
