@@ -45,6 +45,7 @@ let package = Package(
                 .product(name: "Sandbox", package: "orderlive"),
                 .product(name: "OrderStore", package: "orderlive"),
                 .product(name: "OrderSync", package: "orderlive"),
+                .product(name: "PushIngest", package: "orderlive"),
             ],
             swiftSettings: [.treatAllWarnings(as: .error)]
         ),

@@ -74,65 +74,91 @@ extension OrderStore {
         let now = self.now()
         do {
             let (outcomes, intake) = try await writer.write { db in
-                if let cutoff = policy.purgeKeysBefore {
-                    try db.execute(sql: "DELETE FROM dedupe_key WHERE accepted_at < ?", arguments: [cutoff])
-                }
-                var depth = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM job")) ?? 0
-                var intake = JobIntake(applying: immediateApply != nil && depth == 0)
-                var outcomes: [SubmissionOutcome] = []
-                outcomes.reserveCapacity(submissions.count)
-                for submission in submissions {
-                    if let key = submission.requestKey,
-                       let response = try Self.acceptedResponse(for: "request:" + key, since: policy.dedupeSince, in: db) {
-                        outcomes.append(.duplicate(response: response))
-                        continue
-                    }
-                    guard depth < policy.highWaterJobs else {
-                        outcomes.append(.overloaded(depth: depth))
-                        continue
-                    }
-                    // Restored when the savepoint rolls back: the change log's numbers it used are free
-                    // again, and what it journaled or applied is not.
-                    let before = intake
-                    do {
-                        var accepted = 0
-                        var duplicates = 0
-                        try db.inSavepoint {
-                            for part in submission.parts {
-                                if let key = part.key.map({ "notification:" + $0 }) {
-                                    if try Self.acceptedResponse(for: key, since: policy.dedupeSince, in: db) != nil {
-                                        duplicates += 1
-                                        continue
-                                    }
-                                    try Self.remember(key, response: "", at: now, in: db)
-                                }
-                                for job in part.jobs {
-                                    if try intake.take(job, at: now, in: db) { accepted += 1 }
-                                }
-                            }
-                            if let key = submission.requestKey {
-                                try Self.remember("request:" + key, response: submission.response, at: now, in: db)
-                            }
-                            return .commit
-                        }
-                        depth += intake.journaled - before.journaled
-                        outcomes.append(.accepted(
-                            jobs: accepted, duplicateParts: duplicates, applied: intake.appliedCount - before.appliedCount))
-                    } catch {
-                        intake = before
-                        noteWrite(failure: error)
-                        outcomes.append(.failed(reason: "\(error)"))
-                    }
-                }
-                return (outcomes, intake)
+                try self.accept(submissions, policy: policy, at: now, in: db)
             }
-            if outcomes.contains(where: { if case .failed = $0 { false } else { true } }) { noteWrite(failure: nil) }
-            committed(intake)
-            return outcomes
+            return finish(outcomes, intake)
         } catch {
             noteWrite(failure: error)
             return submissions.map { _ in .failed(reason: "\(error)") }
         }
+    }
+
+    /// The same as the `async` ``accept(_:policy:)``, for a caller outside Swift concurrency: it
+    /// blocks the calling thread until the transaction has committed. `make bench-instructions`
+    /// counts the push path's store work through it (valgrind cannot run Swift concurrency).
+    public func accept(_ submissions: [IdempotentSubmission], policy: SubmissionPolicy) -> [SubmissionOutcome] {
+        let now = self.now()
+        do {
+            let (outcomes, intake) = try writer.write { db in
+                try self.accept(submissions, policy: policy, at: now, in: db)
+            }
+            return finish(outcomes, intake)
+        } catch {
+            noteWrite(failure: error)
+            return submissions.map { _ in .failed(reason: "\(error)") }
+        }
+    }
+
+    private func finish(_ outcomes: [SubmissionOutcome], _ intake: JobIntake) -> [SubmissionOutcome] {
+        if outcomes.contains(where: { if case .failed = $0 { false } else { true } }) { noteWrite(failure: nil) }
+        committed(intake)
+        return outcomes
+    }
+
+    private func accept(
+        _ submissions: [IdempotentSubmission], policy: SubmissionPolicy, at now: Double, in db: Database
+    ) throws -> ([SubmissionOutcome], JobIntake) {
+        if let cutoff = policy.purgeKeysBefore {
+            try db.execute(sql: "DELETE FROM dedupe_key WHERE accepted_at < ?", arguments: [cutoff])
+        }
+        var depth = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM job")) ?? 0
+        var intake = JobIntake(applying: immediateApply != nil && depth == 0)
+        var outcomes: [SubmissionOutcome] = []
+        outcomes.reserveCapacity(submissions.count)
+        for submission in submissions {
+            if let key = submission.requestKey,
+               let response = try Self.acceptedResponse(for: "request:" + key, since: policy.dedupeSince, in: db) {
+                outcomes.append(.duplicate(response: response))
+                continue
+            }
+            guard depth < policy.highWaterJobs else {
+                outcomes.append(.overloaded(depth: depth))
+                continue
+            }
+            // Restored when the savepoint rolls back: the change log's numbers it used are free
+            // again, and what it journaled or applied is not.
+            let before = intake
+            do {
+                var accepted = 0
+                var duplicates = 0
+                try db.inSavepoint {
+                    for part in submission.parts {
+                        if let key = part.key.map({ "notification:" + $0 }) {
+                            if try Self.acceptedResponse(for: key, since: policy.dedupeSince, in: db) != nil {
+                                duplicates += 1
+                                continue
+                            }
+                            try Self.remember(key, response: "", at: now, in: db)
+                        }
+                        for job in part.jobs {
+                            if try intake.take(job, at: now, in: db) { accepted += 1 }
+                        }
+                    }
+                    if let key = submission.requestKey {
+                        try Self.remember("request:" + key, response: submission.response, at: now, in: db)
+                    }
+                    return .commit
+                }
+                depth += intake.journaled - before.journaled
+                outcomes.append(.accepted(
+                    jobs: accepted, duplicateParts: duplicates, applied: intake.appliedCount - before.appliedCount))
+            } catch {
+                intake = before
+                noteWrite(failure: error)
+                outcomes.append(.failed(reason: "\(error)"))
+            }
+        }
+        return (outcomes, intake)
     }
 
     private static func acceptedResponse(for key: String, since: Double, in db: Database) throws -> String? {

@@ -69,6 +69,22 @@ import Testing
         #expect(try store.changeHead() == head + 3)
     }
 
+    /// The synchronous overload (what `make bench-instructions` counts) is the same transaction: the
+    /// order is stored, the feed woken after the commit, and the request's key remembered.
+    @Test func theSynchronousAcceptCommitsWhatTheAsyncOneDoes() throws {
+        let heard = Heard()
+        let temporary = try Self.store(heard)
+        let store = temporary.store
+        let head = try store.changeHead()
+        let outcomes: [SubmissionOutcome] = store.accept([Self.push("msg_1", [try Self.upsert(7, version: 1)])], policy: Self.policy)
+        #expect(outcomes == [.accepted(jobs: 1, duplicateParts: 0, applied: 1)])
+        #expect(try store.order(id: "7")?.status == "assigned")
+        #expect(heard.committedSeqs.withLock { $0 } == [head + 1])
+        let again: [SubmissionOutcome] = store.accept([Self.push("msg_1", [try Self.upsert(7, version: 2)])], policy: Self.policy)
+        #expect(again == [.duplicate(response: "{}")])
+        #expect(try store.changeHead() == head + 1)
+    }
+
     @Test func behindAJobThatMustWaitEveryJobIsJournaledInOrder() async throws {
         let heard = Heard()
         let temporary = try Self.store(heard)

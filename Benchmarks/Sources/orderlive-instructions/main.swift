@@ -16,10 +16,16 @@
 //   does it: translated (EventTranslator) and journaled with its cursor in batches of 100 (one
 //   transaction each, as the stream service's group commit), then applied by the executor's one
 //   transaction per run of whole-order jobs.
+// - `push`: one push request as `make bench`'s ingest benchmark sends it (one notification carrying
+//   a whole order, about 200 bytes), on the server side after its body has arrived: parsed as Gorush
+//   (`GorushRequest.parse`), translated (`PushTranslator`), and accepted into SQLite in a group commit
+//   of its own, applied in that transaction (one write per push) — what `PushEndpoint` does between
+//   reading the body and answering. Hummingbird, NIO and the task hand-offs around it are not counted.
 
 import Foundation
 import OrderStore
 import OrderSync
+import PushIngest
 import Sandbox
 import ServerSentEvents
 
@@ -102,14 +108,42 @@ func run(_ workload: String, count: Int, prepared: Int) throws {
         }
         let counts = try store.counts()
         guard counts.journalDepth == 0, counts.orders > 0 else { throw Usage(description: "not applied: \(counts)") }
+    case "push":
+        // The bodies of the ingest benchmark's wrk script, each order with its own id.
+        let bodies = (1...max(1, prepared)).map { id in
+            Array(("{\"notifications\":[{\"tokens\":[\"device-token-1\"],\"platform\":2,\"content_available\":true,"
+                + "\"data\":{\"type\":\"order.status_changed\",\"order\":{\"id\":\(id),\"status\":\"picked_up\",\"version\":1,"
+                + "\"store_id\":1,\"courier_id\":7}}}]}").utf8)
+        }
+        let directory = NSTemporaryDirectory() + "orderlive-instructions-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try OrderStore(path: directory + "/orderlive.sqlite", immediateApply: ImmediateApply())
+        let policy = SubmissionPolicy(dedupeSince: 0, highWaterJobs: 10_000_000)
+        for body in bodies.prefix(count) {
+            let request: GorushRequest
+            switch GorushRequest.parse(body, maximumNotifications: 100) {
+            case .success(let parsed): request = parsed
+            case .failure(let error): throw Usage(description: "refused: \(error.message)")
+            }
+            let submission = IdempotentSubmission(
+                requestKey: nil,
+                parts: request.notifications.map { IdempotentSubmission.Part(key: $0.notifID, jobs: PushTranslator.jobs(for: $0, now: 1_000)) },
+                response: request.successBody)
+            let outcomes: [SubmissionOutcome] = store.accept([submission], policy: policy)
+            guard outcomes == [.accepted(jobs: 1, duplicateParts: 0, applied: 1)] else {
+                throw Usage(description: "not applied at once: \(outcomes)")
+            }
+        }
+        guard try store.counts().orders == count else { throw Usage(description: "stored \(try store.counts().orders) of \(count)") }
     default:
-        throw Usage(description: "unknown workload \(workload): parse, parse-batched, store or store-at-once")
+        throw Usage(description: "unknown workload \(workload): parse, parse-batched, store, store-at-once or push")
     }
 }
 
 let arguments = CommandLine.arguments
 guard arguments.count == 4, let count = Int(arguments[2]), let prepared = Int(arguments[3]), count >= 0, prepared >= count else {
-    FileHandle.standardError.write(Data("usage: orderlive-instructions parse|store|store-at-once COUNT PREPARED (PREPARED ≥ COUNT)\n".utf8))
+    FileHandle.standardError.write(Data("usage: orderlive-instructions parse|parse-batched|store|store-at-once|push COUNT PREPARED (PREPARED ≥ COUNT)\n".utf8))
     exit(2)
 }
 do {
