@@ -26,6 +26,12 @@ import JSONToolkit
     @Test func refusesInvalidUTF8InsideStrings() {
         #expect(JSONReader.parse([0x22, 0xFF, 0x22]) == nil)
         #expect(JSONReader.parse([0x22, 0xC3, 0xA9, 0x22]) == .string("é"))
+        // ASCII is decoded without validation: one byte at or above 0x80 anywhere must still be checked.
+        #expect(JSONReader.parse([0x22, 0x61, 0x62, 0x80, 0x22]) == nil)
+        #expect(JSONReader.parse([0x22, 0x61, 0xC3, 0x22]) == nil)
+        #expect(JSONReader.parse([0x22, 0xC0, 0xAF, 0x61, 0x22]) == nil, "an overlong encoding of '/'")
+        #expect(JSONReader.parse([0x22, 0x61, 0xC3, 0xA9, 0x7A, 0x22]) == .string("aéz"))
+        #expect(JSONReader.parse(Array(#""plain ascii ~""#.utf8)) == .string("plain ascii ~"))
     }
 
     @Test func capsNestingDepthInsteadOfOverflowingTheStack() {
