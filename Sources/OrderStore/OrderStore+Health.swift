@@ -43,10 +43,11 @@ extension OrderStore {
     /// The store's write health now.
     public var writeHealth: StoreWriteHealth { health.withLock { $0 } }
 
-    /// `writer.write`, with the outcome noted in ``writeHealth``.
+    /// `writer.write` (one transaction, its control statements cached), with the outcome noted in
+    /// ``writeHealth``.
     func recordedWrite<T>(_ updates: (Database) throws -> T) throws -> T {
         do {
-            let result = try writer.write(updates)
+            let result = try writer.writeWithoutTransaction { db in try db.inCachedTransaction { try updates(db) } }
             noteWrite(failure: nil)
             return result
         } catch {

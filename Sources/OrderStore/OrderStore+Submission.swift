@@ -73,8 +73,8 @@ extension OrderStore {
     public func accept(_ submissions: [IdempotentSubmission], policy: SubmissionPolicy) async -> [SubmissionOutcome] {
         let now = self.now()
         do {
-            let (outcomes, intake) = try await writer.write { db in
-                try self.accept(submissions, policy: policy, at: now, in: db)
+            let (outcomes, intake) = try await writer.writeWithoutTransaction { db in
+                try db.inCachedTransaction { try self.accept(submissions, policy: policy, at: now, in: db) }
             }
             return finish(outcomes, intake)
         } catch {
@@ -89,8 +89,8 @@ extension OrderStore {
     public func accept(_ submissions: [IdempotentSubmission], policy: SubmissionPolicy) -> [SubmissionOutcome] {
         let now = self.now()
         do {
-            let (outcomes, intake) = try writer.write { db in
-                try self.accept(submissions, policy: policy, at: now, in: db)
+            let (outcomes, intake) = try writer.writeWithoutTransaction { db in
+                try db.inCachedTransaction { try self.accept(submissions, policy: policy, at: now, in: db) }
             }
             return finish(outcomes, intake)
         } catch {
@@ -131,7 +131,7 @@ extension OrderStore {
             do {
                 var accepted = 0
                 var duplicates = 0
-                try db.inSavepoint {
+                try db.inCachedSavepoint {
                     for part in submission.parts {
                         if let key = part.key.map({ "notification:" + $0 }) {
                             if try Self.acceptedResponse(for: key, since: policy.dedupeSince, in: db) != nil {
@@ -147,7 +147,6 @@ extension OrderStore {
                     if let key = submission.requestKey {
                         try Self.remember("request:" + key, response: submission.response, at: now, in: db)
                     }
-                    return .commit
                 }
                 depth += intake.journaled - before.journaled
                 outcomes.append(.accepted(
