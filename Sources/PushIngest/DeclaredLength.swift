@@ -13,7 +13,18 @@ enum DeclaredLength: Sendable, Hashable {
 
     /// Classifies the first `Content-Length` of `fields` against `maximum` bytes.
     init(_ fields: HTTPFields, maximum: Int) {
-        guard let text = fields[.contentLength] else {
+        // One pass over the fields: `fields[.contentLength]` joins every value into a new string
+        // through generic code, about 2 % of a push's CPU when it ran twice per request.
+        var found: String?
+        for field in fields where field.name == .contentLength {
+            // Two lengths are not a byte count (joined, "5, 5" never was either).
+            guard found == nil else {
+                self = .malformed
+                return
+            }
+            found = field.value
+        }
+        guard let text = found else {
             self = .acceptable
             return
         }

@@ -28,6 +28,18 @@ import TestSupport
             if let text { fields[.contentLength] = text }
             #expect(DeclaredLength(fields, maximum: 100) == expected, "\(text ?? "none")")
         }
+        // Two Content-Length fields, equal or not, are no byte count; other fields are not read.
+        for pair in [("5", "5"), ("5", "7")] {
+            var fields = HTTPFields()
+            fields.append(HTTPField(name: .contentLength, value: pair.0))
+            fields.append(HTTPField(name: .contentType, value: "application/json"))
+            fields.append(HTTPField(name: .contentLength, value: pair.1))
+            #expect(DeclaredLength(fields, maximum: 100) == .malformed, "\(pair)")
+        }
+        var other = HTTPFields()
+        other[.contentType] = "12345"
+        other[.contentLength] = "12"
+        #expect(DeclaredLength(other, maximum: 100) == .acceptable)
     }
 
     @Test func gorushIntegersOutOfRangeAre400NotATrap() {
