@@ -11,7 +11,7 @@ enum DeclaredLength: Sendable, Hashable {
     /// Not a byte count: a sign, a space, hex, or more digits than `Int64` holds.
     case malformed
 
-    /// Classifies the first `Content-Length` of `fields` against `maximum` bytes.
+    /// Classifies the `Content-Length` of `fields` against `maximum` bytes (two of them: malformed).
     init(_ fields: HTTPFields, maximum: Int) {
         // One pass over the fields: `fields[.contentLength]` joins every value into a new string
         // through generic code, about 2 % of a push's CPU when it ran twice per request.
