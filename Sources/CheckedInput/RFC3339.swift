@@ -64,7 +64,8 @@ extension Checked {
     /// `2026-11-24T06:19:00Z` (the fraction truncated, as a clock reads). Written by hand, like the
     /// parser above: Foundation's `ISO8601DateFormatter` loads ICU, whose data pages cost the agent
     /// about 2.4 MB of resident memory for one timestamp per log line (docs/PERFORMANCE.md, "The
-    /// agent's memory"), and builds a formatter per call. Nil outside years 0000–9999 (the parser's range), so any value from a file is safe.
+    /// agent's memory"), and builds a formatter per call. Nil outside years 0000–9999 (the parser's
+    /// range), so any value from a file is safe.
     public static func rfc3339(unixMilliseconds: Int64, fraction: Bool) -> String? {
         // 0000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z.
         guard unixMilliseconds >= -62_167_219_200_000, unixMilliseconds <= 253_402_300_799_999 else { return nil }

@@ -37,6 +37,12 @@ struct DirectStatement {
         }
     }
 
+    /// The first column of the first row of a query without parameters (`COUNT(*)`, `MAX(seq)`) as
+    /// an integer; nil when there is no row or the value is NULL.
+    func integer() throws -> Int64? {
+        try first({ _ in }, read: { try $0.integer(0) }) ?? nil
+    }
+
     /// Binds the parameters with `bind`, steps once and reads the first row with `read`; nil when
     /// there is none.
     func first<T>(_ bind: (inout Bindings) throws -> Void, read: (Columns) throws -> T) throws -> T? {

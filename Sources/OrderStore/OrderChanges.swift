@@ -195,8 +195,7 @@ extension OrderStore {
     /// The last change's seq, or the log's floor when it has none.
     static func changeHead(in db: Database) throws -> Int64 {
         // Read directly: GRDB's `fetchOne` costs about 9,000 instructions, and every change asks.
-        let head = try DirectStatement("SELECT MAX(seq) FROM order_change", in: db).first({ _ in }, read: { try $0.integer(0) })
-        if let head, let head { return head }
+        if let head = try DirectStatement("SELECT MAX(seq) FROM order_change", in: db).integer() { return head }
         return try changeFloor(in: db)
     }
 

@@ -112,8 +112,7 @@ extension OrderStore {
             try db.execute(sql: "DELETE FROM dedupe_key WHERE accepted_at < ?", arguments: [cutoff])
         }
         // Read directly: GRDB's `fetchOne` costs about 9,000 instructions a call.
-        let counted = try DirectStatement("SELECT COUNT(*) FROM job", in: db).first({ _ in }, read: { try $0.integer(0) })
-        var depth = Int(clamping: (counted ?? nil) ?? 0)
+        var depth = Int(clamping: try DirectStatement("SELECT COUNT(*) FROM job", in: db).integer() ?? 0)
         var intake = JobIntake(applying: immediateApply != nil && depth == 0)
         var outcomes: [SubmissionOutcome] = []
         outcomes.reserveCapacity(submissions.count)
