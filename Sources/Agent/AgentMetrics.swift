@@ -3,6 +3,8 @@ import AuthSession
 import OrderStore
 import PostgresStore
 import OrderSync
+import OrdersAPI
+import PushIngest
 import Prometheus
 
 /// The agent's metrics in one Prometheus registry (DESIGN §4 `/metrics`; issue 6): stream state and
@@ -123,6 +125,27 @@ public final class AgentMetrics: Sendable {
             orders.set(Int64(counts.orders))
         }
         authenticated.set(Int64(isAuthenticated ? 1 : 0))
-        return registry.emitToString()
+        return Self.addingHelp(to: registry.emitToString())
+    }
+
+    /// The `# HELP` text of the families made through the swift-metrics factory, which carries none.
+    static let factoryHelp = PushMetrics.help.merging(FeedMetrics.help) { first, _ in first }
+
+    /// `text` with a `# HELP` line before each family's `# TYPE` line that has none (Prometheus'
+    /// text format wants both; `promtool check metrics` fails without HELP).
+    static func addingHelp(to text: String) -> String {
+        var lines: [Substring] = []
+        var previous: Substring = ""
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("# TYPE ") {
+                let name = line.dropFirst(7).prefix { $0 != " " }
+                if !previous.hasPrefix("# HELP \(name) "), let help = factoryHelp[String(name)] {
+                    lines.append("# HELP \(name) \(help)")
+                }
+            }
+            lines.append(line)
+            previous = line
+        }
+        return lines.joined(separator: "\n")
     }
 }

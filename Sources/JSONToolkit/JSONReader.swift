@@ -66,6 +66,11 @@ public struct JSONReader {
         String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
     }
 
+    /// Calls `body` with the bytes of `range` (already read), without copying them.
+    public func withBytes<Result>(_ range: Range<Int>, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        body(UnsafeBufferPointer(rebasing: bytes[range]))
+    }
+
     /// Skips JSON whitespace.
     public mutating func skipWhitespace() {
         while index < bytes.count {

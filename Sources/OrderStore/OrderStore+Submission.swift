@@ -3,44 +3,58 @@ import GRDB
 
 /// One request to accept exactly once (a push request, DESIGN §4): the jobs of each of its parts with
 /// the part's idempotency key (a push's `notif_id`), the request's own key (`webhook-id`), and the
-/// answer to replay to a duplicate.
+/// answer to replay to a duplicate. Each key comes with the fingerprint of its content, so a key
+/// reused for different content is never taken for a duplicate (``DedupeEntry``).
 public struct IdempotentSubmission: Sendable, Hashable {
     /// One part's jobs and its idempotency key (a push's notification).
     public struct Part: Sendable, Hashable {
         /// The part's key (`notif_id`), when the sender gave one.
         public var key: String?
+        /// A hash of the part's content; nil: any content under the key is the same part.
+        public var fingerprint: String?
         /// The jobs it makes (none for a part about something else).
         public var jobs: [NewJob]
 
         /// Creates a part of a submission.
-        public init(key: String?, jobs: [NewJob]) {
+        public init(key: String?, fingerprint: String? = nil, jobs: [NewJob]) {
             self.key = key
+            self.fingerprint = fingerprint
             self.jobs = jobs
         }
     }
 
     /// The request's key (`webhook-id`), when the sender gave one.
     public var requestKey: String?
+    /// A hash of the request's body; nil: any request under the key is the same request.
+    public var requestFingerprint: String?
     /// The parts, in request order.
     public var parts: [Part]
     /// The body answered with the 200, stored with the request's key.
     public var response: String
 
     /// Creates a submission.
-    public init(requestKey: String?, parts: [Part], response: String) {
+    public init(requestKey: String?, requestFingerprint: String? = nil, parts: [Part], response: String) {
         self.requestKey = requestKey
+        self.requestFingerprint = requestFingerprint
         self.parts = parts
         self.response = response
     }
+
+    /// The entry its request key is stored with.
+    public var requestEntry: String { DedupeEntry.request(fingerprint: requestFingerprint, response: response) }
 }
 
 /// What became of one submission.
 public enum SubmissionOutcome: Sendable, Hashable {
     /// Committed: `jobs` new jobs (after collapsing), of which `applied` were applied at once instead
-    /// of journaled (``ImmediateApply``); `duplicateParts` were seen before.
-    case accepted(jobs: Int, duplicateParts: Int, applied: Int = 0)
+    /// of journaled (``ImmediateApply``); `duplicateParts` were seen before; `reusedParts` came under
+    /// a key seen before with other content, and were accepted.
+    case accepted(jobs: Int, duplicateParts: Int, applied: Int = 0, reusedParts: Int = 0)
     /// The request's key was accepted within the dedupe window: nothing new; answer as before.
     case duplicate(response: String)
+    /// The request's key was accepted within the dedupe window for a different request: nothing of
+    /// this one was accepted.
+    case conflict(key: String)
     /// The journal is at or over its high-water mark: nothing of the request was accepted.
     case overloaded(depth: Int)
     /// The database refused the write: nothing of the request was accepted.
@@ -118,8 +132,11 @@ extension OrderStore {
         outcomes.reserveCapacity(submissions.count)
         for submission in submissions {
             if let key = submission.requestKey,
-               let response = try Self.acceptedResponse(for: "request:" + key, since: policy.dedupeSince, in: db) {
-                outcomes.append(.duplicate(response: response))
+               let stored = try Self.acceptedResponse(for: "request:" + key, since: policy.dedupeSince, in: db) {
+                switch DedupeEntry.verdict(request: stored, fingerprint: submission.requestFingerprint) {
+                case .duplicate(let response): outcomes.append(.duplicate(response: response))
+                case .conflict: outcomes.append(.conflict(key: key))
+                }
                 continue
             }
             guard depth < policy.highWaterJobs else {
@@ -132,26 +149,34 @@ extension OrderStore {
             do {
                 var accepted = 0
                 var duplicates = 0
+                var reused = 0
                 try db.inCachedSavepoint {
                     for part in submission.parts {
                         if let key = part.key.map({ "notification:" + $0 }) {
-                            if try Self.acceptedResponse(for: key, since: policy.dedupeSince, in: db) != nil {
+                            let stored = try Self.acceptedResponse(for: key, since: policy.dedupeSince, in: db)
+                            switch DedupeEntry.verdict(notification: stored, fingerprint: part.fingerprint) {
+                            case .duplicate:
                                 duplicates += 1
                                 continue
+                            case .new(let entry):
+                                try Self.remember(key, response: entry, at: now, in: db)
+                            case .reused(let entry):
+                                reused += 1
+                                try Self.remember(key, response: entry, at: now, in: db)
                             }
-                            try Self.remember(key, response: "", at: now, in: db)
                         }
                         for job in part.jobs {
                             if try intake.take(job, at: now, in: db) { accepted += 1 }
                         }
                     }
                     if let key = submission.requestKey {
-                        try Self.remember("request:" + key, response: submission.response, at: now, in: db)
+                        try Self.remember("request:" + key, response: submission.requestEntry, at: now, in: db)
                     }
                 }
                 depth += intake.journaled - before.journaled
                 outcomes.append(.accepted(
-                    jobs: accepted, duplicateParts: duplicates, applied: intake.appliedCount - before.appliedCount))
+                    jobs: accepted, duplicateParts: duplicates, applied: intake.appliedCount - before.appliedCount,
+                    reusedParts: reused))
             } catch {
                 intake = before
                 noteWrite(failure: error)

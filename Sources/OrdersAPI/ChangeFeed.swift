@@ -1,4 +1,5 @@
 import CheckedInput
+import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
@@ -62,8 +63,10 @@ struct ChangeFeed: Sendable {
         guard authentication.failure(headers: head.headerFields, uri: uri) == nil,
               let query = try? APIQuery(uri, allowsSince: true) else { return nil }
         // The browser's EventSource sends Last-Event-ID when it reconnects, even when the URL it was
-        // first opened with carried ?since=: the header is the newer position.
-        let position = Self.lastEventID.flatMap { head.headerFields[$0] }.map { Substring($0) } ?? query.since
+        // first opened with carried ?since=: the header is the newer position. An empty one is no id
+        // at all, as WHATWG's EventSource treats an empty last event ID (and so is an empty ?since=).
+        let header = Self.lastEventID.flatMap { head.headerFields[$0] }.map { Substring($0) }
+        let position = Self.position(header) ?? Self.position(query.since)
         let start: Start
         if let position {
             start = Checked.int64(decimal: position).map(Start.after) ?? .unreadable
@@ -75,6 +78,12 @@ struct ChangeFeed: Sendable {
             return nil
         }
         return Admitted(subscriber: subscriber, start: start)
+    }
+
+    /// An id as given, nil when absent or empty (blanks around it are not part of it).
+    static func position(_ given: Substring?) -> Substring? {
+        guard let trimmed = given?.trimmingCharacters(in: .whitespaces), !trimmed.isEmpty else { return nil }
+        return Substring(trimmed)
     }
 
     /// The answer to a feed request ``admit(_:on:)`` refused, given by the router's route.

@@ -39,6 +39,16 @@ public struct FeedMetrics: Sendable {
         lag = CoreMetrics.Timer(label: "orderlive_api_feed_lag_seconds", factory: factory)
     }
 
+    /// The `# HELP` text of each family made here (swift-metrics has no place for it; the agent's
+    /// `/metrics` adds these lines).
+    public static let help: [String: String] = [
+        "orderlive_api_subscribers": "Change-feed subscribers connected",
+        "orderlive_api_changes_delivered_total": "Changes written to change-feed subscribers",
+        "orderlive_api_subscribers_cut_off_total": "Change-feed subscribers cut off for falling api.subscriber_buffer changes behind",
+        "orderlive_api_feed_starts_total": "Change-feed subscriptions by how they started",
+        "orderlive_api_feed_lag_seconds": "From a change's commit to its delivery to a subscriber",
+    ]
+
     func record(_ start: Start) {
         starts[start]?.increment()
     }
@@ -47,7 +57,8 @@ public struct FeedMetrics: Sendable {
 /// The one fan-out hub of the change feed (DESIGN §11): after each commit that appended changes, the
 /// store wakes it (a signal; the executor never waits for it); it reads what was appended once,
 /// makes each event's text once, and offers it to every subscriber's bounded queue in `seq` order.
-/// It also beats the heartbeat for idle subscribers and prunes the change log beyond its history.
+/// It also prunes the change log beyond its history. Heartbeats are each connection's own
+/// (``FeedConnection``): a stream gets one whenever nothing was written to it for `heartbeat`.
 public final class ChangeHub: Sendable {
     /// The feed's limits.
     public struct Configuration: Sendable {
@@ -55,7 +66,7 @@ public final class ChangeHub: Sendable {
         public var maximumSubscribers: Int
         /// Changes queued for one subscriber before it is cut off.
         public var subscriberBuffer: Int
-        /// How often an idle stream gets a comment line.
+        /// An idle stream gets a comment line whenever nothing was written to it for this long.
         public var heartbeat: Duration
         /// Changes kept for subscribers that resume.
         public var historyChanges: Int
@@ -170,7 +181,6 @@ public final class ChangeHub: Sendable {
             }
         }
         let clock = ContinuousClock()
-        var nextTick = clock.now.advanced(by: configuration.heartbeat)
         var sincePrune = Self.pruneEvery
         while !stopped.isStopped, !Task.isCancelled {
             do {
@@ -185,11 +195,8 @@ public final class ChangeHub: Sendable {
                 if await pause(.seconds(1)) { return }
                 continue
             }
-            if clock.now >= nextTick {
-                nextTick = clock.now.advanced(by: configuration.heartbeat)
-                for subscriber in state.withLock({ Array($0.subscribers.values) }) { subscriber.tick() }
-            }
-            await wake.wait(until: nextTick, clock: clock)
+            // Woken by each commit that appended changes, and by close(); the deadline only bounds the wait.
+            await wake.wait(until: clock.now.advanced(by: .seconds(60)), clock: clock)
         }
     }
 

@@ -30,12 +30,15 @@ final class FeedConnection: Sendable {
         handler = .makeEmptyBox(valueType: FeedConnectionHandler.self, eventLoop: channel.eventLoop)
     }
 
-    /// Puts the handler at the front of the pipeline, for `subscriber`, until ``detach()``.
-    func attach(_ subscriber: FeedSubscriber) {
+    /// Puts the handler at the front of the pipeline, for `subscriber`, until ``detach()``. `chunked`
+    /// is false for an HTTP/1.0 request: its events go out as they are, the body ending with the
+    /// connection (``HTTPVersionHandler``).
+    func attach(_ subscriber: FeedSubscriber, chunked: Bool) {
         let handler = self.handler
         let channel = self.channel
+        let heartbeat = TimeAmount.nanoseconds(Checked.nanoseconds(of: hub.configuration.heartbeat))
         eventLoop.execute {
-            let added = FeedConnectionHandler(subscriber)
+            let added = FeedConnectionHandler(subscriber, chunked: chunked, heartbeat: heartbeat)
             do {
                 try channel.pipeline.syncOperations.addHandler(added, name: FeedConnectionHandler.name, position: .first)
                 handler.value = added
@@ -77,8 +80,8 @@ final class FeedConnection: Sendable {
     /// queue, and it is cut off when that is full; writability coming back writes them. The end is
     /// always written, after what was queued before it (except after an overflow, which dropped it).
     func write(_ subscriber: FeedSubscriber) {
-        let context = handler.value?.context
-        let channel = context?.channel
+        let attached = handler.value
+        let channel = attached?.context?.channel
         var delivered = 0
         var oldest: Double?
         defer {
@@ -91,14 +94,10 @@ final class FeedConnection: Sendable {
             if let channel, !channel.isWritable, !subscriber.hasEnded { return }
             switch subscriber.take() {
             case .items(let items):
-                guard let context else { continue }
-                for item in items { context.write(NIOAny(item.bytes.chunk), promise: nil) }
-                context.flush()
+                guard let attached else { continue }
+                attached.send(items.lazy.map(\.bytes))
                 delivered += items.count
                 if oldest == nil { oldest = items.first?.at }
-            case .heartbeat:
-                guard let context else { continue }
-                context.writeAndFlush(NIOAny(FeedBytes.heartbeat.chunk), promise: nil)
             case .nothing:
                 return
             case .end(let ending):
@@ -110,27 +109,58 @@ final class FeedConnection: Sendable {
 }
 
 /// ``FeedConnection``'s handler at the front of a feed connection's pipeline: its context writes
-/// beneath the HTTP encoder; it ends the feed when the client closes its side, and writes what waited
-/// when the socket becomes writable again.
-final class FeedConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
+/// beneath the HTTP encoder; it ends the feed when the client closes its side, writes what waited
+/// when the socket becomes writable again, and beats the heartbeat.
+///
+/// The heartbeat is this connection's own: a comment goes out whenever nothing at all was written to
+/// the connection for `heartbeat` (every write passes this handler, the head and snapshot included),
+/// so an idle stream gets one exactly every `heartbeat`, and a busy one none. One timer per
+/// connection, on its event loop: it fires at the last write plus `heartbeat` and moves itself there
+/// when something was written since, so a write costs only a clock reading.
+final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
+    typealias OutboundIn = IOData
 
     /// The handler's name in the pipeline.
     static let name = "orderlive.feed"
 
     private let subscriber: FeedSubscriber
+    /// False for an HTTP/1.0 feed: events are written without chunk framing.
+    let chunked: Bool
+    private let heartbeat: TimeAmount
     private(set) var context: ChannelHandlerContext?
+    private var lastWrite = NIODeadline.now()
+    private var beat: Scheduled<Void>?
 
-    init(_ subscriber: FeedSubscriber) {
+    init(_ subscriber: FeedSubscriber, chunked: Bool, heartbeat: TimeAmount) {
         self.subscriber = subscriber
+        self.chunked = chunked
+        self.heartbeat = heartbeat
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        lastWrite = .now()
+        schedule(context: context)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
+        beat?.cancel()
+        beat = nil
+    }
+
+    /// Writes these events and flushes.
+    func send(_ events: some Sequence<FeedBytes>) {
+        guard let context else { return }
+        for event in events { context.write(NIOAny(chunked ? event.chunk : event.event), promise: nil) }
+        context.flush()
+        lastWrite = .now()
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        lastWrite = .now()
+        context.write(data, promise: promise)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -141,5 +171,23 @@ final class FeedConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         if context.channel.isWritable { subscriber.connection.write(subscriber) }
         context.fireChannelWritabilityChanged()
+    }
+
+    private func schedule(context: ChannelHandlerContext) {
+        let loop = context.eventLoop.assumeIsolated()
+        beat = loop.scheduleTask(deadline: lastWrite + heartbeat) { [self] in
+            beat = nil
+            guard let context = self.context else { return }
+            if NIODeadline.now() >= lastWrite + heartbeat {
+                // Not after the stream's end (its last event may already be written), and not into
+                // a socket that takes nothing: a stalled subscriber is cut off by its queue instead.
+                if !subscriber.hasEnded, context.channel.isWritable {
+                    send(CollectionOfOne(FeedBytes.heartbeat))
+                } else {
+                    lastWrite = .now()
+                }
+            }
+            schedule(context: context)
+        }
     }
 }

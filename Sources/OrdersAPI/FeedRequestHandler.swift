@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
+import PushIngest
 
 /// Takes `GET /v1/orders/stream` off an orders-API connection before Hummingbird sees it, and serves
 /// the feed on the connection itself, so that an idle subscriber holds no request task.
@@ -122,14 +123,16 @@ final class FeedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         let subscriber = admitted.subscriber
+        // An HTTP/1.0 request: no chunked framing, and the connection's close ends the body.
+        let chunked = (try? context.pipeline.syncOperations.handler(type: HTTPVersionHandler.self))?.nextResponseIsChunkable ?? true
         state = .feeding(subscriber)
         feedRequestEnded = false
-        closeAfterFeed = Self.asksToClose(head)
+        closeAfterFeed = !chunked || Self.asksToClose(head)
         for part in parts.dropFirst() { receive(part, context: context) }
 
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
         subscriber.onFinish { ending in bound.value.handler.finish(subscriber, ending, context: bound.value.context) }
-        subscriber.connection.attach(subscriber)
+        subscriber.connection.attach(subscriber, chunked: chunked)
         context.writeAndFlush(wrapOutboundOut(.head(ChangeFeed.responseHead(serverName: "orderlive", date: Self.httpDate()))),
                               promise: nil)
         let feed = self.feed

@@ -36,8 +36,6 @@ final class FeedSubscriber: Sendable {
     enum Next: Sendable {
         /// Queued events, oldest first.
         case items([Item])
-        /// A heartbeat comment: nothing was sent for a whole heartbeat interval.
-        case heartbeat
         /// Nothing now.
         case nothing
         /// The stream ends (after the items taken before it).
@@ -47,8 +45,6 @@ final class FeedSubscriber: Sendable {
     private struct State {
         var queue: [Item] = []
         var ending: Ending?
-        var heartbeatDue = false
-        var sentSinceTick = false
         /// The connection's loop writes from now on.
         var live = false
         /// A write on the loop is asked for and has not run yet: further offers need no wake-up.
@@ -134,16 +130,6 @@ final class FeedSubscriber: Sendable {
         }) { connection.wake(self) }
     }
 
-    /// The hub's heartbeat tick: a subscriber that was sent nothing since the last tick gets a heartbeat.
-    func tick() {
-        if state.withLock({ state -> Bool in
-            defer { state.sentSinceTick = false }
-            guard !state.sentSinceTick, state.ending == nil else { return false }
-            state.heartbeatDue = true
-            return state.askWake()
-        }) { connection.wake(self) }
-    }
-
     /// Ends the stream (queued events are still written first, except after an overflow).
     func end(_ ending: Ending) {
         if state.withLock({ state -> Bool in
@@ -160,17 +146,10 @@ final class FeedSubscriber: Sendable {
         state.withLock { state in
             state.wakeAsked = false
             if !state.queue.isEmpty {
-                state.sentSinceTick = true
-                state.heartbeatDue = false
                 defer { state.queue = [] }
                 return .items(state.queue)
             }
             if let ending = state.ending { return .end(ending) }
-            if state.heartbeatDue {
-                state.heartbeatDue = false
-                state.sentSinceTick = true
-                return .heartbeat
-            }
             return .nothing
         }
     }

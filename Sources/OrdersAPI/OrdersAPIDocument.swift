@@ -79,7 +79,7 @@ public enum OrdersAPIDocument {
           { "name": "Last-Event-ID", "in": "header", "required": false, "description": "Resume after this change id.", "schema": { "type": "string" } }
         ],
         "responses": {
-          "200": { "description": "The event stream.", "content": { "text/event-stream": { "schema": { "type": "string" } } } },
+          "200": { "description": "The event stream. The schema is one event's (OpenAPI 3.2 calls it itemSchema; 3.1 readers take it per event): its `event` name, its `id` (sticky, as SSE ids are) and its `data`, JSON whose shape the event's name decides.", "content": { "text/event-stream": { "schema": { "$ref": "#/components/schemas/FeedEvent" } } } },
           "400": { "$ref": "#/components/responses/BadRequest" },
           "401": { "$ref": "#/components/responses/Unauthorized" },
           "503": {
@@ -128,6 +128,68 @@ public enum OrdersAPIDocument {
       }
     },
     "schemas": {
+      "FeedEvent": {
+        "description": "One change-feed event as an SSE client parses it.",
+        "oneOf": [
+          { "$ref": "#/components/schemas/FeedSnapshotEvent" },
+          { "$ref": "#/components/schemas/FeedReadyEvent" },
+          { "$ref": "#/components/schemas/FeedResetEvent" },
+          { "$ref": "#/components/schemas/FeedOverflowEvent" },
+          { "$ref": "#/components/schemas/FeedUpsertedEvent" },
+          { "$ref": "#/components/schemas/FeedRemovedEvent" },
+          { "$ref": "#/components/schemas/FeedDeletedEvent" }
+        ]
+      },
+      "FeedSnapshotEvent": {
+        "type": "object", "required": ["event", "data"],
+        "properties": {
+          "event": { "const": "snapshot" }, "id": { "$ref": "#/components/schemas/FeedEventID" },
+          "data": { "type": "string", "contentMediaType": "application/json", "contentSchema": { "type": "object", "required": ["order"], "properties": { "order": { "$ref": "#/components/schemas/Order" } } } }
+        }
+      },
+      "FeedReadyEvent": {
+        "type": "object", "required": ["event", "id", "data"],
+        "properties": {
+          "event": { "const": "ready" }, "id": { "$ref": "#/components/schemas/FeedEventID" },
+          "data": { "type": "string", "contentMediaType": "application/json", "contentSchema": { "type": "object", "required": ["seq"], "properties": { "seq": { "type": "integer" } } } }
+        }
+      },
+      "FeedResetEvent": {
+        "type": "object", "required": ["event", "data"],
+        "properties": {
+          "event": { "const": "reset" }, "id": { "$ref": "#/components/schemas/FeedEventID" },
+          "data": { "type": "string", "contentMediaType": "application/json", "contentSchema": { "type": "object", "required": ["reason"], "properties": { "reason": { "type": "string" } } } }
+        }
+      },
+      "FeedOverflowEvent": {
+        "type": "object", "required": ["event", "data"],
+        "properties": {
+          "event": { "const": "overflow" }, "id": { "$ref": "#/components/schemas/FeedEventID" },
+          "data": { "type": "string", "contentMediaType": "application/json", "contentSchema": { "type": "object", "required": ["message"], "properties": { "message": { "type": "string" } } } }
+        }
+      },
+      "FeedUpsertedEvent": {
+        "type": "object", "required": ["event", "id", "data"],
+        "properties": {
+          "event": { "const": "order.upserted" }, "id": { "$ref": "#/components/schemas/FeedEventID" },
+          "data": { "type": "string", "contentMediaType": "application/json", "contentSchema": { "type": "object", "required": ["seq", "order"], "properties": { "seq": { "type": "integer" }, "order": { "$ref": "#/components/schemas/Order" } } } }
+        }
+      },
+      "FeedRemovedEvent": {
+        "type": "object", "required": ["event", "id", "data"],
+        "properties": {
+          "event": { "const": "order.removed" }, "id": { "$ref": "#/components/schemas/FeedEventID" },
+          "data": { "type": "string", "contentMediaType": "application/json", "contentSchema": { "type": "object", "required": ["seq", "order_id"], "properties": { "seq": { "type": "integer" }, "order_id": { "type": "string" } } } }
+        }
+      },
+      "FeedDeletedEvent": {
+        "type": "object", "required": ["event", "id", "data"],
+        "properties": {
+          "event": { "const": "order.deleted" }, "id": { "$ref": "#/components/schemas/FeedEventID" },
+          "data": { "type": "string", "contentMediaType": "application/json", "contentSchema": { "type": "object", "required": ["seq", "order_id", "version"], "properties": { "seq": { "type": "integer" }, "order_id": { "type": "string" }, "version": { "type": ["integer", "null"] } } } }
+        }
+      },
+      "FeedEventID": { "type": "string", "pattern": "^[0-9]+$", "description": "The change id to resume after (Last-Event-ID or ?since=)." },
       "Error": {
         "type": "object", "required": ["code", "message"],
         "properties": { "code": { "type": "integer" }, "message": { "type": "string" } }

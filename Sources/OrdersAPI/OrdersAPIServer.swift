@@ -125,9 +125,7 @@ public final class OrdersAPIServer: Service, Sendable {
         }
         let app = Application(
             router: router,
-            server: .http1(configuration: .init(
-                additionalChannelHandlers: [FeedRequestHandler(feed: feed)],
-                httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 * 1024, maxHeaderListSize: 64 * 1024, maxHeaderFieldCount: 100))),
+            server: HTTP1Listener.builder(limits: PushServer.Configuration.headerLimits) { [FeedRequestHandler(feed: feed)] },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "orderlive",
                                  backlog: 4_096),
             onServerRunning: { [self] channel in

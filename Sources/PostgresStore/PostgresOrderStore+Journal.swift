@@ -80,7 +80,7 @@ extension PostgresOrderStore: JobJournal {
                     let outcomes = try await Self.acceptOneByOne(
                         submissions, policy: policy, depth: depth, account: account, at: now, on: connection,
                         logger: logger)
-                    if outcomes.contains(where: { if case .accepted(let jobs, _, _) = $0 { jobs > 0 } else { false } }) {
+                    if outcomes.contains(where: { if case .accepted(let jobs, _, _, _) = $0 { jobs > 0 } else { false } }) {
                         try await Self.notifyJobs(account: account, on: connection, logger: logger)
                     }
                     return outcomes
@@ -147,9 +147,12 @@ extension PostgresOrderStore: JobJournal {
         var outcomes: [SubmissionOutcome] = []
         outcomes.reserveCapacity(submissions.count)
         for submission in submissions {
-            if let key = submission.requestKey, let response = try await acceptedResponse(
+            if let key = submission.requestKey, let stored = try await acceptedResponse(
                 for: "request:" + key, account: account, since: policy.dedupeSince, on: connection, logger: logger) {
-                outcomes.append(.duplicate(response: response))
+                switch DedupeEntry.verdict(request: stored, fingerprint: submission.requestFingerprint) {
+                case .duplicate(let response): outcomes.append(.duplicate(response: response))
+                case .conflict: outcomes.append(.conflict(key: key))
+                }
                 continue
             }
             guard depth < policy.highWaterJobs else {
@@ -160,14 +163,23 @@ extension PostgresOrderStore: JobJournal {
             do {
                 var journaled = 0
                 var duplicates = 0
+                var reused = 0
                 for part in submission.parts {
                     if let key = part.key.map({ "notification:" + $0 }) {
-                        if try await acceptedResponse(
-                            for: key, account: account, since: policy.dedupeSince, on: connection, logger: logger) != nil {
+                        let stored = try await acceptedResponse(
+                            for: key, account: account, since: policy.dedupeSince, on: connection, logger: logger)
+                        let entry: String
+                        switch DedupeEntry.verdict(notification: stored, fingerprint: part.fingerprint) {
+                        case .duplicate:
                             duplicates += 1
                             continue
+                        case .new(let new):
+                            entry = new
+                        case .reused(let new):
+                            reused += 1
+                            entry = new
                         }
-                        try await remember(key, response: "", account: account, at: now, on: connection, logger: logger)
+                        try await remember(key, response: entry, account: account, at: now, on: connection, logger: logger)
                     }
                     for job in part.jobs where try await insert(job, account: account, at: now, on: connection, logger: logger) {
                         journaled += 1
@@ -175,12 +187,12 @@ extension PostgresOrderStore: JobJournal {
                 }
                 if let key = submission.requestKey {
                     try await remember(
-                        "request:" + key, response: submission.response, account: account, at: now, on: connection,
+                        "request:" + key, response: submission.requestEntry, account: account, at: now, on: connection,
                         logger: logger)
                 }
                 try await connection.query("RELEASE SAVEPOINT submission", logger: logger)
                 depth += journaled
-                outcomes.append(.accepted(jobs: journaled, duplicateParts: duplicates))
+                outcomes.append(.accepted(jobs: journaled, duplicateParts: duplicates, reusedParts: reused))
             } catch {
                 try await connection.query("ROLLBACK TO SAVEPOINT submission", logger: logger)
                 outcomes.append(.failed(reason: "\(readable(error))"))
@@ -432,7 +444,7 @@ struct JobColumns {
 struct AcceptPlan {
     enum Decision {
         case decided(SubmissionOutcome)
-        case accepting(jobs: Range<Int>, duplicateParts: Int)
+        case accepting(jobs: Range<Int>, duplicateParts: Int, reusedParts: Int)
     }
 
     private(set) var decisions: [Decision] = []
@@ -444,8 +456,11 @@ struct AcceptPlan {
         var known = known
         var depth = depth
         for submission in submissions {
-            if let key = submission.requestKey, let response = known["request:" + key] {
-                decisions.append(.decided(.duplicate(response: response)))
+            if let key = submission.requestKey, let stored = known["request:" + key] {
+                switch DedupeEntry.verdict(request: stored, fingerprint: submission.requestFingerprint) {
+                case .duplicate(let response): decisions.append(.decided(.duplicate(response: response)))
+                case .conflict: decisions.append(.decided(.conflict(key: key)))
+                }
                 continue
             }
             guard depth < highWater else {
@@ -454,26 +469,39 @@ struct AcceptPlan {
             }
             let first = jobs.count
             var duplicates = 0
+            var reused = 0
             for part in submission.parts {
                 if let key = part.key.map({ "notification:" + $0 }) {
-                    if known[key] != nil {
+                    let entry: String
+                    switch DedupeEntry.verdict(notification: known[key], fingerprint: part.fingerprint) {
+                    case .duplicate:
                         duplicates += 1
                         continue
+                    case .new(let new):
+                        entry = new
+                    case .reused(let new):
+                        reused += 1
+                        entry = new
                     }
-                    known[key] = ""
-                    keyIDs.append(key)
-                    keyResponses.append("")
+                    known[key] = entry
+                    // A key written twice in one batch (reused within it) is written once, last value.
+                    if let index = keyIDs.firstIndex(of: key) {
+                        keyResponses[index] = entry
+                    } else {
+                        keyIDs.append(key)
+                        keyResponses.append(entry)
+                    }
                 }
                 jobs.append(contentsOf: part.jobs)
             }
             if let key = submission.requestKey {
-                known["request:" + key] = submission.response
+                known["request:" + key] = submission.requestEntry
                 keyIDs.append("request:" + key)
-                keyResponses.append(submission.response)
+                keyResponses.append(submission.requestEntry)
             }
             // As the one-by-one path counts it: jobs that collapse into pending ones count too.
             depth += jobs.count - first
-            decisions.append(.accepting(jobs: first..<jobs.count, duplicateParts: duplicates))
+            decisions.append(.accepting(jobs: first..<jobs.count, duplicateParts: duplicates, reusedParts: reused))
         }
     }
 
@@ -484,8 +512,8 @@ struct AcceptPlan {
             switch decision {
             case .decided(let outcome):
                 return outcome
-            case .accepting(let range, let duplicates):
-                return .accepted(jobs: journaled[range].count { $0 }, duplicateParts: duplicates)
+            case .accepting(let range, let duplicates, let reused):
+                return .accepted(jobs: journaled[range].count { $0 }, duplicateParts: duplicates, reusedParts: reused)
             }
         }
     }

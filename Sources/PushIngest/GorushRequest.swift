@@ -45,6 +45,10 @@ public struct GorushNotification: Sendable, Hashable {
     /// sender sent.
     var orderText: String?
 
+    /// The fingerprint of this notification's bytes as sent, when it has a `notif_id`: what tells a
+    /// resent notification from a different one under a reused id (``ContentFingerprint``).
+    public internal(set) var fingerprint: String?
+
     /// Reads one notification object; a known field of the wrong type fails, as in Gorush.
     init(reading reader: inout JSONReader) throws(JSONReader.Failure) {
         try reader.object { (reader, key) throws(JSONReader.Failure) in
@@ -129,7 +133,15 @@ public struct GorushRequest: Sendable, Hashable {
             }
             if reader.consumeNull() { notifications = nil; return }
             var list: [GorushNotification] = []
-            try reader.array { (reader) throws(JSONReader.Failure) in list.append(try GorushNotification(reading: &reader)) }
+            try reader.array { (reader) throws(JSONReader.Failure) in
+                reader.skipWhitespace()
+                let start = reader.index
+                var notification = try GorushNotification(reading: &reader)
+                if notification.notifID?.isEmpty == false {
+                    notification.fingerprint = reader.withBytes(start..<reader.index) { ContentFingerprint.of($0) }
+                }
+                list.append(notification)
+            }
             notifications = list
         }
         reader.skipWhitespace()

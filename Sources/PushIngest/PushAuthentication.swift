@@ -23,11 +23,10 @@ public enum PushAuthentication: Sendable {
     }
 
     /// The check over the raw body (Standard Webhooks); nil when it passes or is not needed.
-    func failureWithBody(_ headers: HTTPFields, body: [UInt8], now: Int64) -> String? {
+    func failureWithBody(_ headers: WebhookHeaders, body: [UInt8], now: Int64) -> String? {
         guard case .standardWebhooks(let verifier) = self else { return nil }
         let result = verifier.verify(
-            id: headers.value(named: "webhook-id"), timestamp: headers.value(named: "webhook-timestamp"),
-            signatures: headers.value(named: "webhook-signature"), body: body, now: now)
+            id: headers.id, timestamp: headers.timestamp, signatures: headers.signature, body: body, now: now)
         if case .failure(let failure) = result { return failure.rawValue }
         return nil
     }
@@ -53,5 +52,35 @@ extension HTTPFields {
     /// The first value of the field with this lower-case name, if any.
     func value(named name: String) -> String? {
         first { $0.name.canonicalName == name }?.value
+    }
+}
+
+/// The three Standard Webhooks headers of a request, under their own names (`webhook-id`,
+/// `webhook-timestamp`, `webhook-signature`) or Svix's (`svix-id`, `svix-timestamp`,
+/// `svix-signature`), which Svix's libraries still send for the same scheme. A request may carry
+/// both names of one header only with the same value: two different ids or signatures are refused,
+/// since the one checked and the one used as the idempotency key could otherwise differ.
+struct WebhookHeaders: Sendable, Hashable {
+    var id: String?
+    var timestamp: String?
+    var signature: String?
+
+    /// Both names of one header carried different values: what to tell the sender.
+    struct Conflict: Error, Hashable {
+        var message: String
+    }
+
+    /// Reads the headers, or the conflict.
+    static func read(_ headers: HTTPFields) -> Result<WebhookHeaders, Conflict> {
+        var read = WebhookHeaders()
+        for (part, path) in [("id", \WebhookHeaders.id), ("timestamp", \.timestamp), ("signature", \.signature)] {
+            let standard = headers.value(named: "webhook-" + part)
+            let svix = headers.value(named: "svix-" + part)
+            if let standard, let svix, standard != svix {
+                return .failure(Conflict(message: "webhook-\(part) and svix-\(part) differ; send one of them (they are the same header)"))
+            }
+            read[keyPath: path] = standard ?? svix
+        }
+        return .success(read)
     }
 }

@@ -111,6 +111,11 @@ public final class PushEndpoint: Sendable {
         if let failure = configuration.authentication.failureBeforeBody(request.headers) {
             return unauthorized(failure)
         }
+        let webhook: WebhookHeaders
+        switch WebhookHeaders.read(request.headers) {
+        case .success(let headers): webhook = headers
+        case .failure(let conflict): return unauthorized(conflict.message)
+        }
         var body: [UInt8] = []
         do {
             for try await buffer in request.body {
@@ -123,7 +128,7 @@ public final class PushEndpoint: Sendable {
             // The bounds handler ends a body that does not arrive within the read timeout.
             return (.timeout, Self.json(.requestTimeout, "the request body did not arrive in time", close: true))
         }
-        if let failure = configuration.authentication.failureWithBody(request.headers, body: body, now: Checked.int64(clamping: now())) {
+        if let failure = configuration.authentication.failureWithBody(webhook, body: body, now: Checked.int64(clamping: now())) {
             return unauthorized(failure)
         }
         let parsed: GorushRequest
@@ -132,23 +137,34 @@ public final class PushEndpoint: Sendable {
         case .failure(let error): return (.badRequest, Self.body(.badRequest, error.body))
         }
         let receivedAt = now()
+        let requestKey = webhook.id.flatMap { $0.isEmpty ? nil : $0 }
         let submission = IdempotentSubmission(
-            requestKey: request.headers.value(named: "webhook-id").flatMap { $0.isEmpty ? nil : $0 },
+            requestKey: requestKey,
+            requestFingerprint: requestKey.map { _ in ContentFingerprint.of(body) },
             parts: parsed.notifications.map { notification in
                 IdempotentSubmission.Part(
-                    key: notification.notifID.flatMap { $0.isEmpty ? nil : $0 },
+                    key: notification.notifID.flatMap { $0.isEmpty ? nil : $0 }, fingerprint: notification.fingerprint,
                     jobs: PushTranslator.jobs(for: notification, now: receivedAt))
             },
             response: parsed.successBody)
         switch await journal.submit(submission) {
-        case .accepted(let jobs, let duplicates, _):
+        case .accepted(let jobs, let duplicates, _, let reused):
             metrics.notifications.increment(by: Int64(parsed.notifications.count))
             metrics.jobs.increment(by: Int64(jobs))
             if duplicates > 0 { metrics.duplicates.increment(by: Int64(duplicates)) }
+            if reused > 0 {
+                metrics.reusedNotificationIDs.increment(by: Int64(reused))
+                refusals.log(.notice, "a notif_id was reused for a different notification; it was applied", key: "reused-notif-id",
+                             metadata: ["push.reused": "\(reused)"])
+            }
             return (.accepted, Self.body(.ok, parsed.successBody))
         case .duplicate(let response):
             metrics.duplicates.increment()
             return (.duplicate, Self.body(.ok, response))
+        case .conflict(let key):
+            return (.reusedID, Self.json(
+                .conflict, "webhook-id '\(key.prefix(128))' was accepted for a different body within ingest.dedupe_window_s; "
+                    + "nothing of this request was applied: send it with a new id"))
         case .overloaded(let depth):
             return (.overloaded, Self.json(
                 .tooManyRequests, "the journal holds \(depth) jobs (ingest.high_water_jobs); send again later",

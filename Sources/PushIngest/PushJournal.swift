@@ -80,7 +80,7 @@ public final class PushJournal: Sendable {
             for (index, entry) in batch.enumerated() {
                 let outcome = index < outcomes.count ? outcomes[index] : .failed(reason: "no outcome")
                 // Jobs applied at once (``ImmediateApply``) leave nothing for the executor to do.
-                if case .accepted(let jobs, _, let applied) = outcome, jobs > applied { added = true }
+                if case .accepted(let jobs, _, let applied, _) = outcome, jobs > applied { added = true }
                 entry.1.give(outcome)
             }
             if added { journaled() }

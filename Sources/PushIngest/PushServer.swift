@@ -60,7 +60,7 @@ public final class PushServer: Service, Sendable {
 
         /// Request heads larger than this, or with more fields, are refused by the HTTP decoder and
         /// the connection closed: one header line of 1 MB or 10,000 headers never reach the endpoint.
-        static let headerLimits = HTTP1Channel.Configuration.DecoderConfiguration(
+        public static let headerLimits = HTTP1Channel.Configuration.DecoderConfiguration(
             maxHeaderFieldSize: 16 * 1024, maxHeaderListSize: 64 * 1024, maxHeaderFieldCount: 100)
     }
 
@@ -142,12 +142,12 @@ public final class PushServer: Service, Sendable {
         let connections = ConnectionCounter(limit: configuration.maximumConnections)
         let app = Application(
             router: router,
-            server: .http1(configuration: .init(
-                additionalChannelHandlers: [
+            server: HTTP1Listener.builder(limits: Configuration.headerLimits) {
+                [
                     ConnectionLimitHandler(counter: connections) { endpoint.connectionRefused(limit: connections.limit) },
                     RequestBoundsHandler(maximumBodyBytes: limits.0, readTimeout: limits.1),
-                ],
-                httpDecoderConfiguration: Configuration.headerLimits)),
+                ]
+            },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "orderlive",
                                  // A burst of connects up to the limit queues instead of waiting for SYN retries.
                                  backlog: min(max(256, configuration.maximumConnections), 4_096)),

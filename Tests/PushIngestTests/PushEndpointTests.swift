@@ -210,21 +210,37 @@ import TestSupport
         }
     }
 
-    @Test func aDuplicateWebhookIDOrNotifIDMakesOneJob() async throws {
+    @Test func aResentPushIsOneJobAndAReusedIDForOtherContentIsNeverDroppedSilently() async throws {
         try await PushServerHarness.with { harness in
             let body = Self.order(#"{"order_id":21}"#, tokens: #"["a","b"]"#)
             let first = try await harness.push(body, headers: ["webhook-id": "msg_1"])
-            let again = try await harness.push(Self.order(#"{"order_id":22}"#), headers: ["webhook-id": "msg_1"])
+            let resent = try await harness.push(body, headers: ["webhook-id": "msg_1"])
             #expect(first.status == 200)
-            #expect(again.status == 200)
-            #expect(again.text == first.text, "a duplicate is answered as before")
+            #expect(resent.status == 200)
+            #expect(resent.text == first.text, "a resent request is answered as before")
             #expect(try harness.jobs().map(\.orderID) == ["21"])
-            let withID = #"{"notifications":[{"tokens":["a"],"platform":1,"notif_id":"n-7","data":{"order_id":23}}]}"#
-            #expect(try await harness.push(withID).status == 200)
-            #expect(try await harness.push(withID).status == 200)
+            // The same webhook-id for another body: 409 naming the id, and nothing of it applied.
+            let reused = try await harness.push(Self.order(#"{"order_id":22}"#), headers: ["webhook-id": "msg_1"])
+            #expect(reused.status == 409)
+            #expect(reused.text.contains("webhook-id 'msg_1'") && reused.text.contains("new id"), "\(reused.text)")
+            #expect(try harness.jobs().map(\.orderID) == ["21"])
+
+            // A notif_id: the same notification again is a duplicate; another one under it is applied.
+            func notification(_ order: Int) -> String {
+                #"{"notifications":[{"tokens":["a"],"platform":1,"notif_id":"n-7","data":{"order_id":\#(order)}}]}"#
+            }
+            #expect(try await harness.push(notification(23)).status == 200)
+            #expect(try await harness.push(notification(23)).status == 200)
             #expect(try harness.jobs().map(\.orderID) == ["21", "23"])
+            #expect(try await harness.push(notification(24)).status == 200)
+            #expect(try harness.jobs().map(\.orderID) == ["21", "23", "24"], "a reused notif_id must not drop an update")
+            // The first content again is still known as a duplicate.
+            #expect(try await harness.push(notification(23)).status == 200)
+            #expect(try harness.jobs().map(\.orderID) == ["21", "23", "24"])
             let metrics = try await harness.get("/metrics").text
-            #expect(metrics.contains("orderlive_push_duplicates_total 2"))
+            #expect(metrics.contains("orderlive_push_duplicates_total 3"), "\(metrics)")
+            #expect(metrics.contains("orderlive_push_reused_notif_ids_total 1"))
+            #expect(metrics.contains(#"orderlive_push_requests_total{outcome="reused_id"} 1"#))
         }
     }
 
