@@ -81,6 +81,57 @@ import TestSupport
         }
     }
 
+    /// Every family a running agent exports has `# HELP` and `# TYPE`, as promtool checks them.
+    @Test func promtoolAcceptsTheAgentsMetrics() async throws {
+        let tool = try Self.promtool()
+        let text = try await Self.withAgent { port, loop in
+            String(decoding: try await loop.perform(HTTPRequest(url: "http://127.0.0.1:\(port)/metrics")).body, as: UTF8.self)
+        }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-metrics-\(UUID().uuidString).txt")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(text.utf8).write(to: file)
+        let check = try await runTool("/bin/sh", ["-c", "\"$0\" check metrics < \"$1\"", tool, file.path])
+        #expect(check.status == 0, "\(check.output)")
+        let types = Self.matches(#"# TYPE (orderlive_[a-z0-9_]+) "#, in: text)
+        let helped = Set(Self.matches(#"# HELP (orderlive_[a-z0-9_]+) "#, in: text))
+        #expect(types.count >= 20)
+        for family in types { #expect(helped.contains(family), "\(family) has no # HELP line") }
+    }
+
+    /// What an operator reads in Deploy/ (alert descriptions, runbooks, the README, the dashboard, the
+    /// manifests) names only commands, configuration keys, environment variables and metrics that exist.
+    @Test func everyCommandKeyAndMetricNamedInDeployExists() async throws {
+        let files = ["Deploy/prometheus/orderlive.rules.yml", "Deploy/README.md", "Deploy/grafana/orderlive-dashboard.json",
+                     "Deploy/orderlive.service", "Deploy/orderlive.yaml", "Deploy/orderlive-container.yaml",
+                     "Deploy/Containerfile", "Deploy/kubernetes/orderlive.yaml", "Deploy/kubernetes/orderlive-postgres.yaml"]
+        let text = try files.map { try DeployTests.text($0) }.joined(separator: "\n")
+
+        let commands = Set(Self.matches(#"`orderlive ((?:[a-z][a-z-]*)(?: [a-z][a-z-]*)*)"#, in: text))
+        #expect(commands.isSuperset(of: ["status", "push send", "login"]), "\(commands.sorted())")
+        for command in commands {
+            let words = command.split(separator: " ").map(String.init)
+            let help = try await runTool(OrderliveProcess.executable.path, words + ["--help"])
+            // ArgumentParser answers --help after an unknown word with the parent's help: the usage
+            // line says whose help it is.
+            #expect(help.status == 0 && help.output.contains("USAGE: orderlive \(command)"),
+                    "`orderlive \(command)` is named in Deploy/ but is no command: \(help.output.prefix(300))")
+        }
+
+        let keys = Set(ConfigurationLoader.keys)
+        let named = Set(Self.matches(#"\b((?:upstream|auth|stream|ingest|sync|store|api|log)\.[a-z_]+)\b"#, in: text))
+        #expect(named.count >= 10, "\(named.sorted())")
+        for key in named { #expect(keys.contains(key), "\(key) is named in Deploy/ but is no configuration key") }
+        let variables = Set(keys.map(ConfigurationLoader.environmentName(for:)) + [ConfigurationLoader.passwordVariable])
+        for variable in Set(Self.matches(#"\b(ORDERLIVE_[A-Z_]+)\b"#, in: text)) {
+            #expect(variables.contains(variable), "\(variable) is named in Deploy/ but orderlive reads no such variable")
+        }
+
+        let exported = try await Self.exportedFamilies()
+        for metric in Set(Self.matches(#"\b(orderlive_[a-z0-9_]+)\b"#, in: text)) {
+            #expect(Self.family(of: metric, in: exported) != nil, "\(metric) is named in Deploy/ but not exported")
+        }
+    }
+
     // MARK: The agent's metrics
 
     /// The families a running agent exports, each with its labels and the values seen for them.
