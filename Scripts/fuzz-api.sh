@@ -3,7 +3,8 @@
 #
 # Starts the Sandbox (auth, a changing order book) and `orderlive run` against it with
 # `ingest.auth: bearer`, both on free loopback ports in a temporary directory, then runs
-# schemathesis with every check over the document the agent serves at /openapi.json. It fails when
+# schemathesis with every check over the document each of the agent's listeners serves at
+# /openapi.json: the push listener's, then the orders API's (change feed included). It fails when
 # schemathesis finds anything (a 5xx, an answer that does not match the document, a hang past the
 # request timeout), when the agent is no longer running afterwards, when it does not stop with exit
 # 0 on SIGTERM, or when its log holds the secret or a crash report.
@@ -73,22 +74,37 @@ SWIFT_BACKTRACE=enable=yes,registers=none,sanitize=yes "$binary" run --config "$
 agent=$!
 pids+=($agent)
 listen=$(wait_for '"push.listen":"127\.0\.0\.1:[0-9]+"' "$work/agent.log" | grep -o '127[0-9.]*:[0-9]*')
+api_listen=$(wait_for '"api.listen":"127\.0\.0\.1:[0-9]+"' "$work/agent.log" | grep -o '127[0-9.]*:[0-9]*')
 base="http://$listen"
+api="http://$api_listen"
 for _ in $(seq 300); do
   [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/readyz")" = 200 ] && break
   sleep 0.1
 done
 
-echo "fuzz-api: schemathesis against $base/openapi.json ($examples examples per operation, at most $seconds s, seed $seed)"
+# Each listener for half the budget, over the document it serves: the push listener with the ingest
+# bearer token, the orders API (auth none on loopback) with its change feed, whose events
+# schemathesis checks one by one against the document's per-event schema.
+half=$(( (seconds + 1) / 2 ))
+# The change feed never ends: schemathesis reads a stream up to this many events (or its request
+# timeout) and checks each against the document; a snapshot of the Sandbox's book has more.
+printf 'max-stream-events = 8\n' > "$work/schemathesis.toml"
 status=0
-# From the temporary directory: schemathesis keeps a cache folder where it runs.
-(cd "$work" && timeout --kill-after=30 $((seconds + 120)) \
-  python3 -m schemathesis.cli run "$base/openapi.json" --url "$base" --checks all \
-    --header "Authorization: Bearer $secret" \
-    --max-examples "$examples" --max-time "$seconds" --seed "$seed" \
-    --request-timeout 10 --max-response-time 5 --workers 2 \
-    --generation-database none --no-color --output-sanitize true \
-    --report junit --report-dir "$work/report") || status=$?
+for target in "$base" "$api"; do
+  echo "fuzz-api: schemathesis against $target/openapi.json ($examples examples per operation, at most $half s, seed $seed)"
+  # The feed reads until its request timeout when a filter matches few orders: 3 s is enough to see
+  # the snapshot and the first live changes, and leaves time for the other operations.
+  headers=(--request-timeout 3)
+  [ "$target" = "$base" ] && headers=(--header "Authorization: Bearer $secret" --request-timeout 10)
+  # From the temporary directory: schemathesis keeps a cache folder where it runs.
+  (cd "$work" && timeout --kill-after=30 $((half + 120)) \
+    python3 -m schemathesis.cli run "$target/openapi.json" --url "$target" --checks all \
+      "${headers[@]}" \
+      --max-examples "$examples" --max-time "$half" --seed "$seed" \
+      --max-response-time 5 --workers 2 \
+      --generation-database none --no-color --output-sanitize true \
+      --report junit --report-dir "$work/report-${target##*:}") || status=$?
+done
 
 kill -0 "$agent" 2>/dev/null || { echo "fuzz-api: the agent is no longer running" >&2; tail -n 40 "$work/agent.log" >&2; exit 1; }
 outcomes=$(curl -s "$base/metrics" | grep '^orderlive_push_requests_total' | grep -v ' 0$' \

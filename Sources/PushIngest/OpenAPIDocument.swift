@@ -20,12 +20,15 @@ public enum OpenAPIDocument {
       "post": {
         "operationId": "push",
         "summary": "Accept Gorush notifications; order notifications become sync jobs",
-        "description": "All or nothing: the request's jobs and dedupe keys are committed in one transaction before the 200. A request whose `webhook-id`, or a notification whose `notif_id`, was accepted within `ingest.dedupe_window_s` is answered as before and makes no new job. Bounds are checked before the body is read: over `ingest.max_body_bytes` is a 413 and the connection is closed.",
+        "description": "All or nothing: the request's jobs and dedupe keys are committed in one transaction before the 200. A request whose `webhook-id` was accepted within `ingest.dedupe_window_s` with the same body is answered as before and makes no new job; with another body it is a 409 and nothing of it is applied. A notification whose `notif_id` was accepted within the window with the same content makes no new job; one with other content under the same `notif_id` is applied (and counted in `orderlive_push_reused_notif_ids_total`). Bounds are checked before the body is read: over `ingest.max_body_bytes` is a 413 and the connection is closed.",
         "security": [ {}, { "bearer": [] }, { "standardWebhooks": [] } ],
         "parameters": [
           { "name": "webhook-id", "in": "header", "required": false, "description": "Standard Webhooks message id; also the request's idempotency key in every auth mode.", "schema": { "type": "string" } },
           { "name": "webhook-timestamp", "in": "header", "required": false, "description": "Standard Webhooks: Unix seconds, within 5 minutes of the agent's clock (`ingest.auth: standard-webhooks`).", "schema": { "type": "string" } },
-          { "name": "webhook-signature", "in": "header", "required": false, "description": "Standard Webhooks: space-separated `v1,<base64 HMAC-SHA256 of id.timestamp.body>` signatures.", "schema": { "type": "string" } }
+          { "name": "webhook-signature", "in": "header", "required": false, "description": "Standard Webhooks: space-separated `v1,<base64 HMAC-SHA256 of id.timestamp.body>` signatures.", "schema": { "type": "string" } },
+          { "name": "svix-id", "in": "header", "required": false, "description": "Svix's name for `webhook-id` (the same scheme); both names with different values are a 401.", "schema": { "type": "string" } },
+          { "name": "svix-timestamp", "in": "header", "required": false, "description": "Svix's name for `webhook-timestamp`.", "schema": { "type": "string" } },
+          { "name": "svix-signature", "in": "header", "required": false, "description": "Svix's name for `webhook-signature`.", "schema": { "type": "string" } }
         ],
         "requestBody": {
           "required": true,
@@ -46,6 +49,10 @@ public enum OpenAPIDocument {
           },
           "408": {
             "description": "The body did not arrive within `ingest.read_timeout_ms`.",
+            "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } }
+          },
+          "409": {
+            "description": "The `webhook-id` was accepted within `ingest.dedupe_window_s` for a different body; nothing of this request was applied. Send a new request with a new id.",
             "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } }
           },
           "413": {
