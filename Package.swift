@@ -329,6 +329,10 @@ let package = Package(
             dependencies: [
                 "PushIngest", "AsyncSignals", "JSONToolkit", "OrderStore", "CurlHTTP", "TestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                // HTTPVersionHandlerTests: the handler on an embedded channel.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             exclude: ["Fixtures"],
@@ -338,6 +342,10 @@ let package = Package(
             name: "OrdersAPITests",
             dependencies: [
                 "OrdersAPI", "OrderStore", "CurlHTTP", "AsyncSignals", "TestSupport",
+                // FeedHeartbeatTests: the connection handler on an embedded channel and loop.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),

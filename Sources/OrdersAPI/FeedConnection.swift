@@ -129,7 +129,8 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     let chunked: Bool
     private let heartbeat: TimeAmount
     private(set) var context: ChannelHandlerContext?
-    private var lastWrite = NIODeadline.now()
+    /// When anything was last written; the event loop's clock (an embedded loop's in tests).
+    private var lastWrite = NIODeadline.uptimeNanoseconds(0)
     private var beat: Scheduled<Void>?
 
     init(_ subscriber: FeedSubscriber, chunked: Bool, heartbeat: TimeAmount) {
@@ -140,7 +141,7 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        lastWrite = .now()
+        lastWrite = context.eventLoop.now
         schedule(context: context)
     }
 
@@ -155,11 +156,11 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         guard let context else { return }
         for event in events { context.write(NIOAny(chunked ? event.chunk : event.event), promise: nil) }
         context.flush()
-        lastWrite = .now()
+        lastWrite = context.eventLoop.now
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        lastWrite = .now()
+        lastWrite = context.eventLoop.now
         context.write(data, promise: promise)
     }
 
@@ -178,13 +179,13 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         beat = loop.scheduleTask(deadline: lastWrite + heartbeat) { [self] in
             beat = nil
             guard let context = self.context else { return }
-            if NIODeadline.now() >= lastWrite + heartbeat {
+            if context.eventLoop.now >= lastWrite + heartbeat {
                 // Not after the stream's end (its last event may already be written), and not into
                 // a socket that takes nothing: a stalled subscriber is cut off by its queue instead.
                 if !subscriber.hasEnded, context.channel.isWritable {
                     send(CollectionOfOne(FeedBytes.heartbeat))
                 } else {
-                    lastWrite = .now()
+                    lastWrite = context.eventLoop.now
                 }
             }
             schedule(context: context)

@@ -7,36 +7,6 @@ import Testing
 /// What third-party SSE clients and proxies found on the change feed's wire (issue 35): heartbeats at
 /// the configured interval, HTTP/1.0 answered close-delimited, an empty id treated as no id.
 @Suite struct FeedWireTests {
-    /// The gaps between the heartbeats of an idle feed, on a real socket. Before, a heartbeat written
-    /// counted as "something sent", so every other tick was skipped: gaps of twice the interval, which
-    /// a proxy with an idle timeout of twice the interval cuts.
-    @Test func anIdleFeedGetsAHeartbeatEveryIntervalAndOneIntervalAfterAChange() async throws {
-        let interval = Duration.seconds(1)
-        try await APIHarness.with(hub: .init(heartbeat: interval)) { api in
-            let connection = try RawConnection(port: api.port)
-            connection.send("GET /v1/orders/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            #expect(await connection.read(through: "event: ready").contains("event: ready"))
-            var arrivals = [ContinuousClock.now]
-            for _ in 0..<4 {
-                #expect(await connection.read(through: ": heartbeat").contains(": heartbeat"))
-                arrivals.append(.now)
-            }
-            let gaps = zip(arrivals, arrivals.dropFirst()).map { $1 - $0 }
-            // The bounds leave room for a loaded machine's scheduling, and none for a skipped beat.
-            for gap in gaps { #expect(gap > .milliseconds(500) && gap < .milliseconds(1_600), "gaps \(gaps)") }
-            let total = arrivals[arrivals.count - 1] - arrivals[0]
-            #expect(total < .milliseconds(5_200), "four heartbeats took \(total); gaps \(gaps)")
-
-            // After a change, the next heartbeat comes one interval after that write.
-            try api.store.applyUpsert(try order(1, status: "created", version: 1))
-            #expect(await connection.read(through: "event: order.upserted").contains("order.upserted"))
-            let changed = ContinuousClock.now
-            #expect(await connection.read(through: ": heartbeat").contains(": heartbeat"))
-            let after = ContinuousClock.now - changed
-            #expect(after > .milliseconds(500) && after < .milliseconds(1_600), "\(after) after the change")
-        }
-    }
-
     @Test func anHTTP10FeedIsCloseDelimitedWithoutChunksAndEndsWithTheConnection() async throws {
         try await APIHarness.with(hub: .init(heartbeat: .milliseconds(300)), prepare: { store in
             try store.applyUpsert(try order(1, status: "created", version: 1))
@@ -52,7 +22,10 @@ import Testing
             #expect(!head.contains("content-length"), "\(head)")
             // The body starts with the events themselves: no chunk-size line.
             let body = parts.dropFirst().joined(separator: "\r\n\r\n")
-            #expect(body.hasPrefix("retry: 1000\n\nevent: snapshot\n"), "\(body.prefix(80))")
+            // (A heartbeat may come first on a loaded machine; it is written as it is, too.)
+            var events = Substring(body)
+            while events.hasPrefix(": heartbeat\n\n") { events = events.dropFirst(": heartbeat\n\n".count) }
+            #expect(events.hasPrefix("retry: 1000\n\nevent: snapshot\n"), "\(body.prefix(80))")
             // Live changes and heartbeats are written as they are, too.
             try api.store.applyUpsert(try order(1, status: "assigned", version: 2))
             var live = await connection.read(through: "event: order.upserted")
@@ -82,6 +55,44 @@ import Testing
             }
             #expect(api.metric(#"orderlive_api_feed_starts_total{outcome="new"}"#) == 3)
             #expect(api.metric(#"orderlive_api_feed_starts_total{outcome="reset"}"#) == 0)
+        }
+    }
+}
+
+/// Heartbeat gaps measured on a real socket: a timing test, so `make test` runs it on its own after
+/// the rest (`--skip HeartbeatGapTests`, then `--filter HeartbeatGapTests`).
+@Suite struct HeartbeatGapTests {
+    /// The gaps between the heartbeats of an idle feed, on a real socket. Before, a heartbeat written
+    /// counted as "something sent", so every other tick was skipped: gaps of twice the interval, which
+    /// a proxy with an idle timeout of twice the interval cuts. The median gap is compared, so a stall
+    /// of the loaded machine (one long gap, then a short one) does not decide it; the exact timing is
+    /// FeedHeartbeatTests' on an embedded loop. `make test` runs this suite alone, after the parallel
+    /// suite, whose load starves event loops for a second at a time.
+    @Test func anIdleFeedGetsAHeartbeatEveryIntervalAndOneIntervalAfterAChange() async throws {
+        let interval = Duration.milliseconds(500)
+        try await APIHarness.with(hub: .init(heartbeat: interval)) { api in
+            let connection = try RawConnection(port: api.port)
+            connection.send("GET /v1/orders/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            #expect(await connection.read(through: "event: ready").contains("event: ready"))
+            var arrivals: [ContinuousClock.Instant] = []
+            for _ in 0..<7 {
+                #expect(await connection.read(through: ": heartbeat").contains(": heartbeat"))
+                arrivals.append(.now)
+            }
+            let gaps = zip(arrivals, arrivals.dropFirst()).map { $1 - $0 }.sorted()
+            let median = gaps[gaps.count / 2]
+            #expect(median > .milliseconds(350) && median < .milliseconds(700), "gaps \(gaps)")
+
+            // After a change, the next heartbeat comes one interval after that write, not up to two.
+            var after: [Duration] = []
+            for version in 1...3 {
+                try api.store.applyUpsert(try order(1, status: "created", version: version))
+                #expect(await connection.read(through: "event: order.upserted").contains("order.upserted"))
+                let changed = ContinuousClock.now
+                #expect(await connection.read(through: ": heartbeat").contains(": heartbeat"))
+                after.append(ContinuousClock.now - changed)
+            }
+            #expect(after.sorted()[1] < .milliseconds(850), "after each change: \(after)")
         }
     }
 }
