@@ -30,6 +30,7 @@ let package = Package(
         .library(name: "PostgresStore", targets: ["PostgresStore"]),
         .library(name: "OrderSync", targets: ["OrderSync"]),
         .library(name: "PushIngest", targets: ["PushIngest"]),
+        .library(name: "LocalHTTP", targets: ["LocalHTTP"]),
         .library(name: "OrdersAPI", targets: ["OrdersAPI"]),
         .library(name: "Agent", targets: ["Agent"]),
     ],
@@ -43,7 +44,7 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.0.0"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.4.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.0.0"),
-        // NIO is Hummingbird's own foundation: PushIngest adds one channel handler (request bounds).
+        // NIO is Hummingbird's own foundation: LocalHTTP adds its channel handlers (HTTP version, bounds, limits).
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.34.1"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.9.0"),
@@ -155,9 +156,25 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            // The one HTTP floor under both listeners: HTTP/1 child channel, bounds, limits, errors, routes.
+            name: "LocalHTTP",
+            dependencies: [
+                "CheckedInput", "COpenSSL", "JSONToolkit",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
             name: "OrdersAPI",
             dependencies: [
-                "AsyncSignals", "CheckedInput", "JSONToolkit", "OrderStore", "PushIngest",
+                "AsyncSignals", "CheckedInput", "JSONToolkit", "LocalHTTP", "OrderStore",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -172,14 +189,10 @@ let package = Package(
         .target(
             name: "PushIngest",
             dependencies: [
-                "AsyncSignals", "CheckedInput", "COpenSSL", "CoalescedLogging", "JSONToolkit", "OrderStore",
+                "AsyncSignals", "CheckedInput", "COpenSSL", "CoalescedLogging", "JSONToolkit", "LocalHTTP", "OrderStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                // HTTP1Listener: the HTTP/1 pipeline, with the version handler beneath the HTTP-types codec.
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -328,14 +341,22 @@ let package = Package(
             name: "PushIngestTests",
             dependencies: [
                 "PushIngest", "AsyncSignals", "JSONToolkit", "OrderStore", "CurlHTTP", "TestSupport",
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                // HTTPVersionHandlerTests: the handler on an embedded channel.
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOEmbedded", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             exclude: ["Fixtures"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            // The listener floor's NIO handlers on embedded channels (STYLE: no sockets needed).
+            name: "LocalHTTPTests",
+            dependencies: [
+                "LocalHTTP",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -2,7 +2,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import OrderStore
-import PushIngest
+import LocalHTTP
 
 /// How consumers of the orders API authenticate (`api.auth`, DESIGN §11).
 public enum APIAuthentication: Sendable {
@@ -14,7 +14,7 @@ public enum APIAuthentication: Sendable {
     /// `api.auth: none` is refused unless the listener is on loopback.
     public static func refusal(host: String, authentication: APIAuthentication) -> String? {
         guard case .none = authentication else { return nil }
-        return PushServer.isLoopback(host) ? nil : "api.auth is none but api.listen is not a loopback address (\(host)): "
+        return Listener.isLoopback(host) ? nil : "api.auth is none but api.listen is not a loopback address (\(host)): "
             + "set api.auth to bearer with api.tokens_file, or listen on 127.0.0.1"
     }
 
@@ -40,7 +40,7 @@ public enum APIAuthentication: Sendable {
             return "missing Authorization: Bearer header or access_token parameter"
         }
         var matched = false
-        for token in tokens where PushAuthentication.constantTimeEqual(presented.utf8, token.utf8) { matched = true }
+        for token in tokens where Listener.constantTimeEqual(presented.utf8, token.utf8) { matched = true }
         return matched ? nil : "wrong bearer token"
     }
 }

@@ -6,7 +6,7 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import OrderStore
-import PushIngest
+import LocalHTTP
 
 /// `GET /v1/orders/stream` (DESIGN §11): a new subscriber gets a snapshot and `ready`; one that
 /// resumes gets the changes it missed, or `reset` and a snapshot when its id cannot be resumed; then
@@ -88,11 +88,11 @@ struct ChangeFeed: Sendable {
 
     /// The answer to a feed request ``admit(_:on:)`` refused, given by the router's route.
     func refusal(_ request: Request) -> Response {
-        if let refusal = authentication.failure(request) { return PushEndpoint.json(.unauthorized, refusal) }
-        do throws(APIRefusal) { _ = try APIQuery(request.uri, allowsSince: true) } catch { return PushEndpoint.json(.badRequest, error.message) }
-        return PushEndpoint.json(.serviceUnavailable,
-                                 "this agent serves its most subscribers (api.max_subscribers) or is stopping; retry later",
-                                 retryAfter: 5)
+        if let refusal = authentication.failure(request) { return JSONError(.unauthorized, refusal).response }
+        do throws(APIRefusal) { _ = try APIQuery(request.uri, allowsSince: true) } catch { return JSONError(.badRequest, error.message).response }
+        return JSONError(.serviceUnavailable,
+                         "this agent serves its most subscribers (api.max_subscribers) or is stopping; retry later",
+                         retryAfter: 5).response
     }
 
     /// The head of a feed's response.

@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
-import PushIngest
+import LocalHTTP
 
 /// Takes `GET /v1/orders/stream` off an orders-API connection before Hummingbird sees it, and serves
 /// the feed on the connection itself, so that an idle subscriber holds no request task.

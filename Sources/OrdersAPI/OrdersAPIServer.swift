@@ -2,10 +2,10 @@ import AsyncSignals
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
+import LocalHTTP
 import Logging
 import NIOCore
 import OrderStore
-import PushIngest
 import ServiceLifecycle
 
 /// The local orders API (`api.listen`, DESIGN §11) as a `Service`: the orders, the change feed, the
@@ -27,15 +27,6 @@ public final class OrdersAPIServer: Service, Sendable {
             self.port = port
             self.authentication = authentication
         }
-    }
-
-    /// One route: what `GET /openapi.json` documents and what ``run()`` registers.
-    public struct Route: Sendable {
-        /// The method.
-        public var method: HTTPRequest.Method
-        /// The path, as the router matches it.
-        public var path: String
-        var respond: @Sendable (Request, BasicRequestContext) async -> Response
     }
 
     private let configuration: Configuration
@@ -68,7 +59,7 @@ public final class OrdersAPIServer: Service, Sendable {
         let logger = self.logger
         @Sendable func unreadable(_ error: any Error) -> Response {
             logger.error("the orders API cannot read the order store", metadata: ["api.reason": "\(error)"])
-            return PushEndpoint.json(.serviceUnavailable, "the order store cannot be read; try again", retryAfter: 1)
+            return JSONError(.serviceUnavailable, "the order store cannot be read; try again", retryAfter: 1).response
         }
         return [
             Route(method: .get, path: "/") { _, _ in
@@ -77,12 +68,12 @@ public final class OrdersAPIServer: Service, Sendable {
                 headers[.cacheControl] = "no-cache"
                 return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: DispatchBoard.html)))
             },
-            Route(method: .get, path: "/healthz") { _, _ in PushEndpoint.body(.ok, #"{"status":"ok"}"#) },
-            Route(method: .get, path: "/openapi.json") { _, _ in PushEndpoint.body(.ok, OrdersAPIDocument.json) },
+            Route(method: .get, path: "/healthz") { _, _ in Response.json(.ok, #"{"status":"ok"}"#) },
+            Route(method: .get, path: "/openapi.json") { _, _ in Response.json(.ok, OrdersAPIDocument.json) },
             Route(method: .get, path: "/v1/orders") { request, _ in
-                if let refusal = authentication.failure(request) { return PushEndpoint.json(.unauthorized, refusal) }
+                if let refusal = authentication.failure(request) { return JSONError(.unauthorized, refusal).response }
                 let query: APIQuery
-                do throws(APIRefusal) { query = try APIQuery(request.uri, allowsSince: false) } catch { return PushEndpoint.json(.badRequest, error.message) }
+                do throws(APIRefusal) { query = try APIQuery(request.uri, allowsSince: false) } catch { return JSONError(.badRequest, error.message).response }
                 do {
                     let snapshot = try await store.snapshot(matching: query.filter)
                     var text = #"{"seq":\#(snapshot.seq),"orders":["#
@@ -92,7 +83,7 @@ public final class OrdersAPIServer: Service, Sendable {
                         text += order.body
                     }
                     text += "]}"
-                    return PushEndpoint.body(.ok, text)
+                    return Response.json(.ok, text)
                 } catch {
                     return unreadable(error)
                 }
@@ -100,13 +91,13 @@ public final class OrdersAPIServer: Service, Sendable {
             // A feed the feed admits never reaches the router (FeedRequestHandler): this answers the refused.
             Route(method: .get, path: ChangeFeed.path) { request, _ in feed.refusal(request) },
             Route(method: .get, path: "/v1/orders/{id}") { request, context in
-                if let refusal = authentication.failure(request) { return PushEndpoint.json(.unauthorized, refusal) }
+                if let refusal = authentication.failure(request) { return JSONError(.unauthorized, refusal).response }
                 let id = context.parameters.get("id") ?? ""
                 do {
                     guard let order = try await store.order(id: id) else {
-                        return PushEndpoint.json(.notFound, "no order \(String(id.prefix(128))) in the store")
+                        return JSONError(.notFound, "no order \(String(id.prefix(128))) in the store").response
                     }
-                    return PushEndpoint.body(.ok, order.body)
+                    return Response.json(.ok, order.body)
                 } catch {
                     return unreadable(error)
                 }
@@ -116,16 +107,11 @@ public final class OrdersAPIServer: Service, Sendable {
 
     /// Serves until graceful shutdown or cancellation; the hub runs beside it.
     public func run() async throws {
-        let router = Router(context: BasicRequestContext.self)
-        let routes = self.routes
+        let router = Router.serving(routes)
         let feed = self.feed
-        router.add(middleware: MethodNotAllowedMiddleware(routes: routes.map { ($0.method, $0.path) }))
-        for route in routes {
-            router.on(RouterPath(route.path), method: route.method, use: route.respond)
-        }
         let app = Application(
             router: router,
-            server: HTTP1Listener.builder(limits: PushServer.Configuration.headerLimits) { [FeedRequestHandler(feed: feed)] },
+            server: HTTP1Listener.builder(limits: Listener.headerLimits) { [FeedRequestHandler(feed: feed)] },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "orderlive",
                                  backlog: 4_096),
             onServerRunning: { [self] channel in

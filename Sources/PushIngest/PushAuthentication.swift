@@ -1,5 +1,5 @@
-import COpenSSL
 import HTTPTypes
+import LocalHTTP
 
 /// How the push endpoint authenticates a sender (`ingest.auth`, DESIGN §4). A failure is a 401
 /// with a short reason, and the body of a refused request is never parsed.
@@ -19,7 +19,7 @@ public enum PushAuthentication: Sendable {
         guard value.count > prefix.count, value.prefix(prefix.count).lowercased() == prefix else {
             return "the Authorization header is not a bearer token"
         }
-        return Self.constantTimeEqual(value.dropFirst(prefix.count).utf8, secret.utf8) ? nil : "wrong bearer token"
+        return Listener.constantTimeEqual(value.dropFirst(prefix.count).utf8, secret.utf8) ? nil : "wrong bearer token"
     }
 
     /// The check over the raw body (Standard Webhooks); nil when it passes or is not needed.
@@ -29,29 +29,6 @@ public enum PushAuthentication: Sendable {
             id: headers.id, timestamp: headers.timestamp, signatures: headers.signature, body: body, now: now)
         if case .failure(let failure) = result { return failure.rawValue }
         return nil
-    }
-
-    /// Compares two byte strings in time independent of where they differ and of their lengths:
-    /// both are hashed with SHA-256 first, and the digests compared with `CRYPTO_memcmp`.
-    public static func constantTimeEqual<A: Sequence, B: Sequence>(_ a: A, _ b: B) -> Bool
-    where A.Element == UInt8, B.Element == UInt8 {
-        let left = sha256(Array(a))
-        let right = sha256(Array(b))
-        return left.count == 32 && right.count == 32 && CRYPTO_memcmp(left, right, 32) == 0
-    }
-
-    private static func sha256(_ bytes: [UInt8]) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var length: UInt32 = 0
-        guard EVP_Digest(bytes, bytes.count, &digest, &length, EVP_sha256(), nil) == 1 else { return [] }
-        return Array(digest.prefix(Int(length)))
-    }
-}
-
-extension HTTPFields {
-    /// The first value of the field with this lower-case name, if any.
-    func value(named name: String) -> String? {
-        first { $0.name.canonicalName == name }?.value
     }
 }
 
@@ -82,5 +59,12 @@ struct WebhookHeaders: Sendable, Hashable {
             read[keyPath: path] = standard ?? svix
         }
         return .success(read)
+    }
+}
+
+extension HTTPFields {
+    /// The first value of the field with this lower-case name, if any.
+    func value(named name: String) -> String? {
+        first { $0.name.canonicalName == name }?.value
     }
 }

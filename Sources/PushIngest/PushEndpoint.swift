@@ -4,6 +4,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import JSONToolkit
+import LocalHTTP
 import Logging
 import OrderStore
 import Synchronization
@@ -191,18 +192,13 @@ public final class PushEndpoint: Sendable {
         return (.unauthorized, Self.json(.unauthorized, "authentication failed: \(reason)"))
     }
 
-    /// `{"code": N, "message": "..."}`, Gorush's error shape, for every refusal (both listeners).
-    public static func json(_ status: HTTPResponse.Status, _ message: String, retryAfter: Int? = nil, close: Bool = false) -> Response {
-        var response = body(status, #"{"code":\#(status.code),"message":\#(JSONText.string(message))}"#)
-        if let retryAfter { response.headers[.retryAfter] = String(retryAfter) }
-        if close { response.headers[.connection] = "close" }
-        return response
+    /// A refusal in Gorush's `{"code": N, "message": "..."}` shape (``LocalHTTP/JSONError``).
+    static func json(_ status: HTTPResponse.Status, _ message: String, retryAfter: Int? = nil, close: Bool = false) -> Response {
+        JSONError(status, message, retryAfter: retryAfter, close: close).response
     }
 
     /// A JSON response of `text`.
-    public static func body(_ status: HTTPResponse.Status, _ text: String) -> Response {
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json; charset=utf-8"
-        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+    static func body(_ status: HTTPResponse.Status, _ text: String) -> Response {
+        Response.json(status, text)
     }
 }

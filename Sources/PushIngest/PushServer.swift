@@ -2,6 +2,7 @@ import AsyncSignals
 import CheckedInput
 import Hummingbird
 import HummingbirdCore
+import LocalHTTP
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -57,22 +58,12 @@ public final class PushServer: Service, Sendable {
             self.maximumBodyBytes = maximumBodyBytes
             self.maximumConnections = maximumConnections
         }
-
-        /// Request heads larger than this, or with more fields, are refused by the HTTP decoder and
-        /// the connection closed: one header line of 1 MB or 10,000 headers never reach the endpoint.
-        public static let headerLimits = HTTP1Channel.Configuration.DecoderConfiguration(
-            maxHeaderFieldSize: 16 * 1024, maxHeaderListSize: 64 * 1024, maxHeaderFieldCount: 100)
-    }
-
-    /// Whether `host` is a loopback address: where both listeners allow `auth: none`.
-    public static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
     }
 
     /// `ingest.auth: none` is refused unless the listener is on loopback (DESIGN §4).
     public static func refusal(host: String, authentication: PushAuthentication) -> String? {
         guard case .none = authentication else { return nil }
-        return isLoopback(host) ? nil : "ingest.auth is none but ingest.listen is not a loopback address (\(host)): "
+        return Listener.isLoopback(host) ? nil : "ingest.auth is none but ingest.listen is not a loopback address (\(host)): "
             + "set ingest.auth to bearer or standard-webhooks with ingest.secret_file, or listen on 127.0.0.1"
     }
 
@@ -95,16 +86,6 @@ public final class PushServer: Service, Sendable {
         get async { await bound.value }
     }
 
-    /// One route of the listener: what `GET /openapi.json` documents, and what ``run()`` registers.
-    public struct Route: Sendable {
-        /// The method.
-        public var method: HTTPRequest.Method
-        /// The path, as the router matches it.
-        public var path: String
-        /// The handler.
-        var respond: @Sendable (Request, BasicRequestContext) async -> Response
-    }
-
     /// Every route this listener serves, in the order registered: the push endpoint, the operations
     /// endpoints and the OpenAPI document (DESIGN §4). ``run()`` registers exactly these, and answers a
     /// known path asked with another method `405` with `Allow`.
@@ -113,36 +94,31 @@ public final class PushServer: Service, Sendable {
         let operations = self.operations
         return [
             Route(method: .post, path: "/api/push") { request, _ in await endpoint.respond(to: request) },
-            Route(method: .get, path: "/healthz") { _, _ in PushEndpoint.body(.ok, #"{"status":"ok"}"#) },
+            Route(method: .get, path: "/healthz") { _, _ in Response.json(.ok, #"{"status":"ok"}"#) },
             Route(method: .get, path: "/readyz") { _, _ in
                 let readiness = await operations.readiness()
-                return PushEndpoint.body(readiness.isReady ? .ok : .serviceUnavailable, readiness.json)
+                return Response.json(readiness.isReady ? .ok : .serviceUnavailable, readiness.json)
             },
-            Route(method: .get, path: "/api/status") { _, _ in PushEndpoint.body(.ok, await operations.statusJSON()) },
+            Route(method: .get, path: "/api/status") { _, _ in Response.json(.ok, await operations.statusJSON()) },
             Route(method: .get, path: "/metrics") { _, _ in
                 var headers = HTTPFields()
                 headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
                 return Response(status: .ok, headers: headers,
                                 body: ResponseBody(byteBuffer: ByteBuffer(string: await operations.metricsText())))
             },
-            Route(method: .get, path: "/openapi.json") { _, _ in PushEndpoint.body(.ok, OpenAPIDocument.json) },
+            Route(method: .get, path: "/openapi.json") { _, _ in Response.json(.ok, OpenAPIDocument.json) },
         ]
     }
 
     /// Serves until graceful shutdown or cancellation.
     public func run() async throws {
-        let router = Router()
+        let router = Router.serving(routes)
         let endpoint = self.endpoint
-        let routes = self.routes
-        router.add(middleware: MethodNotAllowedMiddleware(routes: routes))
-        for route in routes {
-            router.on(RouterPath(route.path), method: route.method, use: route.respond)
-        }
         let limits = (configuration.maximumBodyBytes, TimeAmount.nanoseconds(Checked.nanoseconds(of: configuration.readTimeout)))
         let connections = ConnectionCounter(limit: configuration.maximumConnections)
         let app = Application(
             router: router,
-            server: HTTP1Listener.builder(limits: Configuration.headerLimits) {
+            server: HTTP1Listener.builder(limits: Listener.headerLimits) {
                 [
                     ConnectionLimitHandler(counter: connections) { endpoint.connectionRefused(limit: connections.limit) },
                     RequestBoundsHandler(maximumBodyBytes: limits.0, readTimeout: limits.1),

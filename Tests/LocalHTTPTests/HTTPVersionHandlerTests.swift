@@ -1,7 +1,7 @@
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
-import PushIngest
+import LocalHTTP
 import Testing
 
 /// HTTPVersionHandler on an embedded channel (STYLE: a handler is tested on an `EmbeddedChannel`):

@@ -11,7 +11,8 @@ public struct MethodNotAllowedMiddleware<Context: RequestContext>: RouterMiddlew
     /// Methods by path pattern (`{name}` matches one segment), in the order first registered.
     private let allowed: [(pattern: [Substring], methods: [HTTPRequest.Method])]
 
-    init(routes: [PushServer.Route]) {
+    /// Answers for these routes.
+    public init(routes: [Route]) {
         self.init(routes: routes.map { ($0.method, $0.path) })
     }
 
@@ -47,10 +48,10 @@ public struct MethodNotAllowedMiddleware<Context: RequestContext>: RouterMiddlew
             return try await next(request, context)
         } catch let error as HTTPError where error.status == .notFound {
             guard let methods = methods(for: request.uri.path) else {
-                return PushEndpoint.json(.notFound, "no such route: \(request.uri.path) (GET /openapi.json lists the routes)")
+                return JSONError(.notFound, "no such route: \(request.uri.path) (GET /openapi.json lists the routes)").response
             }
             let names = methods.map(\.rawValue).joined(separator: ", ")
-            var response = PushEndpoint.json(.methodNotAllowed, "\(request.uri.path) takes \(names), not \(request.method.rawValue)")
+            var response = JSONError(.methodNotAllowed, "\(request.uri.path) takes \(names), not \(request.method.rawValue)").response
             response.headers[.allow] = names
             return response
         }

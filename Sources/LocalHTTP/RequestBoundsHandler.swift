@@ -3,7 +3,7 @@ import NIOCore
 import NIOHTTPTypes
 
 /// The body of a request did not arrive within the read timeout.
-struct RequestBodyTimeout: Error {}
+public struct RequestBodyTimeout: Error {}
 
 /// Bounds the reading of every request on a connection (DESIGN §4: "never a hung request"):
 /// - a request head must arrive within `readTimeout` of the connection opening or of the previous
@@ -15,11 +15,11 @@ struct RequestBodyTimeout: Error {}
 ///   oversize body is never read to its end.
 /// Any answer marked `Connection: close` also closes the connection once written.
 /// It runs on the channel's event loop only, like every NIO handler.
-final class RequestBoundsHandler: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
+public final class RequestBoundsHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    public typealias InboundIn = HTTPRequestPart
+    public typealias InboundOut = HTTPRequestPart
+    public typealias OutboundIn = HTTPResponsePart
+    public typealias OutboundOut = HTTPResponsePart
 
     private let maximumBodyBytes: Int
     private let readTimeout: TimeAmount
@@ -31,30 +31,31 @@ final class RequestBoundsHandler: ChannelDuplexHandler, RemovableChannelHandler 
     private var readingBody = false
     private var unanswered = 0
 
-    init(maximumBodyBytes: Int, readTimeout: TimeAmount) {
+    /// Creates the handler of one connection.
+    public init(maximumBodyBytes: Int, readTimeout: TimeAmount) {
         self.maximumBodyBytes = maximumBodyBytes
         self.readTimeout = readTimeout
     }
 
-    func handlerAdded(context: ChannelHandlerContext) {
+    public func handlerAdded(context: ChannelHandlerContext) {
         if context.channel.isActive { armHeadTimer(context) }
     }
 
-    func channelActive(context: ChannelHandlerContext) {
+    public func channelActive(context: ChannelHandlerContext) {
         armHeadTimer(context)
         context.fireChannelActive()
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) {
+    public func handlerRemoved(context: ChannelHandlerContext) {
         cancelTimers()
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    public func channelInactive(context: ChannelHandlerContext) {
         cancelTimers()
         context.fireChannelInactive()
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
             headTimer?.cancel()
@@ -92,7 +93,7 @@ final class RequestBoundsHandler: ChannelDuplexHandler, RemovableChannelHandler 
         }
     }
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+    public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
         case .head(let head):
             if head.headerFields[.connection]?.lowercased() == "close" { closeAfterAnswer = true }

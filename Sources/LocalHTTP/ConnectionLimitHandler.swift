@@ -2,17 +2,18 @@ import NIOCore
 import Synchronization
 
 /// How many connections a listener holds open, shared by the handlers of all its connections.
-final class ConnectionCounter: Sendable {
+public final class ConnectionCounter: Sendable {
     /// The most connections held at once (`ingest.max_connections`).
-    let limit: Int
+    public let limit: Int
     private let open = Atomic<Int>(0)
 
-    init(limit: Int) {
+    /// Creates a counter of at most `limit` connections.
+    public init(limit: Int) {
         self.limit = limit
     }
 
     /// The connections open now.
-    var current: Int { open.load(ordering: .relaxed) }
+    public var current: Int { open.load(ordering: .relaxed) }
 
     /// Takes a place; false (and nothing taken) when the listener is full.
     func acquire() -> Bool {
@@ -31,39 +32,40 @@ final class ConnectionCounter: Sendable {
 /// Refuses a connection at once — closed before any byte is read — when the listener already holds
 /// `ingest.max_connections`, so idle or slow clients cannot take every file descriptor and stop the
 /// agent from serving the rest (DESIGN §10). It runs on the channel's event loop only.
-final class ConnectionLimitHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = NIOAny
+public final class ConnectionLimitHandler: ChannelInboundHandler, RemovableChannelHandler {
+    public typealias InboundIn = NIOAny
 
     private let counter: ConnectionCounter
     private let refused: @Sendable () -> Void
     private var holdsPlace = false
     private var decided = false
 
-    init(counter: ConnectionCounter, refused: @escaping @Sendable () -> Void) {
+    /// Creates the handler of one connection; `refused` runs when it is refused (to count it).
+    public init(counter: ConnectionCounter, refused: @escaping @Sendable () -> Void) {
         self.counter = counter
         self.refused = refused
     }
 
-    func handlerAdded(context: ChannelHandlerContext) {
+    public func handlerAdded(context: ChannelHandlerContext) {
         if context.channel.isActive { admit(context) }
     }
 
-    func channelActive(context: ChannelHandlerContext) {
+    public func channelActive(context: ChannelHandlerContext) {
         admit(context)
         context.fireChannelActive()
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard holdsPlace else { return }
         context.fireChannelRead(data)
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    public func channelInactive(context: ChannelHandlerContext) {
         giveBack()
         context.fireChannelInactive()
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) {
+    public func handlerRemoved(context: ChannelHandlerContext) {
         giveBack()
     }
 

@@ -3,7 +3,7 @@ import HTTPTypes
 
 /// What a request's `Content-Length` says, read with a check (DESIGN §10): digits only, compared
 /// with the body limit without converting an absurd value into a size.
-enum DeclaredLength: Sendable, Hashable {
+public enum DeclaredLength: Sendable, Hashable {
     /// No header, or a length within the limit.
     case acceptable
     /// A length over the limit.
@@ -12,7 +12,7 @@ enum DeclaredLength: Sendable, Hashable {
     case malformed
 
     /// Classifies the `Content-Length` of `fields` against `maximum` bytes (two of them: malformed).
-    init(_ fields: HTTPFields, maximum: Int) {
+    public init(_ fields: HTTPFields, maximum: Int) {
         // One pass over the fields: `fields[.contentLength]` joins every value into a new string
         // through generic code, about 2 % of a push's CPU when it ran twice per request.
         var found: String?
