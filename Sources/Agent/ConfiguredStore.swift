@@ -1,12 +1,47 @@
+import AsyncSignals
 import Foundation
 import Logging
 import OrderStore
 import PostgresStore
 
-/// The store `store.backend` names, for the commands that read it from outside a running agent
-/// (`orders`, `status`, `logout --wipe`): the SQLite file in the state directory, or this agent's
-/// account in the shared PostgreSQL database.
+/// The store `store.backend` names — the SQLite file in the state directory, or this agent's account
+/// in the shared PostgreSQL database — for the running agent and for the commands that read it from
+/// outside one (`orders`, `status`, `logout --wipe`). The one place the backend is switched on.
 public enum ConfiguredStore {
+    /// Opens the agent's store. Its write health is logged once per change, never per failed write
+    /// (DESIGN §10); every commit that appended changes signals `feedWake`; on SQLite, whole-order
+    /// jobs that find the journal empty are applied as they are committed and counted as completed.
+    static func openForAgent(
+        _ configuration: OrderliveConfiguration, environment: [String: String], metrics: AgentMetrics,
+        feedWake: WakeSignal, logger: Logger
+    ) throws(AgentStartError) -> (store: any OrderStoreEngine, postgres: PostgresOrderStore?) {
+        let healthChanged: @Sendable (StoreWriteHealth) -> Void = { health in
+            if let reason = health.reason {
+                logger.error("the order store cannot be written; pushes get 503 and the stream waits",
+                             metadata: ["store.reason": "\(reason)"])
+            } else {
+                logger.notice("the order store can be written again")
+            }
+        }
+        switch configuration.store.backend {
+        case .sqlite:
+            do {
+                let store = try StateDirectory(configuration.store.stateDirectory).openStore(
+                    durability: configuration.store.durability, healthChanged: healthChanged,
+                    changesCommitted: { _ in feedWake.signal() },
+                    immediateApply: ImmediateApply { kind, count in metrics.record(kind, .completed, count: count) })
+                return (store, nil)
+            } catch {
+                throw AgentStartError("cannot open the order database in \(configuration.store.stateDirectory): \(error)")
+            }
+        case .postgres:
+            let engine = PostgresOrderStore(
+                configuration: try AgentBuilder.postgresSettings(configuration, environment: environment), logger: logger,
+                healthChanged: healthChanged, changesCommitted: { _ in feedWake.signal() })
+            return (engine, engine)
+        }
+    }
+
     /// Runs `body` with the store, or with nil when there is none yet (SQLite: no database file).
     /// With PostgreSQL the connection pool runs for `body`'s duration.
     public static func withReader<T: Sendable>(

@@ -1,8 +1,3 @@
-// AsyncSignals: the small hand-offs between tasks and threads, each written once (STYLE 13): a value
-// given once and awaited by any number of tasks (`OneShot`), a wake-up that is never lost
-// (`WakeSignal`), and a stop flag with an action (`StopFlag`). No I/O, no other module.
-
-
 /// A value given once and awaited by any number of tasks: waiters before the value suspend and are
 /// resumed together when it is given; waiters after it get it at once. Giving it again changes
 /// nothing (the first value stands).

@@ -1,10 +1,3 @@
-// CheckedInput: the one place where a number from outside (an HTTP header or body, a JSON number
-// from the backend or a push, an SSE field, a configuration or environment value, a file in the
-// state directory, a command-line option) becomes an integer, a duration or a time (DESIGN §10,
-// STYLE 18). Swift traps on overflow and on converting a non-finite or out-of-range Double, and a
-// trap on input is a remote crash; every function here answers nil or clamps to a stated bound
-// instead. It has no dependencies so that every module, down to the SSE parser, can use it.
-
 /// Checked conversions for untrusted numbers. Each returns nil (or clamps, where its name says so)
 /// instead of trapping; none does arithmetic that can overflow.
 public enum Checked {

@@ -1,6 +1,3 @@
-// OrderSync: order events and silent pushes become sync jobs; the serial executor applies them.
-// (This slice holds the pure translator; the executor and the stream service build on it.)
-
 import JSONToolkit
 import OrderStore
 import ServerSentEvents

@@ -1,7 +1,3 @@
-// RetryTiming: how long to wait before trying again, written once (STYLE 13) for the stream's
-// reconnects, the session's transient retries and the executor's job retries. Pure; the caller
-// supplies the randomness.
-
 /// Exponential delay: `base` doubled per attempt up to `maximum`, optionally jittered within
 /// [d/2, d]. Doubling stops at the maximum, so no attempt count overflows.
 public enum ExponentialDelay {

@@ -145,33 +145,15 @@ import TestSupport
             #expect(try await workspace.localOrders(environment: environment) == upstream)
             #expect(upstream["\(ids[0])"] == "delivering@\(version)")
             #expect(upstream["\(created)"] != nil && upstream["\(ids[4])"] == nil)
-            // The same webhook-id twice: accepted both times, journaled once.
-            let beforeRepeated = logs.count
-            let (first, _) = try await workspace.command(["push", "send", payload, "--url", pushURL, "--id", "msg_e2e"], environment: environment)
-            let (twice, _) = try await workspace.command(["push", "send", payload, "--url", pushURL, "--id", "msg_e2e"], environment: environment)
-            #expect(first == 0 && twice == 0)
-            // Its one job is applied before the metrics below read the journal's depth.
-            let repeatedJob = try #require(await logs.wait(
-                from: beforeRepeated, message: "sync job applied", ["sync.job.kind": "fetch", "sync.job.order_id": "\(ids[0])"]))
-            _ = try #require(await logs.wait(from: repeatedJob.index, message: "journal drained"))
+            try await Self.expectARepeatedWebhookIDAppliedOnce(
+                payload, to: pushURL, order: ids[0], logs: logs, workspace: workspace, environment: environment)
 
             // `status` in another process reads the live stream state the agent records.
             _ = try #require(await logs.wait(message: "stream status recorded", ["stream.state": "open"]))
             let (_, liveStatus) = try await workspace.command(["status", "--json"], environment: environment)
             #expect(liveStatus.contains(#""stream":{"state":"open","cursor":"\#(book.latestSequence)""#), "\(liveStatus)")
 
-            // Metrics moved.
-            let metricsText = try await http.get(agentURL + "/metrics").body
-            let metricsAfter = try #require(prometheusSamples(metricsText), "not Prometheus text:\n\(metricsText)")
-            func moved(_ name: String) -> Double { (metricsAfter[name] ?? 0) - (metricsBefore[name] ?? 0) }
-            #expect(moved("orderlive_stream_events_total") >= 10)
-            #expect((metricsAfter["orderlive_stream_reconnects_total"] ?? 0) >= 2)
-            #expect(moved(#"orderlive_push_requests_total{outcome="accepted"}"#) == 2)
-            #expect(moved(#"orderlive_push_requests_total{outcome="duplicate"}"#) == 1)
-            #expect(moved(#"orderlive_sync_jobs_total{kind="fetch",outcome="completed"}"#) >= 4)
-            #expect((metricsAfter[#"orderlive_auth_events_total{event="refresh_succeeded"}"#] ?? 0) >= 1)
-            #expect(metricsAfter["orderlive_journal_depth"] == 0)
-            #expect(metricsAfter["orderlive_orders"] == Double(upstream.count))
+            try await Self.expectMetricsMoved(from: metricsBefore, at: agentURL, http: http, orders: upstream.count)
 
             // SIGTERM: exit 0 well within 10 s.
             let latest = "\(book.latestSequence)"
@@ -188,44 +170,87 @@ import TestSupport
             #expect(stoppedStatus.contains(#""stream":{"state":"stopped""#), "\(stoppedStatus)")
 
             // Restart while the backend moved on: resumes from the cursor, no full resync.
-            book.update(ids[1], status: "delivered")
-            book.update(ids[2], status: "delivered", announce: .idOnly)
-            let second = try OrderliveProcess(["run", "--config", workspace.configFile], environment: environment,
-                                              readStandardError: true)
-            let secondLogs = LogWatch()
-            let secondReader = Task { await secondLogs.follow(second.lines) }
-            let secondWatchdog = Task { try await Task.sleep(for: .seconds(60)); second.signal(SIGKILL) }
-            defer { secondWatchdog.cancel() }
-            let resumed = try #require(await secondLogs.wait(message: "stream open"))
-            #expect(resumed.line["stream.cursor"] == latest)
-            let newest = "\(book.latestSequence)"
-            let caughtUp = try #require(await secondLogs.wait(message: "event journaled", ["stream.event.id": newest]))
-            _ = try #require(await secondLogs.wait(from: caughtUp.index, message: "journal drained"))
-            #expect(try await workspace.localOrders(environment: environment)
-                == book.snapshot.mapValues { "\($0.status)@\($0.version)" })
-            second.signal(SIGTERM)
-            let (secondStatus, _) = await second.waitForExit()
-            await secondReader.value
-            #expect(secondStatus == 0)
-            #expect(!secondLogs.lines.contains { $0["message"] == "full sync finished" })
-            #expect(!secondLogs.lines.contains { ($0["sync.job.kind"] ?? "") == "full_sync" })
-
-            // Every line of both runs is a JSON object with the four fields; no secret anywhere.
-            let all = logs.lines + secondLogs.lines
-            #expect(logs.unparsable.isEmpty && secondLogs.unparsable.isEmpty, "\(logs.unparsable + secondLogs.unparsable)")
-            for line in all {
-                #expect(["time", "level", "label", "message"].allSatisfy { line[$0] != nil }, "\(line)")
-            }
-            let credentials = try String(contentsOfFile: workspace.directory + "/state/credentials.json", encoding: .utf8)
-            let tokens = try #require(try JSONSerialization.jsonObject(with: Data(credentials.utf8)) as? [String: Any])
-            var secrets = [SandboxUser.demo.password, workspace.secret, String(workspace.secret.dropFirst(6))]
-            for key in ["access_token", "refresh_token"] { if let token = tokens[key] as? String { secrets.append(token) } }
-            #expect(secrets.count == 5, "credentials.json keys: \(tokens.keys.sorted())")
-            let text = all.map { $0.description }.joined(separator: "\n")
-            for secret in secrets { #expect(!text.contains(secret)) }
-            #expect(!text.lowercased().contains("bearer "))
+            let secondLogs = try await Self.restartResumesFromTheCursor(
+                latest, book: book, ids: ids, workspace: workspace, environment: environment)
+            try Self.expectJSONLinesWithoutSecrets([logs, secondLogs], workspace: workspace)
         }
         await loop.shutdown()
+    }
+
+    /// The same webhook-id twice (the same bytes): accepted both times, its one job applied before the
+    /// metrics read the journal's depth.
+    static func expectARepeatedWebhookIDAppliedOnce(
+        _ payload: String, to pushURL: String, order id: Int, logs: LogWatch, workspace: Workspace, environment: [String: String]
+    ) async throws {
+        let before = logs.count
+        let (first, _) = try await workspace.command(["push", "send", payload, "--url", pushURL, "--id", "msg_e2e"], environment: environment)
+        let (twice, _) = try await workspace.command(["push", "send", payload, "--url", pushURL, "--id", "msg_e2e"], environment: environment)
+        #expect(first == 0 && twice == 0)
+        let job = try #require(await logs.wait(
+            from: before, message: "sync job applied", ["sync.job.kind": "fetch", "sync.job.order_id": "\(id)"]))
+        _ = try #require(await logs.wait(from: job.index, message: "journal drained"))
+    }
+
+    /// A second run after the backend moved on: it resumes from the cursor the first left
+    /// (`latest`), catches up, stops with exit 0, and never runs a full sync. Returns its logs.
+    static func restartResumesFromTheCursor(
+        _ latest: String, book: OrderBook, ids: [Int], workspace: Workspace, environment: [String: String]
+    ) async throws -> LogWatch {
+        book.update(ids[1], status: "delivered")
+        book.update(ids[2], status: "delivered", announce: .idOnly)
+        let second = try OrderliveProcess(["run", "--config", workspace.configFile], environment: environment,
+                                          readStandardError: true)
+        let secondLogs = LogWatch()
+        let secondReader = Task { await secondLogs.follow(second.lines) }
+        let secondWatchdog = Task { try await Task.sleep(for: .seconds(60)); second.signal(SIGKILL) }
+        defer { secondWatchdog.cancel() }
+        let resumed = try #require(await secondLogs.wait(message: "stream open"))
+        #expect(resumed.line["stream.cursor"] == latest)
+        let newest = "\(book.latestSequence)"
+        let caughtUp = try #require(await secondLogs.wait(message: "event journaled", ["stream.event.id": newest]))
+        _ = try #require(await secondLogs.wait(from: caughtUp.index, message: "journal drained"))
+        #expect(try await workspace.localOrders(environment: environment)
+            == book.snapshot.mapValues { "\($0.status)@\($0.version)" })
+        second.signal(SIGTERM)
+        let (secondStatus, _) = await second.waitForExit()
+        await secondReader.value
+        #expect(secondStatus == 0)
+        #expect(!secondLogs.lines.contains { $0["message"] == "full sync finished" })
+        #expect(!secondLogs.lines.contains { ($0["sync.job.kind"] ?? "") == "full_sync" })
+        return secondLogs
+    }
+
+    /// The run's metrics moved as its pushes, events and jobs say, from `before`.
+    static func expectMetricsMoved(from before: [String: Double], at agentURL: String, http: AgentHTTP, orders: Int) async throws {
+        let metricsText = try await http.get(agentURL + "/metrics").body
+        let after = try #require(prometheusSamples(metricsText), "not Prometheus text:\n\(metricsText)")
+        func moved(_ name: String) -> Double { (after[name] ?? 0) - (before[name] ?? 0) }
+        #expect(moved("orderlive_stream_events_total") >= 10)
+        #expect((after["orderlive_stream_reconnects_total"] ?? 0) >= 2)
+        #expect(moved(#"orderlive_push_requests_total{outcome="accepted"}"#) == 2)
+        #expect(moved(#"orderlive_push_requests_total{outcome="duplicate"}"#) == 1)
+        #expect(moved(#"orderlive_sync_jobs_total{kind="fetch",outcome="completed"}"#) >= 4)
+        #expect((after[#"orderlive_auth_events_total{event="refresh_succeeded"}"#] ?? 0) >= 1)
+        #expect(after["orderlive_journal_depth"] == 0)
+        #expect(after["orderlive_orders"] == Double(orders))
+    }
+
+    /// Every line of the runs is a JSON object with the four fields; no secret anywhere: the user's
+    /// password, the ingest secret (with and without `whsec_`), the tokens the agent stored.
+    static func expectJSONLinesWithoutSecrets(_ runs: [LogWatch], workspace: Workspace) throws {
+        let all = runs.flatMap(\.lines)
+        #expect(runs.allSatisfy { $0.unparsable.isEmpty }, "\(runs.flatMap(\.unparsable))")
+        for line in all {
+            #expect(["time", "level", "label", "message"].allSatisfy { line[$0] != nil }, "\(line)")
+        }
+        let credentials = try String(contentsOfFile: workspace.directory + "/state/credentials.json", encoding: .utf8)
+        let tokens = try #require(try JSONSerialization.jsonObject(with: Data(credentials.utf8)) as? [String: Any])
+        var secrets = [SandboxUser.demo.password, workspace.secret, String(workspace.secret.dropFirst(6))]
+        for key in ["access_token", "refresh_token"] { if let token = tokens[key] as? String { secrets.append(token) } }
+        #expect(secrets.count == 5, "credentials.json keys: \(tokens.keys.sorted())")
+        let text = all.map { $0.description }.joined(separator: "\n")
+        for secret in secrets { #expect(!text.contains(secret)) }
+        #expect(!text.lowercased().contains("bearer "))
     }
 
     /// Without a session and with the backend unreachable, `run` still serves the push endpoint and

@@ -43,30 +43,13 @@ import Glibc
                 let book = sandbox.orders
                 let ids = (0..<4).map { _ in book.create() }
                 func start(_ name: String) async throws -> Agent {
-                    let child = try OrderliveProcess(["run", "--config", try configs.write(name)], environment: environment,
-                                                     readStandardError: true)
-                    let logs = LogWatch()
-                    let reader = Task { await logs.follow(child.lines) }
-                    guard let listening = await logs.wait(message: "push endpoint listening") else {
-                        throw PostgresServer.Failure(description: "\(name) never listened: \(logs.raw.suffix(20))")
-                    }
-                    return Agent(child: child, logs: logs, reader: reader, url: "http://" + (listening.line["push.listen"] ?? ""))
+                    try await Self.start(name, configs: configs, environment: environment)
                 }
                 func stored() async throws -> [String: String] {
-                    let rows = try await server.psql(
-                        "SELECT id || ' ' || status FROM orderlive_order WHERE account = 'depot-7' ORDER BY id", database: database)
-                    var result: [String: String] = [:]
-                    for row in rows.split(separator: "\n") {
-                        let parts = row.split(separator: " ")
-                        if parts.count == 2 { result[String(parts[0])] = String(parts[1]) }
-                    }
-                    return result
+                    try await Self.storedStatuses(server: server, database: database, account: "depot-7")
                 }
                 let first = try await start("first")
-                let watchdog = Task {
-                    try await Task.sleep(for: .seconds(40))
-                    first.child.signal(SIGKILL)
-                }
+                let watchdog = Self.watchdog(first)
                 defer { watchdog.cancel() }
                 guard let led = await first.logs.wait(message: "this agent leads its account now: it streams and applies") else {
                     Issue.record("the first agent never led: \(first.logs.raw.suffix(30).joined(separator: "\n"))")
@@ -74,10 +57,7 @@ import Glibc
                 }
                 #expect(led.line["cluster.epoch"] == "1")
                 let second = try await start("second")
-                let secondWatchdog = Task {
-                    try await Task.sleep(for: .seconds(40))
-                    second.child.signal(SIGKILL)
-                }
+                let secondWatchdog = Self.watchdog(second)
                 defer { secondWatchdog.cancel() }
 
                 // The leader streams and applies.
@@ -86,15 +66,7 @@ import Glibc
                 _ = try #require(await first.logs.wait(from: streamed.index, message: "journal drained"))
                 #expect(try await stored() == book.snapshot.mapValues(\.status))
 
-                // A push to the follower: it journals, the leader is woken by NOTIFY and applies.
-                book.update(ids[0], status: "delivering", announce: .silent)
-                let version = try #require(book.snapshot["\(ids[0])"]?.version)
-                let push = try await loop.perform(HTTPRequest(
-                    url: second.url + "/api/push", method: "POST", headers: ["Content-Type": "application/json"],
-                    body: Array(#"{"notifications":[{"tokens":["t"],"platform":2,"content_available":true,"data":{"type":"order.status_changed","order_id":\#(ids[0]),"version":\#(version)}}]}"#.utf8)))
-                #expect(push.status == 200, "\(String(decoding: push.body, as: UTF8.self))")
-                _ = try #require(await first.logs.wait(
-                    message: "sync job applied", ["sync.job.kind": "fetch", "sync.job.order_id": "\(ids[0])"]))
+                try await Self.expectAPushToTheFollowerAppliedByTheLeader(first, second, order: ids[0], book: book, loop: loop)
                 let followerReady = try await http.get(second.url + "/readyz")
                 #expect(followerReady.status == 200, "a follower is ready: \(followerReady.body)")
                 #expect(followerReady.body.contains(#""cluster":{"backend":"postgres","account":"depot-7","role":"follower","epoch":1"#),
@@ -132,47 +104,15 @@ import Glibc
                 let upstream = book.snapshot.mapValues(\.status)
                 #expect(try await stored() == upstream)
                 #expect(upstream["\(created)"] != nil && upstream["\(ids[2])"] == nil)
-                // `status` in another process shows the cluster as the agent recorded it.
                 _ = try #require(await second.logs.wait(from: took.index, message: "stream status recorded"))
-                let statusCommand = try OrderliveProcess(["status", "--json", "--config", try configs.write("second")], environment: environment)
-                var statusLines: [String] = []
-                for await line in statusCommand.lines { statusLines.append(line) }
-                _ = await statusCommand.waitForExit()
-                #expect(statusLines.joined().contains(#""cluster":{"backend":"postgres","account":"depot-7","role":"leader","epoch":2"#),
-                        "\(statusLines)")
-                let leaderReady = try await http.get(second.url + "/readyz")
-                #expect(leaderReady.body.contains(#""role":"leader","epoch":2"#), "\(leaderReady.body)")
-                let metrics = try await http.get(second.url + "/metrics").body
-                #expect(metrics.contains("orderlive_cluster_leader 1") && metrics.contains("orderlive_cluster_takeovers_total 1"),
-                        "\(metrics)")
-
-                // `orders list` reads the account from PostgreSQL, like the agents.
-                let lister = try OrderliveProcess(["orders", "list", "--json", "--config", try configs.write("second")],
-                                                  environment: environment)
-                var output: [String] = []
-                for await line in lister.lines { output.append(line) }
-                let (listed, errors) = await lister.waitForExit()
-                #expect(listed == 0, "\(errors)")
-                let array = try JSONSerialization.jsonObject(with: Data(output.joined(separator: "\n").utf8)) as? [[String: Any]] ?? []
-                #expect(Dictionary(uniqueKeysWithValues: array.map { ("\($0["id"] ?? "")", "\($0["status"] ?? "")") }) == upstream)
+                try await Self.expectTheNewLeaderSeenFromOutside(
+                    second, configs: configs, environment: environment, http: http, upstream: upstream)
 
                 // Neither the database password nor the user's password is in any log line.
-            for secret in [PostgresAgentConfiguration.databasePassword, SandboxUser.demo.password] {
-                #expect(!(first.logs.raw + second.logs.raw).contains { $0.contains(secret) })
-            }
-
-            // SIGTERM: the woken old leader, a follower now, stops cleanly first (stopped after the
-            // new leader, it would rightly take the account over when that one lets go), then the new leader.
-                if signal == SIGSTOP {
-                    #expect(first.logs.lines.filter { $0["message"] == "this agent leads its account now: it streams and applies" }.count == 1,
-                            "the woken leader did not lead again while the other led")
-                    first.child.signal(SIGTERM)
-                    let (oldStatus, _) = await first.child.waitForExit()
-                    #expect(oldStatus == 0)
+                for secret in [PostgresAgentConfiguration.databasePassword, SandboxUser.demo.password] {
+                    #expect(!(first.logs.raw + second.logs.raw).contains { $0.contains(secret) })
                 }
-                second.child.signal(SIGTERM)
-                let (status, _) = await second.child.waitForExit()
-                #expect(status == 0)
+                await Self.stopCleanly(oldLeader: first, woken: signal == SIGSTOP, newLeader: second)
                 let epochs = try await server.psql("SELECT epoch FROM orderlive_leadership WHERE account = 'depot-7'", database: database)
                 #expect(epochs == "2", "exactly one takeover")
                 await first.reader.value
@@ -282,225 +222,90 @@ import Glibc
         }
     }
 
-    /// Three agents for one account; five times the leader is killed with SIGKILL at a random
-    /// moment (and restarted, so three agents remain), then once frozen with SIGSTOP beyond
-    /// `failover_s`, while the Sandbox changes orders and pushes go to every agent. After each, a
-    /// follower leads with the next epoch within `failover_s` plus its reconnect delay; at the end
-    /// every acknowledged push is kept, the store equals the Sandbox, and the record of applied jobs
-    /// shows none applied twice.
-    @Test func threeAgentsSurviveFiveKilledLeadersAndAFrozenOne() async throws {
-        try await HeavyScenarios.gate.exclusively {
-            let server = try await PostgresServer.running()
-            let database = try await server.database()
-            let configs = try PostgresAgentConfiguration(
-                "three", url: server.url(database: database), account: "depot-3", failover: 3)
-            defer { configs.remove() }
-            let leads = "this agent leads its account now: it streams and applies"
-            let sandbox = SandboxConfiguration(
-                port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true), feed: .orderBook)
-            let loop = try CurlLoop(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-            try await Sandbox.withRunning(sandbox) { sandbox in
-                let environment = ["ORDERLIVE_UPSTREAM_BASE_URL": await sandbox.baseURL]
-                let book = sandbox.orders
-                let ids = (0..<8).map { _ in book.create() }
-                var random = SplitMix(state: 0x5EED_0015)
-                let children = Locked<[OrderliveProcess]>([])
-                func start(_ name: String) async throws -> Agent {
-                    let child = try OrderliveProcess(["run", "--config", try configs.write(name)], environment: environment,
-                                                     readStandardError: true)
-                    children.withLock { $0.append(child) }
-                    let logs = LogWatch()
-                    let reader = Task { await logs.follow(child.lines) }
-                    guard let listening = await logs.wait(message: "push endpoint listening") else {
-                        throw PostgresServer.Failure(description: "\(name) never listened: \(logs.raw.suffix(20))")
-                    }
-                    return Agent(child: child, logs: logs, reader: reader, url: "http://" + (listening.line["push.listen"] ?? ""))
-                }
-                var agents: [String: Agent] = [:]
-                for name in ["a", "b", "c"] { agents[name] = try await start(name) }
-                let watchdog = Task {
-                    try await Task.sleep(for: .seconds(240))
-                    for child in children.withLock({ $0 }) { child.signal(SIGKILL) }
-                }
-                defer { watchdog.cancel() }
-                var accepted: [String] = []
-                var pushes = 0
-                var down: String?
-                func change() async throws {
-                    let id = ids[Int(random.next() % UInt64(ids.count))]
-                    book.update(id, status: ["assigned", "picked_up", "delivering"][Int(random.next() % 3)],
-                                announce: random.next() % 2 == 0 ? .fullBody : .silent)
-                    pushes += 1
-                    // As a load balancer would: only to agents that are up.
-                    let up = agents.filter { $0.key != down }.values.sorted { $0.url < $1.url }
-                    let target = up[Int(random.next() % UInt64(up.count))]
-                    let answer = try await loop.perform(HTTPRequest(
-                        url: target.url + "/api/push", method: "POST", headers: ["Content-Type": "application/json"],
-                        body: Array(#"{"notifications":[{"tokens":["t"],"platform":2,"notif_id":"p-\#(pushes)","data":{"type":"order.updated","order_id":\#(id)}}]}"#.utf8)))
-                    if answer.status == 200 { accepted.append("p-\(pushes)") }
-                }
-                /// The agent that leads with `epoch`, once one does. (A log wait cannot be cancelled: the
-                /// others' end when their process does.)
-                func leader(epoch: Int) async -> String? {
-                    let found = OneShot<String?>()
-                    for (name, agent) in agents {
-                        Task {
-                            if await agent.logs.wait(message: leads, ["cluster.epoch": "\(epoch)"]) != nil { _ = found.give(name) }
-                        }
-                    }
-                    let deadline = Task {
-                        try? await Task.sleep(for: .seconds(30))
-                        _ = found.give(nil)
-                    }
-                    defer { deadline.cancel() }
-                    return await found.value
-                }
-                var epoch = 1
-                var current = try #require(await leader(epoch: epoch))
-                let clock = ContinuousClock()
-                for round in 0..<6 {
-                    for _ in 0..<(3 + Int(random.next() % 5)) { try await change() }
-                    let victim = try #require(agents[current])
-                    let frozen = round == 5
-                    let killedAt = clock.now
-                    down = current
-                    victim.child.signal(frozen ? SIGSTOP : SIGKILL)
-                    epoch += 1
-                    for _ in 0..<3 { try await change() }
-                    guard let next = await leader(epoch: epoch) else {
-                        Issue.record("nobody led with epoch \(epoch) after the leader \(current) was stopped")
-                        return
-                    }
-                    let took = clock.now - killedAt
-                    #expect(took < .seconds(6), "round \(round): failover_s 3 s, the takeover took \(took)")
-                    #expect(next != current)
-                    if frozen {
-                        victim.child.signal(SIGCONT)
-                    } else {
-                        _ = await victim.child.waitForExit()
-                        await victim.reader.value
-                        agents[current] = try await start(current)
-                    }
-                    down = nil
-                    current = next
-                }
-                for _ in 0..<5 { try await change() }
-                #expect(accepted.count >= pushes - 6, "most pushes are accepted (\(accepted.count) of \(pushes))")
+    /// Starts `orderlive run` with the configuration `name`, once its push listener listens.
+    static func start(_ name: String, configs: PostgresAgentConfiguration, environment: [String: String]) async throws -> Agent {
+        let child = try OrderliveProcess(["run", "--config", try configs.write(name)], environment: environment, readStandardError: true)
+        let logs = LogWatch()
+        let reader = Task { await logs.follow(child.lines) }
+        guard let listening = await logs.wait(message: "push endpoint listening") else {
+            throw PostgresServer.Failure(description: "\(name) never listened: \(logs.raw.suffix(20))")
+        }
+        return Agent(child: child, logs: logs, reader: reader, url: "http://" + (listening.line["push.listen"] ?? ""))
+    }
 
-                // The leader catches up: the store ends equal to the Sandbox, with an empty journal.
-                let upstream = book.snapshot.mapValues(\.status)
-                let newest = "\(book.latestSequence)"
-                let leaderLogs = try #require(agents[current]?.logs)
-                _ = try #require(await leaderLogs.wait(message: "event journaled", ["stream.event.id": newest]))
-                var stored: [String: String] = [:]
-                var depth = ""
-                for _ in 0..<100 {
-                    let rows = try await server.psql(
-                        "SELECT id || ' ' || status FROM orderlive_order WHERE account = 'depot-3'", database: database)
-                    stored = Dictionary(uniqueKeysWithValues: rows.split(separator: "\n").compactMap { row in
-                        let parts = row.split(separator: " ")
-                        return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
-                    })
-                    depth = try await server.psql("SELECT COUNT(*) FROM orderlive_job WHERE account = 'depot-3'", database: database)
-                    if stored == upstream, depth == "0" { break }
-                    _ = await leaderLogs.wait(from: leaderLogs.count, message: "journal drained")
-                }
-                #expect(stored == upstream)
-                #expect(depth == "0")
-                // No job was applied twice, let alone under two epochs: the frozen leader's late
-                // commits were refused by the fence. Jobs were applied under several leaders.
-                let twice = try await server.psql("""
-                    SELECT string_agg(job_id::text, ',') FROM (SELECT job_id FROM orderlive_job_applied
-                    WHERE account = 'depot-3' GROUP BY job_id HAVING COUNT(*) > 1) AS again
-                    """, database: database)
-                #expect(twice.isEmpty, "jobs applied more than once: \(twice)")
-                let applyingEpochs = try await server.psql(
-                    "SELECT string_agg(DISTINCT epoch::text, ',') FROM orderlive_job_applied WHERE account = 'depot-3'",
-                    database: database).split(separator: ",").compactMap { Int($0) }
-                #expect(applyingEpochs.count >= 2 && applyingEpochs.allSatisfy { (1...epoch).contains($0) },
-                        "epochs that applied jobs: \(applyingEpochs), last epoch \(epoch)")
-                let keys = try await server.psql(
-                    "SELECT id FROM orderlive_dedupe_key WHERE account = 'depot-3' AND id LIKE 'notification:%'", database: database)
-                let kept = Set(keys.split(separator: "\n").map { String($0.dropFirst("notification:".count)) })
-                #expect(Set(accepted).isSubset(of: kept), "acknowledged but not kept: \(Set(accepted).subtracting(kept).sorted())")
-                #expect(try await server.psql("SELECT epoch FROM orderlive_leadership WHERE account = 'depot-3'", database: database)
-                    == "\(epoch)")
-                // Lines are read as they come, so lines written before the signal may still be
-                // unread when it is sent: what the stop logged is told by the lines' own time.
-                let time = ISO8601DateFormatter()
-                time.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-                for agent in agents.values {
-                    let signalled = Date()
-                    agent.child.signal(SIGTERM)
-                    let (status, _) = await agent.child.waitForExit()
-                    #expect(status == 0)
-                    await agent.reader.value
-                    // Stopping closes the agent's own pool: that is not the database failing.
-                    let errors = agent.logs.lines.filter { line in
-                        line["level"] == "error" && (time.date(from: line["time"] ?? "").map { $0 >= signalled } ?? true)
-                    }
-                    #expect(errors.isEmpty, "error lines at a clean stop: \(errors)")
-                }
-            }
-            await loop.shutdown()
+    /// The account's stored orders, id to status, read with psql.
+    static func storedStatuses(server: PostgresServer, database: String, account: String) async throws -> [String: String] {
+        let rows = try await server.psql(
+            "SELECT id || ' ' || status FROM orderlive_order WHERE account = '\(account)' ORDER BY id", database: database)
+        var result: [String: String] = [:]
+        for row in rows.split(separator: "\n") {
+            let parts = row.split(separator: " ")
+            if parts.count == 2 { result[String(parts[0])] = String(parts[1]) }
+        }
+        return result
+    }
+
+    /// The new leader as other processes see it: `status` in another process shows the cluster as the
+    /// agent recorded it, `/readyz` and `/metrics` the leadership, and `orders list` reads the account
+    /// from PostgreSQL like the agents.
+    static func expectTheNewLeaderSeenFromOutside(
+        _ leader: Agent, configs: PostgresAgentConfiguration, environment: [String: String], http: AgentHTTP,
+        upstream: [String: String]
+    ) async throws {
+        let statusCommand = try OrderliveProcess(["status", "--json", "--config", try configs.write("second")], environment: environment)
+        var statusLines: [String] = []
+        for await line in statusCommand.lines { statusLines.append(line) }
+        _ = await statusCommand.waitForExit()
+        #expect(statusLines.joined().contains(#""cluster":{"backend":"postgres","account":"depot-7","role":"leader","epoch":2"#),
+                "\(statusLines)")
+        let leaderReady = try await http.get(leader.url + "/readyz")
+        #expect(leaderReady.body.contains(#""role":"leader","epoch":2"#), "\(leaderReady.body)")
+        let metrics = try await http.get(leader.url + "/metrics").body
+        #expect(metrics.contains("orderlive_cluster_leader 1") && metrics.contains("orderlive_cluster_takeovers_total 1"),
+                "\(metrics)")
+        let lister = try OrderliveProcess(["orders", "list", "--json", "--config", try configs.write("second")], environment: environment)
+        var output: [String] = []
+        for await line in lister.lines { output.append(line) }
+        let (listed, errors) = await lister.waitForExit()
+        #expect(listed == 0, "\(errors)")
+        let array = try JSONSerialization.jsonObject(with: Data(output.joined(separator: "\n").utf8)) as? [[String: Any]] ?? []
+        #expect(Dictionary(uniqueKeysWithValues: array.map { ("\($0["id"] ?? "")", "\($0["status"] ?? "")") }) == upstream)
+    }
+
+    /// Kills `agent` after 40 s, so a broken scenario ends instead of hanging the suite.
+    static func watchdog(_ agent: Agent) -> Task<Void, any Error> {
+        Task {
+            try await Task.sleep(for: .seconds(40))
+            agent.child.signal(SIGKILL)
         }
     }
-}
 
-/// The configurations of the `orderlive run`s of one test, in a temporary directory of their own:
-/// the Sandbox's demo user (its password in a file), pushes on a free loopback port, no orders API,
-/// debug JSON logs, and the store on PostgreSQL at `url` for `account`.
-struct PostgresAgentConfiguration {
-    /// The database password every agent is given (in `DIRECTORY/pg-password`); the test cluster
-    /// trusts loopback, so it is held and never needed, and no log may show it.
-    static let databasePassword = "pg-pw-7Hq2-never-logged"
-
-    let directory: String
-    let url: String
-    let account: String
-    let failover: Int
-
-    /// Creates the directory (named after `label`) with the user's and the database's password files.
-    init(_ label: String, url: String, account: String, failover: Int) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-pg-\(label)-\(UUID().uuidString)").path
-        self.url = url
-        self.account = account
-        self.failover = failover
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try Data((SandboxUser.demo.password + "\n").utf8).write(to: URL(fileURLWithPath: directory + "/password"))
-        try Data((Self.databasePassword + "\n").utf8).write(to: URL(fileURLWithPath: directory + "/pg-password"))
+    /// A silent push to the follower: it journals, the leader is woken by NOTIFY and applies the fetch.
+    static func expectAPushToTheFollowerAppliedByTheLeader(
+        _ leader: Agent, _ follower: Agent, order id: Int, book: OrderBook, loop: CurlLoop
+    ) async throws {
+        book.update(id, status: "delivering", announce: .silent)
+        let version = try #require(book.snapshot["\(id)"]?.version)
+        let push = try await loop.perform(HTTPRequest(
+            url: follower.url + "/api/push", method: "POST", headers: ["Content-Type": "application/json"],
+            body: Array(#"{"notifications":[{"tokens":["t"],"platform":2,"content_available":true,"data":{"type":"order.status_changed","order_id":\#(id),"version":\#(version)}}]}"#.utf8)))
+        #expect(push.status == 200, "\(String(decoding: push.body, as: UTF8.self))")
+        _ = try #require(await leader.logs.wait(
+            message: "sync job applied", ["sync.job.kind": "fetch", "sync.job.order_id": "\(id)"]))
     }
 
-    /// Writes `DIRECTORY/NAME.yaml` (state in `DIRECTORY/NAME`) and returns its path.
-    func write(_ name: String) throws -> String {
-        let file = directory + "/\(name).yaml"
-        try Data("""
-            auth:
-              identifier: "\(SandboxUser.demo.identifier)"
-              password_file: "\(directory)/password"
-            stream:
-              initial_delay_ms: 0
-              max_delay_ms: 200
-            ingest:
-              listen: "127.0.0.1:0"
-            api:
-              listen: ""
-            store:
-              state_dir: "\(directory)/\(name)"
-              backend: "postgres"
-              postgres_url: "\(url)"
-              postgres_password_file: "\(directory)/pg-password"
-              account: "\(account)"
-              failover_s: \(failover)
-            log:
-              level: "debug"
-              format: "json"
-
-            """.utf8).write(to: URL(fileURLWithPath: file))
-        return file
-    }
-
-    func remove() {
-        try? FileManager.default.removeItem(atPath: directory)
+    /// SIGTERM: the woken old leader, a follower now, stops cleanly first (stopped after the new
+    /// leader, it would rightly take the account over when that one lets go), then the new leader.
+    static func stopCleanly(oldLeader first: Agent, woken: Bool, newLeader second: Agent) async {
+        if woken {
+            #expect(first.logs.lines.filter { $0["message"] == "this agent leads its account now: it streams and applies" }.count == 1,
+                    "the woken leader did not lead again while the other led")
+            first.child.signal(SIGTERM)
+            let (oldStatus, _) = await first.child.waitForExit()
+            #expect(oldStatus == 0)
+        }
+        second.child.signal(SIGTERM)
+        let (status, _) = await second.child.waitForExit()
+        #expect(status == 0)
     }
 }

@@ -7,45 +7,6 @@ import ServerSentEvents
 import TestSupport
 import Testing
 
-/// A Sandbox, a curl loop and a manual clock for one test.
-struct Harness {
-    let sandbox: Sandbox
-    let loop: CurlLoop
-    let clock = ManualClock()
-    let baseURL: String
-
-    static func run(_ body: (Harness) async throws -> Void) async throws {
-        try await Sandbox.withRunning { sandbox in
-            let baseURL = await sandbox.baseURL
-            try await CurlLoop.withLoop(logger: quietLogger) { loop in
-                try await body(Harness(sandbox: sandbox, loop: loop, baseURL: baseURL))
-            }
-        }
-    }
-
-    /// A source on the Sandbox's event stream with no idle timeout and jitter pinned to the full delay.
-    func source(
-        provider: any EventStreamHeaderProvider = FixedHeaders(),
-        logger: Logger = quietLogger,
-        _ configure: (inout EventSourceConfiguration) -> Void = { _ in }
-    ) -> EventSource<ManualClock> {
-        var configuration = EventSourceConfiguration(url: baseURL + "/v1/events", idleTimeout: nil)
-        configure(&configuration)
-        return EventSource(
-            configuration: configuration, loop: loop, headerProvider: provider, clock: clock,
-            random: { 1.0 }, wallClock: { 1_000_000 }, logger: logger)
-    }
-}
-
-private func isLoss(_ update: EventSourceUpdate) -> Bool {
-    if case .connectionLost = update { return true }
-    return false
-}
-
-private func events(_ updates: [EventSourceUpdate]) -> [ServerSentEvent] {
-    updates.compactMap { if case .event(let event) = $0 { event } else { nil } }
-}
-
 /// The reconnecting client against the real Sandbox, with time driven by the test.
 @Suite struct EventSourceTests {
     @Test func cleanEndReconnectsWithLastEventID() async throws {
@@ -395,65 +356,6 @@ private func events(_ updates: [EventSourceUpdate]) -> [ServerSentEvent] {
             #expect(received.count == 1)
             #expect(received.first?.data == payload)
             #expect(received.first?.lastEventID == "big")
-        }
-    }
-}
-
-/// The stream against a port where nothing listens yet, then a Sandbox that appears there.
-@Suite struct EventSourceStartupTests {
-    @Test func refusedAtStartThenTheServerAppears() async throws {
-        // Learn a free port by binding one and letting it go.
-        let port = try await Sandbox.withRunning { await $0.port }
-        try await CurlLoop.withLoop(logger: quietLogger) { loop in
-            let clock = ManualClock()
-            let source = EventSource(
-                configuration: EventSourceConfiguration(url: "http://127.0.0.1:\(port)/v1/events", idleTimeout: nil),
-                loop: loop, clock: clock, random: { 1.0 }, logger: quietLogger)
-            let sandbox = Sandbox(configuration: SandboxConfiguration(port: port),
-                                  logger: Logger(label: "quiet", factory: { _ in SwiftLogNoOpLogHandler() }))
-            sandbox.enqueue(.stream("data: hello\n\n", then: [.hold]))
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                var kinds: [EventSourceError.Kind] = []
-                var received: [String] = []
-                _ = try await source.run { update in
-                    switch update {
-                    case .connectionLost(let error, let delay?):
-                        kinds.append(error.kind)
-                        if kinds.count == 1 {
-                            group.addTask { try await sandbox.run() }
-                            _ = await sandbox.port
-                        }
-                        clock.advance(by: delay)
-                    case .event(let event):
-                        received.append(event.data)
-                        source.stop()
-                    default:
-                        break
-                    }
-                }
-                group.cancelAll()
-                #expect(kinds == [.transport(.couldNotConnect)])
-                #expect(received == ["hello"])
-            }
-        }
-    }
-}
-
-/// Issues `token-1`, then `token-2` once told the first was rejected.
-private final class RotatingTokens: EventStreamHeaderProvider {
-    private let state = Locked((current: 1, rejected: [String]()))
-
-    var rejected: [String] { state.withLock { $0.rejected } }
-
-    func headers() async throws -> HTTPHeaders {
-        let current = state.withLock { $0.current }
-        return ["Authorization": "Bearer token-\(current)"]
-    }
-
-    func unauthorized(_ headers: HTTPHeaders) async {
-        state.withLock { state in
-            state.rejected.append(headers["Authorization"] ?? "")
-            state.current += 1
         }
     }
 }

@@ -1,7 +1,3 @@
-// Agent: orderlive's composition root. It turns parsed command-line options and configuration into
-// running components (for now: `inspect` and `demo`). It holds no protocol logic of its own and never
-// parses arguments: the `orderlive` executable does that and calls in here.
-
 import CurlHTTP
 
 /// What `orderlive inspect` was asked to do (DESIGN §5), already parsed.

@@ -1,0 +1,288 @@
+import Agent
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import OrderStore
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// The change-feed benchmark's load generator: a process of its own, thousands of subscribers on NIO.
+
+// MARK: The load generator (a process of its own)
+
+/// What one event loop's subscribers have seen since the last reset. Each shard is touched by the
+/// connections of one event loop, and by the reporting thread between phases, under its mutex.
+struct FeedShardState {
+    var deliveries = LatencyHistogram()
+    var perChange: [Int64: (count: Int, latest: Int64)] = [:]
+    var firstDelivery: Int64 = .max
+    var lastDelivery: Int64 = 0
+    var ready = 0
+    var cutOff = 0
+    var ended = 0
+}
+
+final class FeedShard: Sendable {
+    let state = Mutex(FeedShardState())
+}
+
+/// One subscriber: sends the request, decodes the chunked response and scans the SSE body's bytes
+/// for what the benchmark needs, no more: each live event's `data: {"seq":N` line and the
+/// `"bench_ns":T` in it, the `ready` event (the one data line with a seq and no order) and
+/// `overflow`. A full parse with a String per field cost the load generator twice the agent's CPU,
+/// so the figures measured the client. It runs on its channel's event loop only.
+final class FeedSubscriberHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundOut = HTTPClientRequestPart
+
+    private static let seqMarker = Array(#"data: {"seq":"#.utf8)
+    private static let benchMarker = Array(#""bench_ns":"#.utf8)
+    private static let overflowMarker = Array("event: overflow".utf8)
+
+    private let shard: FeedShard
+    private var carry: [UInt8] = []
+    private var isReady = false
+    private var sawOverflow = false
+
+    init(shard: FeedShard) {
+        self.shard = shard
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/v1/orders/stream")
+        head.headers.add(name: "Host", value: "127.0.0.1")
+        head.headers.add(name: "Accept", value: "text/event-stream")
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head:
+            break
+        case .body(let buffer):
+            let now = monotonicNanoseconds()
+            var latencies: [(seq: Int64, nanoseconds: Int64)] = []
+            var becameReady = false
+            var bytes = carry
+            bytes.append(contentsOf: buffer.readableBytesView)
+            bytes.withUnsafeBytes { raw in
+                var consumed = 0
+                var position = 0
+                while let start = Self.find(Self.seqMarker, in: raw, from: position) {
+                    guard let lineEnd = Self.find([0x0A], in: raw, from: start) else {
+                        consumed = start  // the line is not complete yet: keep it for the next read
+                        position = raw.count
+                        break
+                    }
+                    let seq = Self.number(in: raw, at: start + Self.seqMarker.count)
+                    if let bench = Self.find(Self.benchMarker, in: raw, from: start), bench < lineEnd {
+                        if isReady, let seq, let sent = Self.number(in: raw, at: bench + Self.benchMarker.count) {
+                            latencies.append((seq, now - sent))
+                        }
+                    } else if !isReady {
+                        isReady = true
+                        becameReady = true
+                    }
+                    consumed = lineEnd + 1
+                    position = lineEnd + 1
+                }
+                if Self.find(Self.overflowMarker, in: raw, from: 0) != nil { sawOverflow = true }
+                if position >= raw.count, consumed < raw.count, Self.find(Self.seqMarker, in: raw, from: consumed) == consumed {
+                    carry = Array(raw[consumed...])
+                } else {
+                    carry = Array(raw[max(consumed, raw.count - Self.overflowMarker.count + 1)...])
+                }
+            }
+            if latencies.isEmpty && !becameReady { return }
+            shard.state.withLock { state in
+                if becameReady { state.ready += 1 }
+                for (seq, nanoseconds) in latencies {
+                    state.deliveries.record(microseconds: nanoseconds / 1_000)
+                    let previous = state.perChange[seq] ?? (0, 0)
+                    state.perChange[seq] = (previous.count + 1, max(previous.latest, nanoseconds))
+                }
+                if !latencies.isEmpty {
+                    state.firstDelivery = min(state.firstDelivery, now)
+                    state.lastDelivery = max(state.lastDelivery, now)
+                }
+            }
+        case .end:
+            context.close(promise: nil)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        let overflow = sawOverflow
+        shard.state.withLock { state in
+            state.ended += 1
+            if overflow { state.cutOff += 1 }
+        }
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    /// Where `pattern` first occurs in `bytes` at or after `from`.
+    static func find(_ pattern: [UInt8], in bytes: UnsafeRawBufferPointer, from: Int) -> Int? {
+        guard from < bytes.count, let base = bytes.baseAddress else { return nil }
+        // memchr for the first byte, then a comparison (memmem is not in Swift's Glibc module).
+        var index = from
+        while index + pattern.count <= bytes.count {
+            guard let hit = memchr(base + index, Int32(pattern[0]), bytes.count - index - pattern.count + 1) else { return nil }
+            let start = base.distance(to: UnsafeRawPointer(hit))
+            if pattern.withUnsafeBytes({ needle in needle.baseAddress.map { memcmp(base + start, $0, pattern.count) } }) == 0 {
+                return start
+            }
+            index = start + 1
+        }
+        return nil
+    }
+
+    /// The decimal digits at `at`, nil when there are none (or they run past the end).
+    static func number(in bytes: UnsafeRawBufferPointer, at: Int) -> Int64? {
+        var index = at
+        var value: Int64 = 0
+        while index < bytes.count, bytes[index] >= 0x30, bytes[index] <= 0x39, value < Int64.max / 10 - 9 {
+            value = value * 10 + Int64(bytes[index] - 0x30)
+            index += 1
+        }
+        return index > at && index < bytes.count ? value : nil
+    }
+}
+
+/// Reads nothing, ever: the stalled subscriber. Its receive buffer is 4 KiB, so the agent's writes
+/// stop soon; the agent must cut it off without slowing anyone else.
+final class StalledSubscriberHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    func channelActive(context: ChannelHandlerContext) {
+        let request = "GET /v1/orders/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n"
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: request)), promise: nil)
+        context.fireChannelActive()
+    }
+}
+
+/// Raises this process's soft open-file limit to its hard limit (the client holds one descriptor
+/// per subscriber).
+func raiseOpenFileLimit() {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+    limit.rlim_cur = limit.rlim_max
+    _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+}
+
+/// One line to the driver, unbuffered (its standard output is a pipe).
+func say(_ text: String) {
+    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+}
+
+/// `orderlive-bench feed-client PORT SUBSCRIBERS STALLED`: connects, prints `ready N SECONDS` once
+/// every reading subscriber has its `ready`, then answers `reset` and `report` lines on standard
+/// input with one JSON line each; `quit` (or the end of input) ends it.
+func feedClient(port: Int, subscribers: Int, stalled: Int) throws {
+    raiseOpenFileLimit()
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+    var shards: [ObjectIdentifier: FeedShard] = [:]
+    var loops = group.makeIterator()
+    while let loop = loops.next() { shards[ObjectIdentifier(loop)] = FeedShard() }
+    let allShards = Array(shards.values)
+    let shardOf = shards
+    let bootstrap = ClientBootstrap(group: group)
+        .channelOption(.socketOption(.tcp_nodelay), value: 1)
+        .channelInitializer { channel in
+            guard let shard = shardOf[ObjectIdentifier(channel.eventLoop)] else {
+                return channel.eventLoop.makeFailedFuture(ChannelError.inappropriateOperationForState)
+            }
+            return channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                try channel.pipeline.syncOperations.addHandler(FeedSubscriberHandler(shard: shard))
+            }
+        }
+    let stalledBootstrap = ClientBootstrap(group: group)
+        .channelOption(.socketOption(.so_rcvbuf), value: 4_096)
+        .channelOption(.autoRead, value: false)
+        .channelInitializer { channel in
+            channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(StalledSubscriberHandler()) }
+        }
+    var held: [any Channel] = []
+    for _ in 0..<stalled {
+        held.append(try stalledBootstrap.connect(host: "127.0.0.1", port: port).wait())
+    }
+    let started = monotonicNanoseconds()
+    func readyCount() -> Int { allShards.reduce(0) { sum, shard in sum + shard.state.withLock { $0.ready } } }
+    // At most 256 connections between connect and `ready`, so the listen backlog never overflows.
+    var connected = 0
+    while connected < subscribers {
+        while connected < subscribers, connected - readyCount() < 256 {
+            held.append(try bootstrap.connect(host: "127.0.0.1", port: port).wait())
+            connected += 1
+        }
+        usleep(1_000)
+    }
+    while readyCount() < subscribers { usleep(1_000) }
+    say("ready \(readyCount()) \(format(Double(monotonicNanoseconds() - started) / 1e9, 2))")
+
+    while let line = readLine() {
+        let words = line.split(separator: " ")
+        switch words.first {
+        case "reset":
+            for shard in allShards {
+                shard.state.withLock { state in
+                    state.deliveries = LatencyHistogram()
+                    state.perChange = [:]
+                    state.firstDelivery = .max
+                    state.lastDelivery = 0
+                }
+            }
+            say("ok")
+        case "report":
+            var deliveries = LatencyHistogram()
+            var perChange: [Int64: (count: Int, latest: Int64)] = [:]
+            var first = Int64.max, last = Int64(0), cutOff = 0, ended = 0
+            for shard in allShards {
+                shard.state.withLock { state in
+                    deliveries.merge(state.deliveries)
+                    for (seq, value) in state.perChange {
+                        let previous = perChange[seq] ?? (0, 0)
+                        perChange[seq] = (previous.count + value.count, max(previous.latest, value.latest))
+                    }
+                    first = min(first, state.firstDelivery)
+                    last = max(last, state.lastDelivery)
+                    cutOff += state.cutOff
+                    ended += state.ended
+                }
+            }
+            let open = subscribers - ended
+            var toAll = LatencyHistogram()
+            for (_, value) in perChange where value.count >= open { toAll.record(microseconds: value.latest / 1_000) }
+            let seconds = last > first ? Double(last - first) / 1e9 : 0
+            let fields: [String: Any] = [
+                "deliveries": deliveries.total, "changes": perChange.count, "changes_to_all": toAll.total,
+                "open": open, "cut_off": cutOff, "ended": ended,
+                "deliveries_per_second": seconds > 0 ? Double(deliveries.total) / seconds : 0,
+                "delivery_p50_ms": deliveries.milliseconds(at: 0.5), "delivery_p99_ms": deliveries.milliseconds(at: 0.99),
+                "delivery_max_ms": Double(deliveries.maximum) / 1_000,
+                "all_p50_ms": toAll.milliseconds(at: 0.5), "all_p99_ms": toAll.milliseconds(at: 0.99),
+                "all_max_ms": Double(toAll.maximum) / 1_000,
+                "client_rss_mb": residentMegabytes("VmRSS"),
+            ]
+            let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data()
+            say(String(decoding: data, as: UTF8.self))
+        default:
+            for channel in held { channel.close(promise: nil) }
+            try group.syncShutdownGracefully()
+            return
+        }
+        }
+    for channel in held { channel.close(promise: nil) }
+    try group.syncShutdownGracefully()
+}

@@ -1,0 +1,124 @@
+import EventStream
+import Foundation
+import OrdersAPI
+import PostgresStore
+import PushIngest
+
+/// What `build` reads from the configuration beyond its own checks: the listeners' addresses and
+/// authentication, the secret files they name, the PostgreSQL settings, the event source.
+extension AgentBuilder {
+    /// This agent's name in the leadership row: `host:pid`.
+    static func agentName() -> String {
+        "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier)"
+    }
+
+    /// The PostgreSQL store of `store.*`: the URL (checked when read), the password from
+    /// `store.postgres_password_file` or `PGPASSWORD`, and the account (`store.account`, else
+    /// `auth.identifier`).
+    static func postgresSettings(
+        _ configuration: OrderliveConfiguration, environment: [String: String]
+    ) throws(AgentStartError) -> PostgresStoreConfiguration {
+        let store = configuration.store
+        var password = environment["PGPASSWORD"]
+        if !store.postgresPasswordFile.isEmpty {
+            password = try secret("store.postgres_password_file", at: store.postgresPasswordFile)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let account = store.account.isEmpty ? configuration.auth.identifier : store.account
+        guard !account.isEmpty else {
+            throw AgentStartError("'store.backend' is postgres but no account is set: set 'store.account' "
+                + "(or 'auth.identifier', its default)")
+        }
+        do {
+            var settings = try PostgresStoreConfiguration(url: store.postgresURL, password: password, account: account)
+            settings.failover = store.failover
+            settings.connectTimeout = min(settings.connectTimeout, store.failover)
+            return settings
+        } catch {
+            throw AgentStartError("'store.postgres_url' \(error.message)")
+        }
+    }
+
+    /// The event source of `upstream.*` and `stream.*`; the stream service sets its `Last-Event-ID`.
+    static func streamSource(_ configuration: OrderliveConfiguration) -> EventSourceConfiguration {
+        let upstream = configuration.upstream
+        let stream = configuration.stream
+        return EventSourceConfiguration(
+            url: upstream.baseURL + upstream.eventsPath, initialDelay: stream.initialDelay,
+            maximumDelay: stream.maximumDelay, resetAfter: stream.resetAfter, idleTimeout: stream.idleTimeout,
+            connectTimeout: upstream.connectTimeout, tls: upstream.tls, userAgent: OrderliveVersion.userAgent)
+    }
+
+    /// The listener and the authentication of `ingest.*`, or nil when `ingest.listen` is "".
+    static func pushSettings(
+        _ ingest: IngestConfiguration
+    ) throws(AgentStartError) -> (host: String, port: Int, authentication: PushAuthentication)? {
+        guard let (host, port) = ingest.listenAddress else { return nil }
+        try OpenFileLimit.ensure(connections: ingest.maximumConnections)
+        let authentication = try ingestAuthentication(ingest)
+        if let refusal = PushServer.refusal(host: host, authentication: authentication) {
+            throw AgentStartError(refusal)
+        }
+        return (host, port, authentication)
+    }
+
+    /// The listener and the authentication of `api.*`, or nil when `api.listen` is "".
+    static func apiSettings(
+        _ api: APIConfiguration
+    ) throws(AgentStartError) -> (host: String, port: Int, authentication: APIAuthentication)? {
+        guard let (host, port) = api.listenAddress else { return nil }
+        let authentication: APIAuthentication
+        switch api.auth {
+        case .none:
+            authentication = .none
+        case .bearer:
+            guard !api.tokensFile.isEmpty else {
+                throw AgentStartError("'api.auth' is bearer but 'api.tokens_file' is not set: "
+                    + "point it at a file of consumer tokens, one per line")
+            }
+            let tokens = try secret("api.tokens_file", at: api.tokensFile).split(whereSeparator: \.isNewline)
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+            guard !tokens.isEmpty else {
+                throw AgentStartError("'api.tokens_file': \(api.tokensFile) holds no token (one per line; # starts a comment)")
+            }
+            authentication = .bearer(tokens: tokens)
+        }
+        if let refusal = APIAuthentication.refusal(host: host, authentication: authentication) {
+            throw AgentStartError(refusal)
+        }
+        return (host, port, authentication)
+    }
+
+    /// The push authentication of `ingest.auth`, its secret read from `ingest.secret_file`.
+    static func ingestAuthentication(_ ingest: IngestConfiguration) throws(AgentStartError) -> PushAuthentication {
+        switch ingest.auth {
+        case .none:
+            return .none
+        case .bearer, .standardWebhooks:
+            guard !ingest.secretFile.isEmpty else {
+                throw AgentStartError("'ingest.auth' is \(ingest.auth.rawValue) but 'ingest.secret_file' is not set: "
+                    + "point it at a file holding the secret")
+            }
+            let text = try secret("ingest.secret_file", at: ingest.secretFile).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !text.isEmpty else {
+                throw AgentStartError("'ingest.secret_file': \(ingest.secretFile) is empty")
+            }
+            if ingest.auth == .bearer { return .bearer(secret: text) }
+            do {
+                return .standardWebhooks(try StandardWebhooks(secret: text))
+            } catch {
+                throw AgentStartError("'ingest.secret_file': \(error.description)")
+            }
+        }
+    }
+
+    /// The text of the secret file that `key` names, or the start error that names the key and the
+    /// path (never the content).
+    static func secret(_ key: String, at path: String) throws(AgentStartError) -> String {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw AgentStartError("'\(key)': cannot read \(path); check the path and its permissions")
+        }
+        return text
+    }
+}

@@ -1,0 +1,119 @@
+import AsyncSignals
+import AuthSession
+import Foundation
+import Logging
+import OrderStore
+import OrdersAPI
+import PushIngest
+import ServiceLifecycle
+import UnixSignals
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why `orderlive run` could not start: what is wrong and what to do. Reported before any port is
+/// bound or any service starts.
+public struct AgentStartError: Error, Sendable, CustomStringConvertible {
+    /// The one-line message.
+    public var description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}
+
+/// The whole program of `orderlive run`, built by ``AgentBuilder/build(configuration:logger:)`` and
+/// run by ``run(handlingSignals:)``.
+public struct AgentProgram: Sendable {
+    /// The services in dependency order: curl loop → session refresher → stream-status recorder → stream → executor →
+    /// push endpoint → shutdown marker. The group stops them in reverse: pushes are refused first, the curl loop stops last.
+    public let services: [any Service]
+    /// The push listener, when `ingest.listen` is set.
+    public let pushServer: PushServer?
+    /// The orders API listener, when `api.listen` is set.
+    public let apiServer: OrdersAPIServer?
+    /// Live state for readiness and status.
+    public let state: AgentState
+    /// The metrics registry.
+    public let metrics: AgentMetrics
+    /// The order store, on either engine.
+    public let store: any OrderStoreEngine
+    /// The session.
+    public let session: Session
+    let logger: Logger
+
+    private let running = RunningGroup()
+
+    /// Runs every service until graceful shutdown: ``shutdown()``, or with `handlingSignals`
+    /// SIGTERM/SIGINT. A second signal exits the process at once (the journal is durable at every
+    /// commit). A graceful shutdown that takes longer than 9 s is escalated to cancellation, and if
+    /// that has not ended the process 0.8 s later, it exits with status 1, so the process is gone
+    /// within 10 s whatever a dependency does.
+    public func run(handlingSignals: Bool) async throws {
+        var configuration = ServiceGroupConfiguration(
+            services: services.map { .init(service: $0) },
+            gracefulShutdownSignals: handlingSignals ? [.sigterm, .sigint] : [],
+            logger: logger)
+        configuration.maximumGracefulShutdownDuration = .seconds(9)
+        // ServiceLifecycle's own cancellation deadline ends in a fatal error (a crash report, exit
+        // 132); the deadline below exits cleanly instead.
+        configuration.maximumCancellationDuration = nil
+        let group = ServiceGroup(configuration: configuration)
+        running.set(group)
+        defer { running.set(nil) }
+        let logger = self.logger
+        let store = self.store
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            if handlingSignals {
+                let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+                tasks.addTask {
+                    var seen = 0
+                    for await _ in signals {
+                        seen += 1
+                        if seen == 1 {
+                            logger.info("stopping: pushes now get 503; finishing the job in hand")
+                            Self.exitAfterDeadline(logger: logger)
+                        }
+                        if seen >= 2 {
+                            logger.warning("second signal: exiting at once; the journal keeps what is not applied")
+                            exit(130)
+                        }
+                    }
+                }
+            }
+            try await group.run()
+            tasks.cancelAll()
+        }
+        let pending = (try? await store.counts().journalDepth).map { "\($0)" } ?? "unknown"
+        logger.info("stopped", metadata: ["sync.journal_depth": "\(pending)"])
+    }
+
+    /// Starts graceful shutdown of a running ``run(handlingSignals:)``, as SIGTERM does.
+    public func shutdown() async {
+        guard let group = running.group else { return }
+        logger.info("stopping: pushes now get 503; finishing the job in hand")
+        await group.triggerGracefulShutdown()
+    }
+
+    /// The last resort behind the graceful budget: a plain thread, so a starved or stuck task pool
+    /// cannot delay it.
+    private static func exitAfterDeadline(logger: Logger) {
+        Thread.detachNewThread {
+            Thread.sleep(forTimeInterval: 9.8)
+            logger.error("shutdown took longer than 9.8 s: exiting now; the journal keeps what is not applied")
+            exit(1)
+        }
+    }
+}
+
+/// The service group of a running program, for ``AgentProgram/shutdown()``.
+final class RunningGroup: Sendable {
+    private let state = Locked<ServiceGroup?>(nil)
+
+    var group: ServiceGroup? { state.withLock { $0 } }
+
+    func set(_ group: ServiceGroup?) {
+        state.withLock { $0 = group }
+    }
+}
