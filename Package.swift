@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "EventStream", targets: ["EventStream"]),
         .library(name: "Sandbox", targets: ["Sandbox"]),
         .library(name: "AuthSession", targets: ["AuthSession"]),
+        .library(name: "StoreModel", targets: ["StoreModel"]),
         .library(name: "OrderStore", targets: ["OrderStore"]),
         .library(name: "PostgresStore", targets: ["PostgresStore"]),
         .library(name: "OrderSync", targets: ["OrderSync"]),
@@ -127,9 +128,15 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            // The store's vocabulary, apart from its engines: no database linked.
+            name: "StoreModel",
+            dependencies: ["CheckedInput", "JSONToolkit"],
+            swiftSettings: strict
+        ),
+        .target(
             name: "OrderStore",
             dependencies: [
-                "AsyncSignals", "CheckedInput", "JSONToolkit", .product(name: "GRDB", package: "GRDB.swift"),
+                "AsyncSignals", "StoreModel", .product(name: "GRDB", package: "GRDB.swift"),
                 // The C API under GRDB, for the per-event statements (DirectStatement).
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],
@@ -138,7 +145,7 @@ let package = Package(
         .target(
             name: "PostgresStore",
             dependencies: [
-                "AsyncSignals", "CheckedInput", "OrderStore",
+                "AsyncSignals", "StoreModel", "CheckedInput",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
@@ -148,7 +155,7 @@ let package = Package(
         .target(
             name: "OrderSync",
             dependencies: [
-                "AsyncSignals", "CheckedInput", "CoalescedLogging", "JSONToolkit", "OrderStore", "ServerSentEvents",
+                "AsyncSignals", "StoreModel", "CheckedInput", "CoalescedLogging", "JSONToolkit", "ServerSentEvents",
                 "AuthSession", "CurlHTTP", "EventStream", "RetryTiming",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -174,7 +181,7 @@ let package = Package(
         .target(
             name: "OrdersAPI",
             dependencies: [
-                "AsyncSignals", "CheckedInput", "JSONToolkit", "LocalHTTP", "OrderStore",
+                "AsyncSignals", "StoreModel", "CheckedInput", "JSONToolkit", "LocalHTTP",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -189,7 +196,7 @@ let package = Package(
         .target(
             name: "PushIngest",
             dependencies: [
-                "AsyncSignals", "CheckedInput", "COpenSSL", "CoalescedLogging", "JSONToolkit", "LocalHTTP", "OrderStore",
+                "AsyncSignals", "StoreModel", "CheckedInput", "COpenSSL", "CoalescedLogging", "JSONToolkit", "LocalHTTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -217,7 +224,7 @@ let package = Package(
         .target(
             name: "Agent",
             dependencies: [
-                "AsyncSignals",
+                "AsyncSignals", "StoreModel",
                 "CheckedInput",
                 "JSONToolkit",
                 "ServerSentEvents",
@@ -242,7 +249,7 @@ let package = Package(
         .executableTarget(
             name: "orderlive",
             dependencies: [
-                "Agent", "AsyncSignals", "AuthSession", "CheckedInput", "CurlHTTP", "EventStream", "JSONToolkit", "OrderStore", "OrderSync",
+                "Agent", "StoreModel", "AsyncSignals", "AuthSession", "CheckedInput", "CurlHTTP", "EventStream", "JSONToolkit", "OrderStore", "OrderSync",
                 "Sandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -253,7 +260,7 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
-                "AsyncSignals", "AuthSession", "CurlHTTP", "EventStream", "OrderStore", "OrderSync", "PushIngest", "Sandbox",
+                "AsyncSignals", "StoreModel", "AuthSession", "CurlHTTP", "EventStream", "OrderStore", "OrderSync", "PushIngest", "Sandbox",
                 "OrdersAPI", "ServerSentEvents",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Prometheus", package: "swift-prometheus"),
             ],
@@ -313,7 +320,7 @@ let package = Package(
         .testTarget(
             name: "OrderStoreTests",
             dependencies: [
-                "OrderStore", "ServerSentEvents", "Sandbox", "CurlHTTP", "EventStream", "TestSupport",
+                "OrderStore", "StoreModel", "ServerSentEvents", "Sandbox", "CurlHTTP", "EventStream", "TestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strict
@@ -322,7 +329,7 @@ let package = Package(
             // The store's behaviour, one body of tests over both engines (SQLite and PostgreSQL).
             name: "StoreEngineTests",
             dependencies: [
-                "AsyncSignals", "OrderStore", "PostgresStore", "TestSupport",
+                "AsyncSignals", "StoreModel", "OrderStore", "PostgresStore", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["Fixtures"],
@@ -331,7 +338,7 @@ let package = Package(
         .testTarget(
             name: "OrderSyncTests",
             dependencies: [
-                "OrderSync", "AsyncSignals", "JSONToolkit", "OrderStore", "ServerSentEvents", "Sandbox", "AuthSession",
+                "OrderSync", "StoreModel", "AsyncSignals", "JSONToolkit", "OrderStore", "ServerSentEvents", "Sandbox", "AuthSession",
                 "CurlHTTP", "EventStream", "TestSupport", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -340,7 +347,7 @@ let package = Package(
         .testTarget(
             name: "PushIngestTests",
             dependencies: [
-                "PushIngest", "AsyncSignals", "JSONToolkit", "OrderStore", "CurlHTTP", "TestSupport",
+                "PushIngest", "StoreModel", "AsyncSignals", "JSONToolkit", "OrderStore", "CurlHTTP", "TestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             exclude: ["Fixtures"],
@@ -362,7 +369,7 @@ let package = Package(
         .testTarget(
             name: "OrdersAPITests",
             dependencies: [
-                "OrdersAPI", "OrderStore", "CurlHTTP", "AsyncSignals", "TestSupport",
+                "OrdersAPI", "StoreModel", "OrderStore", "CurlHTTP", "AsyncSignals", "TestSupport",
                 // FeedHeartbeatTests: the connection handler on an embedded channel and loop.
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -373,7 +380,7 @@ let package = Package(
         .testTarget(
             name: "AgentTests",
             dependencies: [
-                "Agent", "AsyncSignals", "AuthSession", "Sandbox", "OrderStore", "CurlHTTP", "EventStream", "ServerSentEvents",
+                "Agent", "StoreModel", "AsyncSignals", "AuthSession", "Sandbox", "OrderStore", "CurlHTTP", "EventStream", "ServerSentEvents",
                 "PushIngest",
                 "TestSupport", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
             ],
@@ -392,7 +399,7 @@ if ProcessInfo.processInfo.environment["ORDERLIVE_FUZZ"] != nil {
         .executableTarget(
             name: "InputFuzz",
             dependencies: [
-                "Agent", "AuthSession", "CurlHTTP", "EventStream", "JSONToolkit", "OrderStore", "OrderSync", "PushIngest",
+                "Agent", "AuthSession", "CurlHTTP", "EventStream", "JSONToolkit", "OrderStore", "OrderSync", "PushIngest", "StoreModel",
                 "ServerSentEvents",
             ],
             path: "Fuzz/Sources/InputFuzz"

@@ -4,6 +4,7 @@ import CurlHTTP
 import Foundation
 import Logging
 import OrderStore
+import StoreModel
 import OrderSync
 import OrdersAPI
 import PostgresStore

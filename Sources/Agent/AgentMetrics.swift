@@ -1,6 +1,7 @@
 import AsyncSignals
 import AuthSession
 import OrderStore
+import StoreModel
 import PostgresStore
 import OrderSync
 import OrdersAPI

@@ -2,6 +2,7 @@ import AuthSession
 import Foundation
 import JSONToolkit
 import OrderStore
+import StoreModel
 import PushIngest
 
 /// `/readyz`, `/api/status` and `/metrics` of the running agent.

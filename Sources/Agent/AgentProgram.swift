@@ -3,6 +3,7 @@ import AuthSession
 import Foundation
 import Logging
 import OrderStore
+import StoreModel
 import OrdersAPI
 import PushIngest
 import ServiceLifecycle

@@ -2,6 +2,7 @@ import AsyncSignals
 import Foundation
 import Logging
 import OrderStore
+import StoreModel
 import PostgresStore
 
 /// The store `store.backend` names — the SQLite file in the state directory, or this agent's account

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 #endif
 import OrderStore
+import StoreModel
 
 /// The state directory (`store.state_dir`, DESIGN §7) and the files orderlive keeps in it: the order
 /// database with its WAL files and the stream-status file (the credentials file is the credential

@@ -1,4 +1,5 @@
 import GRDB
+import StoreModel
 
 /// Transactions and savepoints through statements compiled once per connection.
 ///

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import GRDB
+import StoreModel
 import GRDBSQLite
 
 /// One of the store's per-event statements (the order lookup, the upsert, the change log and journal

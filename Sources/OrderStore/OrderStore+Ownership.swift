@@ -1,4 +1,5 @@
 import GRDB
+import StoreModel
 
 /// Whose data the store holds (FIELD-NOTES 15).
 extension OrderStore {

@@ -1,4 +1,5 @@
 import GRDB
+import StoreModel
 
 /// Reading the stored orders and the counts of `status` and `/metrics`.
 extension OrderStore {

@@ -1,4 +1,5 @@
 import GRDB
+import StoreModel
 
 /// The schema: migrations are frozen history with string table names (STYLE 11).
 extension OrderStore {

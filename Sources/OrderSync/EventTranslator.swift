@@ -1,5 +1,5 @@
 import JSONToolkit
-import OrderStore
+import StoreModel
 import ServerSentEvents
 
 /// What one stream event means for the store.

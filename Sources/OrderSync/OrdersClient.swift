@@ -2,7 +2,7 @@ import AuthSession
 import CurlHTTP
 import Foundation
 import JSONToolkit
-import OrderStore
+import StoreModel
 
 /// Why talking to the orders API failed. Never holds a token.
 public struct SyncError: Error, Sendable, Hashable, CustomStringConvertible {

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import OrderStore
+import StoreModel
 import ServerSentEvents
 
 /// Journaling: each event's jobs, dead letter and cursor are committed in one transaction, so the

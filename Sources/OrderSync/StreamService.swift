@@ -6,7 +6,7 @@ import CurlHTTP
 import EventStream
 import Foundation
 import Logging
-import OrderStore
+import StoreModel
 import ServerSentEvents
 import ServiceLifecycle
 

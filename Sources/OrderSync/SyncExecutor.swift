@@ -2,7 +2,7 @@ import AsyncSignals
 import CheckedInput
 import Foundation
 import Logging
-import OrderStore
+import StoreModel
 import RetryTiming
 import Synchronization
 

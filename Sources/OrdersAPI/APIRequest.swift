@@ -1,7 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
-import OrderStore
+import StoreModel
 import LocalHTTP
 
 /// How consumers of the orders API authenticate (`api.auth`, DESIGN §11).

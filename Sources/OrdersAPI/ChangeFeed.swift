@@ -5,7 +5,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
-import OrderStore
+import StoreModel
 import LocalHTTP
 
 /// `GET /v1/orders/stream` (DESIGN §11): a new subscriber gets a snapshot and `ready`; one that

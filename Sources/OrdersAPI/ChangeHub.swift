@@ -3,7 +3,7 @@ import CoreMetrics
 import Foundation
 import Logging
 import NIOCore
-import OrderStore
+import StoreModel
 
 /// The change feed's metrics (DESIGN §11), made through an injected factory.
 public struct FeedMetrics: Sendable {

@@ -1,6 +1,6 @@
 import JSONToolkit
 import NIOCore
-import OrderStore
+import StoreModel
 
 /// The change feed's events as Server-Sent Events text (DESIGN §11). Every event ends with a blank
 /// line; a payload that spans lines (an order body sent pretty-printed) becomes one `data:` line per

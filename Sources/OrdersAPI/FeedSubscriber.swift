@@ -1,6 +1,6 @@
 import AsyncSignals
 import NIOCore
-import OrderStore
+import StoreModel
 
 /// One subscriber of the change feed: a bounded queue between the hub (which offers every committed
 /// change and never waits) and the subscriber's connection (which writes what is queued, on its

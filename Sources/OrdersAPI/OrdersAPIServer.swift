@@ -5,7 +5,7 @@ import HummingbirdCore
 import LocalHTTP
 import Logging
 import NIOCore
-import OrderStore
+import StoreModel
 import ServiceLifecycle
 
 /// The local orders API (`api.listen`, DESIGN §11) as a `Service`: the orders, the change feed, the

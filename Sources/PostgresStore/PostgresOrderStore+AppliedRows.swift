@@ -1,5 +1,5 @@
 import Logging
-import OrderStore
+import StoreModel
 import PostgresNIO
 
 /// Every apply (a job, a run of jobs, a page of a full sync, its deletions) at a fixed number of

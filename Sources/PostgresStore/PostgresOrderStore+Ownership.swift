@@ -1,5 +1,5 @@
 import Logging
-import OrderStore
+import StoreModel
 import PostgresNIO
 
 /// The store's owner (FIELD-NOTES 15): a user switch clears the previous user's data of this account,

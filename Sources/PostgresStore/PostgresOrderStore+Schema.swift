@@ -1,5 +1,5 @@
 import Logging
-import OrderStore
+import StoreModel
 import PostgresNIO
 
 /// The schema: versioned migrations, frozen once released (never edit one, add the next), applied by

@@ -6,7 +6,7 @@ import Hummingbird
 import JSONToolkit
 import LocalHTTP
 import Logging
-import OrderStore
+import StoreModel
 import Synchronization
 
 /// `POST /api/push` (DESIGN §4): bounds first, then authentication, then Gorush's validation, then

@@ -5,6 +5,7 @@ import Foundation
 import JSONToolkit
 import Logging
 import OrderStore
+import StoreModel
 import OrderSync
 import Sandbox
 import UnixSignals

@@ -1,6 +1,7 @@
 import Agent
 import ArgumentParser
 import OrderStore
+import StoreModel
 
 /// `orderlive orders`
 struct Orders: AsyncParsableCommand {

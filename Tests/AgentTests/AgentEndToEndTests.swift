@@ -2,6 +2,7 @@ import CurlHTTP
 import Foundation
 import Logging
 import OrderStore
+import StoreModel
 import Sandbox
 import Synchronization
 import Testing

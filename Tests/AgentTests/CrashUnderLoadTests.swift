@@ -3,6 +3,7 @@ import CurlHTTP
 import Foundation
 import GRDB
 import OrderStore
+import StoreModel
 import TestSupport
 import Testing
 

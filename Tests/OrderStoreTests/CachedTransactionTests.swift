@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 @testable import OrderStore
+import StoreModel
 import Testing
 
 /// The store's transactions and savepoints run through cached statements (issue 16): the same

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 @testable import OrderStore
+import StoreModel
 import TestSupport
 import Testing
 

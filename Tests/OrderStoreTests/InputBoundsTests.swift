@@ -2,6 +2,7 @@ import CurlHTTP
 import EventStream
 import Foundation
 import OrderStore
+import StoreModel
 import Sandbox
 import TestSupport
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import OrderStore
+import StoreModel
 import ServerSentEvents
 import TestSupport
 import Testing

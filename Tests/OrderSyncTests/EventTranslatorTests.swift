@@ -1,6 +1,7 @@
 import Foundation
 import JSONToolkit
 import OrderStore
+import StoreModel
 import OrderSync
 import ServerSentEvents
 import Testing

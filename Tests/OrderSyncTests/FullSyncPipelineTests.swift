@@ -2,6 +2,7 @@ import AsyncSignals
 import Dispatch
 import Logging
 import OrderStore
+import StoreModel
 import OrderSync
 import ServiceLifecycle
 import TestSupport

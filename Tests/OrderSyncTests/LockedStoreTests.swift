@@ -1,5 +1,6 @@
 import GRDB
 import OrderStore
+import StoreModel
 import OrderSync
 import TestSupport
 import Testing

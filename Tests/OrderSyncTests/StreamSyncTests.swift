@@ -3,6 +3,7 @@ import CurlHTTP
 import EventStream
 import Foundation
 import OrderStore
+import StoreModel
 import OrderSync
 import Sandbox
 import ServiceLifecycle

@@ -5,6 +5,7 @@ import EventStream
 import Foundation
 import Logging
 import OrderStore
+import StoreModel
 import OrderSync
 import Sandbox
 import TestSupport

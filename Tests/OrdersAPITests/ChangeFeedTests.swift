@@ -2,6 +2,7 @@ import AsyncSignals
 import CurlHTTP
 import Foundation
 import OrderStore
+import StoreModel
 import OrdersAPI
 import TestSupport
 import Testing

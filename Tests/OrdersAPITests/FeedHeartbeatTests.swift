@@ -3,6 +3,7 @@ import CoreMetrics
 import NIOCore
 import NIOEmbedded
 import OrderStore
+import StoreModel
 @testable import OrdersAPI
 import Testing
 import TestSupport

@@ -1,6 +1,7 @@
 import CurlHTTP
 import Foundation
 import OrderStore
+import StoreModel
 import OrdersAPI
 import TestSupport
 import Testing

@@ -2,6 +2,7 @@ import CurlHTTP
 import Foundation
 import GRDB
 import OrderStore
+import StoreModel
 import PushIngest
 import Testing
 import TestSupport

@@ -1,5 +1,6 @@
 import AsyncSignals
 import OrderStore
+import StoreModel
 import PushIngest
 import Testing
 import TestSupport

@@ -1,4 +1,5 @@
 import OrderStore
+import StoreModel
 import Testing
 import TestSupport
 

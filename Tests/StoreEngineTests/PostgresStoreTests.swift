@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import OrderStore
+import StoreModel
 import PostgresStore
 import TestSupport
 import Testing

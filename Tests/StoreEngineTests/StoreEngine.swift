@@ -2,6 +2,7 @@ import AsyncSignals
 import Foundation
 import Logging
 import OrderStore
+import StoreModel
 import PostgresStore
 import TestSupport
 import Testing

@@ -3,6 +3,7 @@ import CurlHTTP
 import Foundation
 import Logging
 import OrderStore
+import StoreModel
 import OrdersAPI
 import Prometheus
 

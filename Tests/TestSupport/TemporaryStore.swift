@@ -1,5 +1,6 @@
 import Foundation
 import OrderStore
+import StoreModel
 
 /// A fresh database file per test (GRDB's advice), removed afterwards.
 public final class TemporaryStore {

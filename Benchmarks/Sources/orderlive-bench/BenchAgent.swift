@@ -6,6 +6,7 @@ import EventStream
 import Foundation
 import Logging
 import OrderStore
+import StoreModel
 import OrderSync
 import PostgresStore
 import Sandbox

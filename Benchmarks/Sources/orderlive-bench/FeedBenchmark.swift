@@ -14,6 +14,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import OrderStore
+import StoreModel
 import Synchronization
 
 #if canImport(Glibc)

@@ -5,6 +5,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import OrderStore
+import StoreModel
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -10,6 +10,7 @@ import Foundation
 import Hummingbird
 import Logging
 import OrderStore
+import StoreModel
 
 #if canImport(Glibc)
 import Glibc

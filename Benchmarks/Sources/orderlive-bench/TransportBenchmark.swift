@@ -6,6 +6,7 @@ import Foundation
 import Logging
 import OpenAPIRuntime
 import OrderStore
+import StoreModel
 import OrderSync
 import Sandbox
 import ServerSentEvents

@@ -24,6 +24,7 @@
 
 import Foundation
 import OrderStore
+import StoreModel
 import OrderSync
 import PushIngest
 import Sandbox

@@ -5,6 +5,7 @@ import EventStream
 import Foundation
 import JSONToolkit
 import OrderStore
+import StoreModel
 import OrderSync
 import PushIngest
 import ServerSentEvents

@@ -1,4 +1,5 @@
 import OrderStore
+import StoreModel
 import PostgresStore
 
 /// Which engine keeps the store (DESIGN §12).

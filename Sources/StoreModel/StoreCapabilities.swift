@@ -102,5 +102,3 @@ public protocol ChangeFeedSource: Sendable {
 
 /// Every capability: what the agent holds, whichever engine keeps the store.
 public typealias OrderStoreEngine = JobJournal & JobApplier & OrderReader & ChangeFeedSource
-
-extension OrderStore: JobJournal, JobApplier, OrderReader, ChangeFeedSource {}

@@ -1,0 +1,37 @@
+/// What applying an upsert did.
+public enum UpsertOutcome: Sendable, Hashable {
+    /// Inserted or replaced.
+    case applied
+    /// The stored order (or its tombstone) is as new or newer: nothing changed.
+    case stale
+}
+
+/// What applying a delete did.
+public enum DeleteOutcome: Sendable, Hashable {
+    /// The order was removed and a tombstone kept.
+    case deleted
+    /// The stored order is newer than the delete: nothing changed.
+    case stale
+    /// There was no such order; the tombstone is kept so an older upsert cannot bring it back.
+    case absent
+}
+
+/// Counts for `status`.
+public struct StoreCounts: Sendable, Hashable {
+    /// Stored orders.
+    public var orders: Int
+    /// Jobs in the journal.
+    public var journalDepth: Int
+    /// When the oldest journaled job was created, Unix seconds.
+    public var oldestJobCreatedAt: Double?
+    /// Dead letters.
+    public var deadLetters: Int
+
+    /// Creates counts (an engine reads them).
+    public init(orders: Int, journalDepth: Int, oldestJobCreatedAt: Double?, deadLetters: Int) {
+        self.orders = orders
+        self.journalDepth = journalDepth
+        self.oldestJobCreatedAt = oldestJobCreatedAt
+        self.deadLetters = deadLetters
+    }
+}
