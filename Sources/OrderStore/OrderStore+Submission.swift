@@ -57,10 +57,7 @@ extension OrderStore {
         for submission in submissions {
             if let key = submission.requestKey,
                let stored = try Self.acceptedResponse(for: "request:" + key, since: policy.dedupeSince, in: db) {
-                switch DedupeEntry.verdict(request: stored, fingerprint: submission.requestFingerprint) {
-                case .duplicate(let response): outcomes.append(.duplicate(response: response))
-                case .conflict: outcomes.append(.conflict(key: key))
-                }
+                outcomes.append(DedupeEntry.outcome(request: key, stored: stored, fingerprint: submission.requestFingerprint))
                 continue
             }
             guard depth < policy.highWaterJobs else {
@@ -78,16 +75,12 @@ extension OrderStore {
                     for part in submission.parts {
                         if let key = part.key.map({ "notification:" + $0 }) {
                             let stored = try Self.acceptedResponse(for: key, since: policy.dedupeSince, in: db)
-                            switch DedupeEntry.verdict(notification: stored, fingerprint: part.fingerprint) {
-                            case .duplicate:
+                            guard let accepting = DedupeEntry.accepting(notification: stored, fingerprint: part.fingerprint) else {
                                 duplicates += 1
                                 continue
-                            case .new(let entry):
-                                try Self.remember(key, response: entry, at: now, in: db)
-                            case .reused(let entry):
-                                reused += 1
-                                try Self.remember(key, response: entry, at: now, in: db)
                             }
+                            if accepting.reused { reused += 1 }
+                            try Self.remember(key, response: accepting.entry, at: now, in: db)
                         }
                         for job in part.jobs {
                             if try intake.take(job, at: now, in: db) { accepted += 1 }

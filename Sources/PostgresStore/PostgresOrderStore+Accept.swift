@@ -110,10 +110,7 @@ extension PostgresOrderStore {
         for submission in submissions {
             if let key = submission.requestKey, let stored = try await acceptedResponse(
                 for: "request:" + key, account: account, since: policy.dedupeSince, on: connection, logger: logger) {
-                switch DedupeEntry.verdict(request: stored, fingerprint: submission.requestFingerprint) {
-                case .duplicate(let response): outcomes.append(.duplicate(response: response))
-                case .conflict: outcomes.append(.conflict(key: key))
-                }
+                outcomes.append(DedupeEntry.outcome(request: key, stored: stored, fingerprint: submission.requestFingerprint))
                 continue
             }
             guard depth < policy.highWaterJobs else {
@@ -129,18 +126,12 @@ extension PostgresOrderStore {
                     if let key = part.key.map({ "notification:" + $0 }) {
                         let stored = try await acceptedResponse(
                             for: key, account: account, since: policy.dedupeSince, on: connection, logger: logger)
-                        let entry: String
-                        switch DedupeEntry.verdict(notification: stored, fingerprint: part.fingerprint) {
-                        case .duplicate:
+                        guard let accepting = DedupeEntry.accepting(notification: stored, fingerprint: part.fingerprint) else {
                             duplicates += 1
                             continue
-                        case .new(let new):
-                            entry = new
-                        case .reused(let new):
-                            reused += 1
-                            entry = new
                         }
-                        try await remember(key, response: entry, account: account, at: now, on: connection, logger: logger)
+                        if accepting.reused { reused += 1 }
+                        try await remember(key, response: accepting.entry, account: account, at: now, on: connection, logger: logger)
                     }
                     for job in part.jobs where try await insert(job, account: account, at: now, on: connection, logger: logger) {
                         journaled += 1
@@ -204,10 +195,7 @@ struct AcceptPlan {
         var depth = depth
         for submission in submissions {
             if let key = submission.requestKey, let stored = known["request:" + key] {
-                switch DedupeEntry.verdict(request: stored, fingerprint: submission.requestFingerprint) {
-                case .duplicate(let response): decisions.append(.decided(.duplicate(response: response)))
-                case .conflict: decisions.append(.decided(.conflict(key: key)))
-                }
+                decisions.append(.decided(DedupeEntry.outcome(request: key, stored: stored, fingerprint: submission.requestFingerprint)))
                 continue
             }
             guard depth < highWater else {
@@ -219,17 +207,12 @@ struct AcceptPlan {
             var reused = 0
             for part in submission.parts {
                 if let key = part.key.map({ "notification:" + $0 }) {
-                    let entry: String
-                    switch DedupeEntry.verdict(notification: known[key], fingerprint: part.fingerprint) {
-                    case .duplicate:
+                    guard let accepting = DedupeEntry.accepting(notification: known[key], fingerprint: part.fingerprint) else {
                         duplicates += 1
                         continue
-                    case .new(let new):
-                        entry = new
-                    case .reused(let new):
-                        reused += 1
-                        entry = new
                     }
+                    if accepting.reused { reused += 1 }
+                    let entry = accepting.entry
                     known[key] = entry
                     // A key written twice in one batch (reused within it) is written once, last value.
                     if let index = keyIDs.firstIndex(of: key) {

@@ -67,4 +67,24 @@ public enum DedupeEntry {
         kept.append(Substring(fingerprint))
         return .reused(entry: marker + kept.suffix(keptFingerprints).joined(separator: " "))
     }
+
+    /// A submission whose request key was accepted within the window (`stored`): answered as
+    /// before when it is the same request, a conflict when it is not. The one reading of the rule
+    /// for both engines.
+    public static func outcome(request key: String, stored: String, fingerprint: String?) -> SubmissionOutcome {
+        switch verdict(request: stored, fingerprint: fingerprint) {
+        case .duplicate(let response): .duplicate(response: response)
+        case .conflict: .conflict(key: key)
+        }
+    }
+
+    /// A notification under a key with this `stored` entry (nil: not accepted within the window):
+    /// nil when it is a duplicate to skip; else the entry to store and whether the key was reused.
+    public static func accepting(notification stored: String?, fingerprint: String?) -> (entry: String, reused: Bool)? {
+        switch verdict(notification: stored, fingerprint: fingerprint) {
+        case .duplicate: nil
+        case .new(let entry): (entry, false)
+        case .reused(let entry): (entry, true)
+        }
+    }
 }
