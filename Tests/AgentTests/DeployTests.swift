@@ -116,9 +116,12 @@ import TestSupport
         for probe in ["path: /healthz", "path: /readyz"] { #expect(manifest.contains(probe)) }
     }
 
-    @Test func systemdUnitVerifies() async throws {
+    /// systemd-analyze comes from Debian's systemd package, which `make deps` installs; where it is
+    /// missing the test is reported as skipped, never passed silently.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze"),
+                   "systemd-analyze is not installed: run make deps (Debian's systemd package)"))
+    func systemdUnitVerifies() async throws {
         let tool = "/usr/bin/systemd-analyze"
-        guard FileManager.default.isExecutableFile(atPath: tool) else { return }  // not on every machine
         let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("orderlive").path
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-unit-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -57,7 +57,11 @@ import TestSupport
         #expect(expressions.count > 20)
 
         for expression in expressions {
-            for (name, labels) in Self.selectors(in: expression) {
+            // An expression whose metric the reader cannot find would otherwise check nothing (only
+            // the scrape alert is on Prometheus' own `up`).
+            let selectors = Self.selectors(in: expression)
+            #expect(!selectors.isEmpty || expression.hasPrefix("up{"), "no orderlive_ metric read in `\(expression)`")
+            for (name, labels) in selectors {
                 let family = Self.family(of: name, in: exported)
                 let exportedLabels = try #require(family.flatMap { exported[$0] }, "\(name) in `\(expression)` is not exported by the agent")
                 for (label, values) in labels where label != "instance" && label != "job" {

@@ -22,14 +22,22 @@ import TestSupport
         #expect(slices == 15)
     }
 
-    @Test func aSignalEndsTheWaitBeforeItsDeadline() async {
+    /// The manual clock never reaches the deadline here, so only the signal can end the wait: a
+    /// signal that did not would leave the waiter suspended, and the time limit fails the test.
+    @Test(.timeLimit(.minutes(1))) func aSignalEndsTheWaitBeforeItsDeadline() async {
         let clock = ManualClock()
         let signal = WakeSignal()
         let start = clock.now
-        let waiter = Task { await signal.wait(until: start.advanced(by: .seconds(15)), clock: clock) }
+        let ended = OneShot<Void>()
+        let waiter = Task {
+            await signal.wait(until: start.advanced(by: .seconds(15)), clock: clock)
+            _ = ended.give(())
+        }
         while clock.pendingDeadlines.isEmpty { await Task.yield() }
+        #expect(ended.current == nil, "the wait ended before the signal")
         signal.signal()
         await waiter.value
-        #expect(clock.now == start)
+        #expect(ended.current != nil)
+        #expect(clock.now == start, "ended by the signal, not by the clock reaching the deadline")
     }
 }

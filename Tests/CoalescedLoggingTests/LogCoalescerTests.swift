@@ -45,8 +45,14 @@ import Testing
     @Test func memoryIsBoundedWhateverTheNumberOfKinds() {
         let logs = CapturedLogs()
         let coalescer = LogCoalescer(logger: logs.logger(level: .info), uptime: { .zero })
-        for index in 0..<(LogCoalescer.maximumKinds * 4) { coalescer.log(.info, "kind", key: "\(index)") }
-        // Every new kind is written once; memory was cleared as it filled, which only re-allows lines.
-        #expect(logs.text.split(separator: "\n").count == LogCoalescer.maximumKinds * 4)
+        // As many kinds as it remembers: each is written once, and a repeat of the first is coalesced.
+        for index in 0..<LogCoalescer.maximumKinds { coalescer.log(.info, "kind", key: "\(index)") }
+        coalescer.log(.info, "kind", key: "0")
+        #expect(logs.text.split(separator: "\n").count == LogCoalescer.maximumKinds)
+        // One kind more: the memory is cleared rather than grown, so the first kind is forgotten and
+        // written again (with unbounded memory it would still be coalesced).
+        coalescer.log(.info, "kind", key: "\(LogCoalescer.maximumKinds)")
+        coalescer.log(.info, "kind", key: "0")
+        #expect(logs.text.split(separator: "\n").count == LogCoalescer.maximumKinds + 2)
     }
 }
