@@ -35,11 +35,11 @@ public struct PushServerHarness: Sendable {
 
     public static func with<Result: Sendable>(
         authentication: PushAuthentication = .none,
-        maximumBodyBytes: Int = 262_144,
-        maximumNotifications: Int = 100,
+        maximumBodyBytes: Int = PushServer.Configuration().maximumBodyBytes,
+        maximumNotifications: Int = PushEndpoint.Configuration().maximumNotifications,
         highWaterJobs: Int = 100_000,
-        readTimeout: Duration = .seconds(10),
-        maximumConnections: Int = 1_024,
+        readTimeout: Duration = PushServer.Configuration().readTimeout,
+        maximumConnections: Int = PushServer.Configuration().maximumConnections,
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         prepare: (OrderStore) throws -> Void = { _ in },
         _ body: (PushServerHarness) async throws -> Result

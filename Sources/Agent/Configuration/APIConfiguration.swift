@@ -1,3 +1,5 @@
+import OrdersAPI
+
 /// How consumers of the orders API authenticate.
 public enum APIAuthMode: String, Sendable, Hashable, CaseIterable {
     /// No authentication (refused unless the listener is loopback).
@@ -14,14 +16,14 @@ public struct APIConfiguration: Sendable, Hashable {
     public var auth = APIAuthMode.none
     /// The file of bearer tokens, one per line.
     public var tokensFile = ""
-    /// Changes kept for subscribers that resume.
-    public var historyChanges = 100_000
+    /// Changes kept for subscribers that resume (the hub's defaults, written once: STYLE).
+    public var historyChanges = ChangeHub.Configuration().historyChanges
     /// Subscribers served at once; more get 503.
-    public var maximumSubscribers = 10_000
+    public var maximumSubscribers = ChangeHub.Configuration().maximumSubscribers
     /// Changes queued for one subscriber before it is cut off.
-    public var subscriberBuffer = 1_024
-    /// A comment line on every idle stream this often.
-    public var heartbeat = Duration.seconds(15)
+    public var subscriberBuffer = ChangeHub.Configuration().subscriberBuffer
+    /// A comment line on every idle stream that was sent nothing for this long.
+    public var heartbeat = ChangeHub.Configuration().heartbeat
 
     /// `listen` as host and port; nil when empty or not `host:port`.
     public var listenAddress: (host: String, port: Int)? { IngestConfiguration.hostAndPort(listen) }

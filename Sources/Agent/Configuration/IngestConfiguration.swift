@@ -1,3 +1,5 @@
+import PushIngest
+
 /// How the push endpoint authenticates senders.
 public enum IngestAuthMode: String, Sendable, Hashable, CaseIterable {
     /// No authentication (refused unless the listener is loopback).
@@ -16,18 +18,18 @@ public struct IngestConfiguration: Sendable, Hashable {
     public var auth = IngestAuthMode.none
     /// The file holding the bearer or webhook secret.
     public var secretFile = ""
-    /// The largest request body accepted.
-    public var maximumBodyBytes = 262_144
+    /// The largest request body accepted (the component's default, written once: STYLE).
+    public var maximumBodyBytes = PushServer.Configuration().maximumBodyBytes
     /// The most notifications in one request.
-    public var maximumNotifications = 100
+    public var maximumNotifications = PushEndpoint.Configuration().maximumNotifications
     /// How long a webhook id or notif_id is remembered.
     public var dedupeWindow = Duration.seconds(345_600)
     /// Journal depth at which pushes are refused with 429.
     public var highWaterJobs = 100_000
     /// A request head, and then its body, must each arrive within this time (else close / 408).
-    public var readTimeout = Duration.milliseconds(10_000)
+    public var readTimeout = PushServer.Configuration().readTimeout
     /// Connections the push listener holds open at once; more are closed as soon as accepted.
-    public var maximumConnections = 1_024
+    public var maximumConnections = PushServer.Configuration().maximumConnections
 
     /// `listen` as host (IPv6 brackets removed) and port; nil when empty or not `host:port`.
     public var listenAddress: (host: String, port: Int)? { Self.hostAndPort(listen) }
