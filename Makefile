@@ -119,7 +119,7 @@ bench: bench-deps
 	cd Benchmarks && $(SWIFT) run -c release --scratch-path ../.build-bench orderlive-bench
 
 ## Instructions per unit of work under valgrind's callgrind: figures that repeat on a noisy machine
-## (docs/PERFORMANCE.md). BENCH_INSTRUCTIONS=parse,parse-batched,store,store-at-once picks workloads.
+## (docs/PERFORMANCE.md). BENCH_INSTRUCTIONS=parse,parse-batched,store,store-at-once,push,push-keyed picks workloads.
 bench-instructions: bench-deps
 	rm -f .build-bench/release.yaml
 	cd Benchmarks && $(SWIFT) build -c release --scratch-path ../.build-bench --product orderlive-instructions

@@ -3,12 +3,14 @@ import COpenSSL
 /// The fingerprint an idempotency key is stored with (``OrderStore/DedupeEntry``): the first 128 bits
 /// of the content's SHA-256, in hex. Equal bytes, equal fingerprint; a resent push is byte for byte
 /// what was sent, so a retry matches and a different request under a reused id does not.
-enum ContentFingerprint {
-    static func of(_ bytes: [UInt8]) -> String {
+public enum ContentFingerprint {
+    /// The fingerprint of `bytes`.
+    public static func of(_ bytes: [UInt8]) -> String {
         bytes.withUnsafeBufferPointer { of($0) }
     }
 
-    static func of(_ buffer: UnsafeBufferPointer<UInt8>) -> String {
+    /// The fingerprint of the bytes in `buffer`.
+    public static func of(_ buffer: UnsafeBufferPointer<UInt8>) -> String {
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         let digested = EVP_Digest(buffer.baseAddress, buffer.count, &digest, &length, EVP_sha256(), nil) == 1

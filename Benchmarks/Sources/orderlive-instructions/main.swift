@@ -21,6 +21,8 @@
 //   (`GorushRequest.parse`), translated (`PushTranslator`), and accepted into SQLite in a group commit
 //   of its own, applied in that transaction (one write per push) — what `PushEndpoint` does between
 //   reading the body and answering. Hummingbird, NIO and the task hand-offs around it are not counted.
+// - `push-keyed`: the same with a `notif_id` and a `webhook-id`, each stored with the fingerprint of
+//   its content (the notification's bytes, the whole body), as PushEndpoint does.
 
 import Foundation
 import OrderStore
@@ -109,10 +111,14 @@ func run(_ workload: String, count: Int, prepared: Int) throws {
         }
         let counts = try store.counts()
         guard counts.journalDepth == 0, counts.orders > 0 else { throw Usage(description: "not applied: \(counts)") }
-    case "push":
-        // The bodies of the ingest benchmark's wrk script, each order with its own id.
+    case "push", "push-keyed":
+        // The bodies of the ingest benchmark's wrk script, each order with its own id; `push-keyed`
+        // adds a notif_id to each, and a webhook-id to each request, as a signing sender does: both
+        // keys are stored with their content's fingerprint (issue 35).
+        let keyed = workload == "push-keyed"
         let bodies = (1...max(1, prepared)).map { id in
             Array(("{\"notifications\":[{\"tokens\":[\"device-token-1\"],\"platform\":2,\"content_available\":true,"
+                + (keyed ? "\"notif_id\":\"n-\(id)\"," : "")
                 + "\"data\":{\"type\":\"order.status_changed\",\"order\":{\"id\":\(id),\"status\":\"picked_up\",\"version\":1,"
                 + "\"store_id\":1,\"courier_id\":7}}}]}").utf8)
         }
@@ -128,8 +134,11 @@ func run(_ workload: String, count: Int, prepared: Int) throws {
             case .failure(let error): throw Usage(description: "refused: \(error.message)")
             }
             let submission = IdempotentSubmission(
-                requestKey: nil,
-                parts: request.notifications.map { IdempotentSubmission.Part(key: $0.notifID, jobs: PushTranslator.jobs(for: $0, now: 1_000)) },
+                requestKey: keyed ? "msg-\(request.notifications.first?.notifID ?? "")" : nil,
+                requestFingerprint: keyed ? ContentFingerprint.of(body) : nil,
+                parts: request.notifications.map {
+                    IdempotentSubmission.Part(key: $0.notifID, fingerprint: $0.fingerprint, jobs: PushTranslator.jobs(for: $0, now: 1_000))
+                },
                 response: request.successBody)
             let outcomes: [SubmissionOutcome] = store.accept([submission], policy: policy)
             guard outcomes == [.accepted(jobs: 1, duplicateParts: 0, applied: 1)] else {
@@ -138,7 +147,7 @@ func run(_ workload: String, count: Int, prepared: Int) throws {
         }
         guard try store.counts().orders == count else { throw Usage(description: "stored \(try store.counts().orders) of \(count)") }
     default:
-        throw Usage(description: "unknown workload \(workload): parse, parse-batched, store, store-at-once or push")
+        throw Usage(description: "unknown workload \(workload): parse, parse-batched, store, store-at-once, push or push-keyed")
     }
 }
 
