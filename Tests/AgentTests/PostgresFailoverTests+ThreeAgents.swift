@@ -108,8 +108,8 @@ extension PostgresFailoverTests {
                     if stored == upstream, depth == "0" { break }
                     _ = await leaderLogs.wait(from: leaderLogs.count, message: "journal drained")
                 }
-                #expect(stored == upstream)
-                #expect(depth == "0")
+                #expect(stored == upstream && depth == "0",
+                        "journal depth \(depth), leader \(current) (epoch \(epoch)); \(Self.logTails(agents))")
                 try await Self.expectTheAccountsRecordHolds(server: server, database: database, accepted: accepted, epoch: epoch)
                 await Self.stopCleanly(agents.values)
             }
@@ -192,5 +192,12 @@ extension PostgresFailoverTests {
             try await Task.sleep(for: .milliseconds(200))
         }
         return (false, 30)
+    }
+
+    /// The last lines of each agent's log, for a failure that must say where the agents stuck.
+    static func logTails(_ agents: [String: Agent]) -> String {
+        agents.sorted { $0.key < $1.key }.map { name, agent in
+            "\(name):\n" + agent.logs.raw.suffix(25).joined(separator: "\n")
+        }.joined(separator: "\n")
     }
 }
