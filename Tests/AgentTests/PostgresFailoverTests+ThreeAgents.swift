@@ -100,14 +100,8 @@ extension PostgresFailoverTests {
                 let newest = "\(book.latestSequence)"
                 let leaderLogs = try #require(agents[current]?.logs)
                 _ = try #require(await leaderLogs.wait(message: "event journaled", ["stream.event.id": newest]))
-                var stored: [String: String] = [:]
-                var depth = ""
-                for _ in 0..<100 {
-                    stored = try await Self.storedStatuses(server: server, database: database, account: "depot-3")
-                    depth = try await server.psql("SELECT COUNT(*) FROM orderlive_job WHERE account = 'depot-3'", database: database)
-                    if stored == upstream, depth == "0" { break }
-                    _ = await leaderLogs.wait(from: leaderLogs.count, message: "journal drained")
-                }
+                let (stored, depth) = try await Self.converge(
+                    server: server, database: database, account: "depot-3", to: upstream, leaderLogs: leaderLogs)
                 #expect(stored == upstream && depth == "0",
                         "journal depth \(depth), leader \(current) (epoch \(epoch)); \(Self.logTails(agents))")
                 try await Self.expectTheAccountsRecordHolds(server: server, database: database, accepted: accepted, epoch: epoch)
@@ -199,5 +193,24 @@ extension PostgresFailoverTests {
         agents.sorted { $0.key < $1.key }.map { name, agent in
             "\(name):\n" + agent.logs.raw.suffix(25).joined(separator: "\n")
         }.joined(separator: "\n")
+    }
+
+    /// Reads the account's orders and journal until they equal `upstream` with an empty journal,
+    /// waiting for the leader's next drain between reads; the last read. The log's position is taken
+    /// before each read, so a drain logged after the read began ends the wait at once (taken after, a
+    /// drain in between was waited for until the watchdog: the wait has no deadline of its own).
+    static func converge(
+        server: PostgresServer, database: String, account: String, to upstream: [String: String], leaderLogs: LogWatch
+    ) async throws -> (stored: [String: String], depth: String) {
+        var stored: [String: String] = [:]
+        var depth = ""
+        for _ in 0..<100 {
+            let mark = leaderLogs.count
+            stored = try await storedStatuses(server: server, database: database, account: account)
+            depth = try await server.psql("SELECT COUNT(*) FROM orderlive_job WHERE account = '\(account)'", database: database)
+            if stored == upstream, depth == "0" { break }
+            _ = await leaderLogs.wait(from: mark, message: "journal drained")
+        }
+        return (stored, depth)
     }
 }

@@ -196,21 +196,9 @@ import Glibc
                 let kept = Set(keys.split(separator: "\n").map { String($0.dropFirst("notification:".count)) })
                 #expect(Set(accepted).isSubset(of: kept), "acknowledged but not kept: \(Set(accepted).subtracting(kept).sorted())")
                 // ...and applied: the store ends equal to the Sandbox.
-                let clock = ContinuousClock()
-                let deadline = clock.now.advanced(by: .seconds(30))
-                var stored: [String: String] = [:]
                 let upstream = book.snapshot.mapValues(\.status)
-                while clock.now < deadline {
-                    let rows = try await server.psql(
-                        "SELECT id || ' ' || status FROM orderlive_order WHERE account = 'depot-9'", database: database)
-                    stored = Dictionary(uniqueKeysWithValues: rows.split(separator: "\n").compactMap { row in
-                        let parts = row.split(separator: " ")
-                        return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
-                    })
-                    let depth = try await server.psql("SELECT COUNT(*) FROM orderlive_job WHERE account = 'depot-9'", database: database)
-                    if stored == upstream, depth == "0" { break }
-                    _ = await logs.wait(from: logs.count, message: "journal drained")
-                }
+                let (stored, _) = try await Self.converge(
+                    server: server, database: database, account: "depot-9", to: upstream, leaderLogs: logs)
                 #expect(stored == upstream)
                 child.signal(SIGTERM)
                 let (status, _) = await child.waitForExit()
