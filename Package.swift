@@ -38,7 +38,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.0.0", traits: [.defaults, "YAML"]),
@@ -258,13 +258,26 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
-            name: "TestSupport",
+            // The small layer of the test kit: clocks, randomness, captured logs, child-process
+            // helpers. No in-house module beyond AsyncSignals, so a unit test links no server.
+            name: "TestKit",
+            dependencies: [
+                "AsyncSignals",
+                .product(name: "Logging", package: "swift-log"), .product(name: "InMemoryLogging", package: "swift-log"),
+            ],
+            path: "Tests/TestKit",
+            swiftSettings: strict
+        ),
+        .target(
+            // The large layer: real servers on 127.0.0.1 (push listener, orders API, Sandbox,
+            // PostgreSQL, Chromium) over a real store in a temporary directory.
+            name: "TestHarnesses",
             dependencies: [
                 "AsyncSignals", "StoreModel", "AuthSession", "CurlHTTP", "EventStream", "OrderStore", "OrderSync", "PushIngest", "Sandbox",
-                "OrdersAPI", "ServerSentEvents",
+                "OrdersAPI", "ServerSentEvents", "TestKit",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Prometheus", package: "swift-prometheus"),
             ],
-            path: "Tests/TestSupport",
+            path: "Tests/TestHarnesses",
             swiftSettings: strict
         ),
         .testTarget(
@@ -274,12 +287,12 @@ let package = Package(
         ),
         .testTarget(
             name: "CoalescedLoggingTests",
-            dependencies: ["AsyncSignals", "CoalescedLogging", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["AsyncSignals", "CoalescedLogging", "TestKit", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         .testTarget(
             name: "AsyncSignalsTests",
-            dependencies: ["AsyncSignals", "TestSupport"],
+            dependencies: ["AsyncSignals", "TestKit"],
             swiftSettings: strict
         ),
         .testTarget(
@@ -299,13 +312,13 @@ let package = Package(
         ),
         .testTarget(
             name: "CurlHTTPTests",
-            dependencies: ["AsyncSignals", "CurlHTTP", "Sandbox", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["AsyncSignals", "CurlHTTP", "Sandbox", "TestKit", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         .testTarget(
             name: "EventStreamTests",
             dependencies: [
-                "AsyncSignals", "EventStream", "Sandbox", "CurlHTTP", "ServerSentEvents", "TestSupport",
+                "AsyncSignals", "EventStream", "Sandbox", "CurlHTTP", "ServerSentEvents", "TestKit",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -313,14 +326,14 @@ let package = Package(
         .testTarget(
             name: "AuthSessionTests",
             dependencies: [
-                "AuthSession", "Sandbox", "CurlHTTP", "TestSupport", .product(name: "Logging", package: "swift-log"),
+                "AuthSession", "Sandbox", "CurlHTTP", "TestKit", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "OrderStoreTests",
             dependencies: [
-                "OrderStore", "StoreModel", "ServerSentEvents", "Sandbox", "CurlHTTP", "EventStream", "TestSupport",
+                "OrderStore", "StoreModel", "ServerSentEvents", "Sandbox", "CurlHTTP", "EventStream", "TestHarnesses", "TestKit",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strict
@@ -329,7 +342,7 @@ let package = Package(
             // The store's behaviour, one body of tests over both engines (SQLite and PostgreSQL).
             name: "StoreEngineTests",
             dependencies: [
-                "AsyncSignals", "StoreModel", "OrderStore", "PostgresStore", "TestSupport",
+                "AsyncSignals", "StoreModel", "OrderStore", "PostgresStore", "TestHarnesses", "TestKit",
                 .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["Fixtures"],
@@ -339,7 +352,7 @@ let package = Package(
             name: "OrderSyncTests",
             dependencies: [
                 "OrderSync", "StoreModel", "AsyncSignals", "JSONToolkit", "OrderStore", "ServerSentEvents", "Sandbox", "AuthSession",
-                "CurlHTTP", "EventStream", "TestSupport", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
+                "CurlHTTP", "EventStream", "TestHarnesses", "TestKit", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
@@ -347,7 +360,7 @@ let package = Package(
         .testTarget(
             name: "PushIngestTests",
             dependencies: [
-                "PushIngest", "StoreModel", "AsyncSignals", "JSONToolkit", "OrderStore", "CurlHTTP", "TestSupport",
+                "PushIngest", "StoreModel", "AsyncSignals", "JSONToolkit", "OrderStore", "CurlHTTP", "TestHarnesses", "TestKit",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             exclude: ["Fixtures"],
@@ -369,7 +382,7 @@ let package = Package(
         .testTarget(
             name: "OrdersAPITests",
             dependencies: [
-                "OrdersAPI", "StoreModel", "OrderStore", "CurlHTTP", "AsyncSignals", "TestSupport",
+                "OrdersAPI", "StoreModel", "OrderStore", "CurlHTTP", "AsyncSignals", "TestHarnesses", "TestKit",
                 // FeedHeartbeatTests: the connection handler on an embedded channel and loop.
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -382,7 +395,7 @@ let package = Package(
             dependencies: [
                 "Agent", "StoreModel", "AsyncSignals", "AuthSession", "Sandbox", "OrderStore", "CurlHTTP", "EventStream", "ServerSentEvents",
                 "PushIngest",
-                "TestSupport", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
+                "TestHarnesses", "TestKit", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strict
         ),

@@ -4,6 +4,8 @@
 - no Swift file in Sources/, Tests/ or Benchmarks/ over 400 lines;
 - no function, initializer or subscript over 100 lines (from its declaration to its closing brace);
 - every module in Sources/ has its banner file, `<Module>.swift`, saying what the module is for;
+- every test suite (`@Suite`) carries a `.timeLimit`, so a test that hangs fails instead of stalling
+  `make test` (waits that cannot see a time limit have deadlines of their own: LogWatch, OrderliveProcess);
 - docs/ARCHITECTURE.md's module table lists exactly the package's modules, each with the in-house
   modules it depends on as Package.swift declares them.
 
@@ -166,6 +168,11 @@ def main():
         if count > FILE_LIMIT:
             findings.append(f"{os.path.relpath(path, ROOT)}: {count} lines (over {FILE_LIMIT}): split it by concern")
         findings += long_functions(path, lines)
+        if os.path.relpath(path, ROOT).startswith("Tests" + os.sep):
+            for number, line in enumerate(lines, 1):
+                if re.match(r"\s*@Suite\b", line) and ".timeLimit(" not in line:
+                    findings.append(f"{os.path.relpath(path, ROOT)}:{number}: a suite without a .timeLimit: "
+                                    "give it one, so a hang fails the test")
 
     targets = package_targets()
     for name, (kind, path, _) in sorted(targets.items()):

@@ -84,8 +84,9 @@ public enum AgentBuilder {
         init(configuration: OrderliveConfiguration, logger: Logger, environment: [String: String]) throws(AgentStartError) {
             self.configuration = configuration
             self.logger = logger
+            let sessions = SessionFactory(configuration: configuration, environment: environment)
             do {
-                try AuthCommands.makeStore(configuration: configuration).ensureDirectory()
+                try sessions.credentialStore().ensureDirectory()
             } catch {
                 throw AgentStartError(error.message)
             }
@@ -94,9 +95,8 @@ public enum AgentBuilder {
             let (metrics, state) = (self.metrics, self.state)
             do {
                 loop = try CurlLoop(logger: logger)
-                session = try AuthCommands.makeSession(
-                    configuration: configuration, loop: loop,
-                    password: AuthCommands.passwordSource(configuration, environment: environment),
+                session = try sessions.session(
+                    loop: loop,
                     observe: { event in
                         metrics.record(event)
                         if event == .refreshSucceeded { state.update { $0.tokenRefreshes += 1 } }

@@ -60,7 +60,7 @@ struct Login: AsyncParsableCommand {
                 throw RuntimeFailure(description: "--password-stdin: standard input had no password line")
             }
             password = line
-        } else if let configured = AuthCommands.passwordSource(configuration)() {
+        } else if let configured = SessionFactory(configuration: configuration).password() {
             password = configured
         } else if let typed = readPasswordWithoutEcho(prompt: "Password for \(identifier): "), !typed.isEmpty {
             password = typed
@@ -70,8 +70,8 @@ struct Login: AsyncParsableCommand {
         let logger = authCommandLogger()
         let snapshot = try await CurlLoop.withLoop(logger: logger) { loop in
             do {
-                let session = try AuthCommands.makeSession(
-                    configuration: configuration, loop: loop, identifier: identifier, password: { password }, logger: logger)
+                let session = try SessionFactory(configuration: configuration).session(
+                    loop: loop, identifier: identifier, password: { password }, logger: logger)
                 return try await session.login(password: password)
             } catch let error as AuthError {
                 if error.kind == .transient {
@@ -103,7 +103,7 @@ struct Logout: AsyncParsableCommand {
         let logger = authCommandLogger()
         let confirmed = try await CurlLoop.withLoop(logger: logger) { loop in
             do {
-                return try await AuthCommands.makeSession(configuration: configuration, loop: loop, logger: logger)
+                return try await SessionFactory(configuration: configuration).session(loop: loop, logger: logger)
                     .logout(timeout: .seconds(2))
             } catch let error as AuthError {
                 throw RuntimeFailure(description: error.message)
@@ -143,7 +143,7 @@ struct Status: AsyncParsableCommand {
         let logger = authCommandLogger()
         let snapshot = try await CurlLoop.withLoop(logger: logger) { loop in
             do {
-                return try await AuthCommands.makeSession(configuration: configuration, loop: loop, logger: logger).snapshot
+                return try await SessionFactory(configuration: configuration).session(loop: loop, logger: logger).snapshot
             } catch let error as AuthError {
                 throw RuntimeFailure(description: error.message)
             }

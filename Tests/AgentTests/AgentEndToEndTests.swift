@@ -6,9 +6,10 @@ import StoreModel
 import Sandbox
 import Synchronization
 import Testing
-import TestSupport
+import TestHarnesses
+import TestKit
 
-@Suite struct AgentEndToEndTests {
+@Suite(.timeLimit(.minutes(5))) struct AgentEndToEndTests {
     /// A state directory, a password file, an ingest secret and a configuration file in a fresh
     /// temporary directory.
     struct Workspace {
@@ -86,7 +87,7 @@ import TestSupport
         let configuration = SandboxConfiguration(
             port: 0, auth: SandboxAuthConfiguration(accessTokenLifetime: .seconds(2), requiresAuthentication: true),
             feed: .orderBook)
-        let loop = try CurlLoop(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let loop = try CurlLoop(logger: quietLogger)
         let http = AgentHTTP(loop: loop)
         try await Sandbox.withRunning(configuration) { sandbox in
             let environment = workspace.environment(baseURL: await sandbox.baseURL)
@@ -97,12 +98,9 @@ import TestSupport
 
             // First run.
             let child = try OrderliveProcess(["run", "--config", workspace.configFile], environment: environment,
-                                             readStandardError: true)
+                                             readStandardError: true, lifetime: .seconds(120))
             let logs = LogWatch()
             let reader = Task { await logs.follow(child.lines) }
-            // A failure must not hang the suite: a stuck child is killed, and every wait then fails.
-            let watchdog = Task { try await Task.sleep(for: .seconds(120)); child.signal(SIGKILL) }
-            defer { watchdog.cancel() }
             let listening = try #require(await logs.wait(message: "push endpoint listening"))
             let pushURL = "http://" + (listening.line["push.listen"] ?? "") + "/api/push"
             let agentURL = String(pushURL.dropLast("/api/push".count))
@@ -200,11 +198,9 @@ import TestSupport
         book.update(ids[1], status: "delivered")
         book.update(ids[2], status: "delivered", announce: .idOnly)
         let second = try OrderliveProcess(["run", "--config", workspace.configFile], environment: environment,
-                                          readStandardError: true)
+                                          readStandardError: true, lifetime: .seconds(60))
         let secondLogs = LogWatch()
         let secondReader = Task { await secondLogs.follow(second.lines) }
-        let secondWatchdog = Task { try await Task.sleep(for: .seconds(60)); second.signal(SIGKILL) }
-        defer { secondWatchdog.cancel() }
         let resumed = try #require(await secondLogs.wait(message: "stream open"))
         #expect(resumed.line["stream.cursor"] == latest)
         let newest = "\(book.latestSequence)"
@@ -264,14 +260,12 @@ import TestSupport
             "ORDERLIVE_UPSTREAM_BASE_URL": "http://127.0.0.1:1", "ORDERLIVE_STORE_STATE_DIR": directory,
             "ORDERLIVE_INGEST_LISTEN": "127.0.0.1:0", "ORDERLIVE_API_LISTEN": "127.0.0.1:0", "ORDERLIVE_LOG_FORMAT": "json",
         ]
-        let child = try OrderliveProcess(["run"], environment: environment, readStandardError: true)
+        let child = try OrderliveProcess(["run"], environment: environment, readStandardError: true, lifetime: .seconds(60))
         let logs = LogWatch()
         let reader = Task { await logs.follow(child.lines) }
-        let watchdog = Task { try await Task.sleep(for: .seconds(60)); child.signal(SIGKILL) }
-        defer { watchdog.cancel() }
         let listening = try #require(await logs.wait(message: "push endpoint listening"))
         let base = "http://" + (listening.line["push.listen"] ?? "")
-        let loop = try CurlLoop(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let loop = try CurlLoop(logger: quietLogger)
         let ready = try await AgentHTTP(loop: loop).get(base + "/readyz")
         #expect(ready.status == 200)
         #expect(ready.body.contains(#""auth":{"state":"unauthenticated"}"#), "\(ready.body)")
@@ -307,11 +301,9 @@ import TestSupport
                 "ORDERLIVE_AUTH_IDENTIFIER": SandboxUser.demo.identifier, "ORDERLIVE_AUTH_PASSWORD": SandboxUser.demo.password,
                 "ORDERLIVE_INGEST_LISTEN": "", "ORDERLIVE_API_LISTEN": "127.0.0.1:0", "ORDERLIVE_LOG_FORMAT": "json", "ORDERLIVE_LOG_LEVEL": "debug",
             ]
-            let child = try OrderliveProcess(["run"], environment: environment, readStandardError: true)
+            let child = try OrderliveProcess(["run"], environment: environment, readStandardError: true, lifetime: .seconds(60))
             let logs = LogWatch()
             let reader = Task { await logs.follow(child.lines) }
-            let watchdog = Task { try await Task.sleep(for: .seconds(60)); child.signal(SIGKILL) }
-            defer { watchdog.cancel() }
             _ = try #require(await logs.wait(message: "stream open"))
             book.delayFetches([secondSignal ? .seconds(30) : .milliseconds(1500)])
             book.update(id, status: "picked_up", announce: .idOnly)
@@ -370,7 +362,7 @@ import TestSupport
     }
 }
 
-@Suite struct DemoTests {
+@Suite(.timeLimit(.minutes(5))) struct DemoTests {
     /// The demo runs the Sandbox and the agent in one process and shows changes as they land.
     @Test func demoWithJSONShowsOrderChangesReconnectsAndRefreshesThenExitsZero() async throws {
         let child = try OrderliveProcess(["demo", "--duration", "10", "--json", "--rate", "5", "--fault-every", "3"])

@@ -4,110 +4,9 @@ import StoreModel
 import Sandbox
 import Synchronization
 import Testing
-import TestSupport
+import TestKit
 
-/// The built `orderlive` executable, run as a user would run it.
-struct OrderliveProcess {
-    let process = Process()
-    let lines: AsyncStream<String>
-    private let errorPipe = Pipe()
-
-    /// The executable next to the test bundle (both are products of the same build).
-    static var executable: URL {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("orderlive")
-    }
-
-    /// `openFiles` runs the child under that soft and hard `RLIMIT_NOFILE` (set by `sh`'s `ulimit`
-    /// before it execs the agent), as a machine with a low limit would.
-    init(_ arguments: [String], environment: [String: String] = [:], input: String? = nil, readStandardError: Bool = false,
-         openFiles: (soft: Int, hard: Int)? = nil) throws {
-        if let openFiles {
-            process.executableURL = URL(fileURLWithPath: "/bin/sh")
-            process.arguments = ["-c", "ulimit -Sn \(openFiles.soft) && ulimit -Hn \(openFiles.hard) && exec \"$0\" \"$@\"",
-                                 Self.executable.path] + arguments
-        } else {
-            process.executableURL = Self.executable
-            process.arguments = arguments
-        }
-        // Tests run agents side by side: the orders API takes a free port unless a test picks one.
-        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ORDERLIVE_") }
-            .merging(["ORDERLIVE_API_LISTEN": "127.0.0.1:0"]) { $1 }
-            .merging(environment) { $1 }
-        if let input {
-            let stdin = Pipe()
-            process.standardInput = stdin
-            stdin.fileHandleForWriting.write(Data(input.utf8))
-            try? stdin.fileHandleForWriting.close()
-        }
-        let output = Pipe()
-        if readStandardError {
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = output
-        } else {
-            process.standardOutput = output
-            process.standardError = errorPipe
-        }
-        let (stream, continuation) = AsyncStream.makeStream(of: String.self)
-        lines = stream
-        try process.run()
-        let reader = output.fileHandleForReading
-        let process = self.process
-        // A plain thread reads the child's stdout, so the test can wait on each line as it arrives.
-        Thread.detachNewThread {
-            var buffer = Data()
-            Self.drain(reader, untilExitOf: process) { chunk in
-                buffer.append(chunk)
-                while let newline = buffer.firstIndex(of: 0x0A) {
-                    continuation.yield(String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self))
-                    buffer.removeSubrange(buffer.startIndex...newline)
-                }
-            }
-            continuation.finish()
-        }
-    }
-
-    /// Reads `handle` until its end, or until `process` has exited and nothing more arrives: a
-    /// process the child started can hold the pipe open after it (the crash backtracer does, and
-    /// was seen to hang for minutes), and waiting for the end of the file then never returns.
-    static func drain(_ handle: FileHandle, untilExitOf process: Process, _ chunk: (Data) -> Void) {
-        var descriptor = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
-        var bytes = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let ready = poll(&descriptor, 1, 200)
-            if ready < 0 && errno == EINTR { continue }
-            if ready > 0 {
-                let count = Glibc.read(handle.fileDescriptor, &bytes, bytes.count)
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { return }
-                chunk(Data(bytes[0..<count]))
-            } else if ready < 0 || !process.isRunning {
-                // Exited, and everything it wrote was already in the pipe: nothing more will come.
-                return
-            }
-        }
-    }
-
-    func signal(_ number: Int32) {
-        kill(process.processIdentifier, number)
-    }
-
-    /// Waits for exit; returns the status and everything written to stderr. The wait blocks, so it
-    /// runs off the cooperative pool (``offThePool(_:)``).
-    func waitForExit() async -> (status: Int32, stderr: String) {
-        let process = self.process
-        let errorPipe = self.errorPipe
-        return await offThePool {
-            var errors = Data()
-            if process.standardError as? Pipe === errorPipe {
-                Self.drain(errorPipe.fileHandleForReading, untilExitOf: process) { errors.append($0) }
-            }
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: errors, as: UTF8.self))
-        }
-    }
-}
-
-@Suite struct CommandLineTests {
+@Suite(.timeLimit(.minutes(5))) struct CommandLineTests {
     @Test func sighupReconnectsWithoutAnErrorLineAndSigtermExitsZero() async throws {
         try await Sandbox.withRunning { sandbox in
             sandbox.enqueue(
@@ -306,30 +205,5 @@ struct OrderliveProcess {
             #expect(lines.isEmpty)
             #expect(sandbox.streamRequestCount == 1)
         }
-    }
-}
-
-/// `orderlive run` as a child, its stderr followed as log lines, killed after `limit` if it hangs.
-struct RunningAgent {
-    let child: OrderliveProcess
-    let logs = LogWatch()
-    let reader: Task<Void, Never>
-    let watchdog: Task<Void, any Error>
-
-    init(_ arguments: [String], environment: [String: String], limit: Duration = .seconds(60),
-         openFiles: (soft: Int, hard: Int)? = nil) throws {
-        let child = try OrderliveProcess(["run"] + arguments, environment: environment, readStandardError: true, openFiles: openFiles)
-        let logs = self.logs
-        self.child = child
-        reader = Task { await logs.follow(child.lines) }
-        watchdog = Task { try await Task.sleep(for: limit); child.signal(SIGKILL) }
-    }
-
-    /// Waits for the child to exit and its output to be read; cancels the watchdog.
-    func finish() async -> Int32 {
-        let (status, _) = await child.waitForExit()
-        await reader.value
-        watchdog.cancel()
-        return status
     }
 }

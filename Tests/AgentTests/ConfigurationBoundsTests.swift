@@ -1,12 +1,11 @@
 import Agent
 import Foundation
 import Testing
-import TestSupport
 
 /// Issue 11: every integer key, from a file or the environment, is checked text with an upper
 /// bound, so no configured value can overflow where it is used (a read timeout of Int.max
 /// milliseconds once trapped converting to nanoseconds).
-@Suite struct ConfigurationBoundsTests {
+@Suite(.timeLimit(.minutes(5))) struct ConfigurationBoundsTests {
     static let integerKeys = [
         "upstream.connect_timeout_ms", "upstream.request_timeout_ms", "auth.refresh_ahead_s",
         "stream.initial_delay_ms", "stream.max_delay_ms", "stream.reset_after_s", "stream.idle_timeout_ms",

@@ -1,9 +1,8 @@
 import Agent
 import Foundation
 import Testing
-import TestSupport
 
-@Suite struct ConfigurationTests {
+@Suite(.timeLimit(.minutes(5))) struct ConfigurationTests {
     private let home = ["HOME": "/home/courier"]
 
     private func file(_ text: String) throws -> String {

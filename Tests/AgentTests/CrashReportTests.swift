@@ -3,12 +3,11 @@ import Foundation
 import Logging
 import Sandbox
 import Testing
-import TestSupport
 
 /// Issue 11 (5): if the agent does die, the crash report Swift prints on stderr must not hold a
 /// token or a secret. The agent runs logged in, streaming, with a webhook secret loaded, under the
 /// backtracer setting the deployment files set; a fatal signal makes the runtime write its report.
-@Suite struct CrashReportTests {
+@Suite(.timeLimit(.minutes(5))) struct CrashReportTests {
     /// The value `Deploy/orderlive.service` sets, read from the file so the two stay the same.
     static func deployedBacktraceSetting() throws -> String {
         let unit = try DeployTests.text("Deploy/orderlive.service")

@@ -4,13 +4,13 @@ import Foundation
 import GRDB
 import OrderStore
 import StoreModel
-import TestSupport
+import TestKit
 import Testing
 
 /// Issue 13, crash safety under load: the real executable is SIGKILLed five times at random points
 /// while eight connections post pushes; every push it acknowledged (a 200) is in the store after
 /// the last restart. With both durabilities.
-@Suite struct CrashUnderLoadTests {
+@Suite(.timeLimit(.minutes(5))) struct CrashUnderLoadTests {
     /// The notification ids the agent answered 200 for.
     final class Acknowledged: Sendable {
         private let ids = Locked<Set<String>>([])

@@ -1,12 +1,12 @@
 import Agent
 import Foundation
 import Testing
-import TestSupport
+import TestKit
 
 /// `Deploy/` cannot be run here (no systemd as PID 1, no container engine, no cluster); these keep
 /// it in step with the code: every configuration loads with the real loader, and points its secrets
 /// where the supervisor puts them.
-@Suite struct DeployTests {
+@Suite(.timeLimit(.minutes(5))) struct DeployTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 

@@ -1,12 +1,13 @@
 import CurlHTTP
 import Foundation
 import Sandbox
-import TestSupport
+import TestHarnesses
+import TestKit
 import Testing
 
 /// The dispatch board (DESIGN §11) in a real headless Chromium (Debian's package, installed by
 /// `make deps`) against a running agent and the Sandbox: the page's DOM is read over DevTools.
-@Suite(.serialized) struct DispatchBoardBrowserTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct DispatchBoardBrowserTests {
     /// The board as the page draws it: status → card ids, status → count, and the connection state.
     static let boardState = """
         JSON.stringify({

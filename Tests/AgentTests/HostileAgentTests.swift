@@ -2,13 +2,14 @@ import CurlHTTP
 import Foundation
 import Logging
 import Testing
-import TestSupport
+import TestHarnesses
+import TestKit
 
 /// Issue 11, against the real executable: the request that once stopped the agent, and 2,000 idle
 /// connections held by another process, leave `orderlive run` serving and exiting cleanly.
 /// (The connections are held out of process, and the agent is one: a test process with thousands
 /// of descriptors open would break every other test that starts a child process.)
-@Suite struct HostileAgentTests {
+@Suite(.timeLimit(.minutes(5))) struct HostileAgentTests {
     /// Opens `count` connections to `port` and holds them; prints "ready N" once all are open,
     /// and exits when its standard input closes.
     private static let holder = """
@@ -36,7 +37,7 @@ import TestSupport
         let listening = try #require(await logs.wait(message: "push endpoint listening"))
         let address = try #require(listening.line["push.listen"])
         let base = "http://" + address
-        let loop = try CurlLoop(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let loop = try CurlLoop(logger: quietLogger)
 
         // The issue's request: no secret, no valid signature, Int64.min as the timestamp.
         let trap = try await loop.perform(HTTPRequest(

@@ -5,7 +5,7 @@ import Foundation
 import Logging
 import Sandbox
 import ServerSentEvents
-import TestSupport
+import TestKit
 import Testing
 
 /// A pipe whose write end a `LineWriter` uses; read everything after the writer is done.
@@ -31,7 +31,7 @@ final class CapturedOutput {
     }
 }
 
-@Suite struct InspectRendererTests {
+@Suite(.timeLimit(.minutes(5))) struct InspectRendererTests {
     @Test func jsonLinesFollowTheContractExactly() {
         let renderer = InspectRenderer(json: true, color: false)
         let head = HTTPResponseHead(status: 200, headers: ["Content-Type": "text/event-stream"], url: "http://x")
@@ -78,7 +78,7 @@ final class CapturedOutput {
     }
 }
 
-@Suite struct InspectorTests {
+@Suite(.timeLimit(.minutes(5))) struct InspectorTests {
     @Test func jsonLinesEndToEndAgainstTheSandbox() async throws {
         try await Sandbox.withRunning { sandbox in
             sandbox.enqueue(

@@ -4,13 +4,13 @@ import Foundation
 import Logging
 import PushIngest
 import Testing
-import TestSupport
+import TestKit
 
 /// `Deploy/prometheus` and `Deploy/grafana` against the tools that load them and the agent they
 /// describe (issue 13 part 8): the rules pass `promtool check rules` and their own unit tests
 /// (`promtool test rules`), and every metric and label they and the dashboard name is one a running
 /// agent exports, while every metric the agent exports has a place on the dashboard.
-@Suite struct OperationsKitTests {
+@Suite(.timeLimit(.minutes(5))) struct OperationsKitTests {
     static let rules = "Deploy/prometheus/orderlive.rules.yml"
     static let ruleTests = "Deploy/prometheus/orderlive.rules.test.yml"
     static let dashboard = "Deploy/grafana/orderlive-dashboard.json"

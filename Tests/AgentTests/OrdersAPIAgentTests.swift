@@ -4,7 +4,8 @@ import CurlHTTP
 import Foundation
 import Logging
 import Sandbox
-import TestSupport
+import TestHarnesses
+import TestKit
 import Testing
 
 #if canImport(Glibc)
@@ -13,7 +14,7 @@ import Glibc
 
 /// The orders API inside the whole agent (DESIGN §11): fed by the executor under concurrent stream
 /// events and pushes, refused at start-up when misconfigured, and ended cleanly by SIGTERM.
-@Suite struct OrdersAPIAgentTests {
+@Suite(.timeLimit(.minutes(5))) struct OrdersAPIAgentTests {
     @Test func theFeedFollowsStreamAndPushChangesInSeqOrderWithNoGaps() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-apifeed-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -4,7 +4,6 @@ import Foundation
 import Logging
 import Sandbox
 import Testing
-import TestSupport
 
 #if canImport(Glibc)
 import Glibc

@@ -4,7 +4,8 @@ import Foundation
 import Logging
 import Sandbox
 import Testing
-import TestSupport
+import TestHarnesses
+import TestKit
 
 #if canImport(Glibc)
 import Glibc
@@ -28,25 +29,17 @@ extension PostgresFailoverTests {
             let leads = "this agent leads its account now: it streams and applies"
             let sandbox = SandboxConfiguration(
                 port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true), feed: .orderBook)
-            let loop = try CurlLoop(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+            let loop = try CurlLoop(logger: quietLogger)
             try await Sandbox.withRunning(sandbox) { sandbox in
                 let environment = ["ORDERLIVE_UPSTREAM_BASE_URL": await sandbox.baseURL]
                 let book = sandbox.orders
                 let ids = (0..<8).map { _ in book.create() }
                 var random = SplitMix(state: 0x5EED_0015)
-                let children = Locked<[OrderliveProcess]>([])
                 func start(_ name: String) async throws -> Agent {
-                    let agent = try await Self.start(name, configs: configs, environment: environment)
-                    children.withLock { $0.append(agent.child) }
-                    return agent
+                    try await Self.start(name, configs: configs, environment: environment, lifetime: .seconds(240))
                 }
                 var agents: [String: Agent] = [:]
                 for name in ["a", "b", "c"] { agents[name] = try await start(name) }
-                let watchdog = Task {
-                    try await Task.sleep(for: .seconds(240))
-                    for child in children.withLock({ $0 }) { child.signal(SIGKILL) }
-                }
-                defer { watchdog.cancel() }
                 var accepted: [String] = []
                 var pushes = 0
                 var refused = 0
@@ -198,7 +191,7 @@ extension PostgresFailoverTests {
     /// Reads the account's orders and journal until they equal `upstream` with an empty journal,
     /// waiting for the leader's next drain between reads; the last read. The log's position is taken
     /// before each read, so a drain logged after the read began ends the wait at once (taken after, a
-    /// drain in between was waited for until the watchdog: the wait has no deadline of its own).
+    /// drain in between was waited for until the wait's deadline).
     static func converge(
         server: PostgresServer, database: String, account: String, to upstream: [String: String], leaderLogs: LogWatch
     ) async throws -> (stored: [String: String], depth: String) {

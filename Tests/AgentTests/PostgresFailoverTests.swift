@@ -4,7 +4,8 @@ import Foundation
 import Logging
 import Sandbox
 import Testing
-import TestSupport
+import TestHarnesses
+import TestKit
 
 #if canImport(Glibc)
 import Glibc
@@ -15,7 +16,7 @@ import Glibc
 /// (ingests pushes, which the leader applies); the leader is killed with SIGKILL and the follower
 /// takes over within `failover_s`, resuming from the shared cursor, and the store ends equal to
 /// the Sandbox.
-@Suite(.serialized) struct PostgresFailoverTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct PostgresFailoverTests {
     struct Agent {
         let child: OrderliveProcess
         let logs: LogWatch
@@ -36,7 +37,7 @@ import Glibc
             defer { configs.remove() }
             let sandbox = SandboxConfiguration(
                 port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true), feed: .orderBook)
-            let loop = try CurlLoop(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+            let loop = try CurlLoop(logger: quietLogger)
             let http = AgentHTTP(loop: loop)
             try await Sandbox.withRunning(sandbox) { sandbox in
                 let environment = ["ORDERLIVE_UPSTREAM_BASE_URL": await sandbox.baseURL]
@@ -49,16 +50,12 @@ import Glibc
                     try await Self.storedStatuses(server: server, database: database, account: "depot-7")
                 }
                 let first = try await start("first")
-                let watchdog = Self.watchdog(first)
-                defer { watchdog.cancel() }
                 guard let led = await first.logs.wait(message: "this agent leads its account now: it streams and applies") else {
                     Issue.record("the first agent never led: \(first.logs.raw.suffix(30).joined(separator: "\n"))")
                     return
                 }
                 #expect(led.line["cluster.epoch"] == "1")
                 let second = try await start("second")
-                let secondWatchdog = Self.watchdog(second)
-                defer { secondWatchdog.cancel() }
 
                 // The leader streams and applies.
                 for id in ids { book.update(id, status: "assigned") }
@@ -136,20 +133,15 @@ import Glibc
             let configFile = try configs.write("agent")
             let sandbox = SandboxConfiguration(
                 port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true), feed: .orderBook)
-            let loop = try CurlLoop(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+            let loop = try CurlLoop(logger: quietLogger)
             try await Sandbox.withRunning(sandbox) { sandbox in
                 let book = sandbox.orders
                 let ids = (0..<6).map { _ in book.create() }
                 let child = try OrderliveProcess(["run", "--config", configFile],
                                                  environment: ["ORDERLIVE_UPSTREAM_BASE_URL": await sandbox.baseURL],
-                                                 readStandardError: true)
+                                                 readStandardError: true, lifetime: .seconds(90))
                 let logs = LogWatch()
                 let reader = Task { await logs.follow(child.lines) }
-                let watchdog = Task {
-                    try await Task.sleep(for: .seconds(90))
-                    child.signal(SIGKILL)
-                }
-                defer { watchdog.cancel() }
                 let listening = try #require(await logs.wait(message: "push endpoint listening"))
                 let pushURL = "http://" + (listening.line["push.listen"] ?? "") + "/api/push"
                 _ = try #require(await logs.wait(message: "this agent leads its account now: it streams and applies"))
@@ -211,8 +203,11 @@ import Glibc
     }
 
     /// Starts `orderlive run` with the configuration `name`, once its push listener listens.
-    static func start(_ name: String, configs: PostgresAgentConfiguration, environment: [String: String]) async throws -> Agent {
-        let child = try OrderliveProcess(["run", "--config", try configs.write(name)], environment: environment, readStandardError: true)
+    /// Starts agent `name`; it is killed after `lifetime` should the scenario hang.
+    static func start(_ name: String, configs: PostgresAgentConfiguration, environment: [String: String],
+                      lifetime: Duration = .seconds(120)) async throws -> Agent {
+        let child = try OrderliveProcess(["run", "--config", try configs.write(name)], environment: environment,
+                                         readStandardError: true, lifetime: lifetime)
         let logs = LogWatch()
         let reader = Task { await logs.follow(child.lines) }
         guard let listening = await logs.wait(message: "push endpoint listening") else {
@@ -258,14 +253,6 @@ import Glibc
         #expect(listed == 0, "\(errors)")
         let array = try JSONSerialization.jsonObject(with: Data(output.joined(separator: "\n").utf8)) as? [[String: Any]] ?? []
         #expect(Dictionary(uniqueKeysWithValues: array.map { ("\($0["id"] ?? "")", "\($0["status"] ?? "")") }) == upstream)
-    }
-
-    /// Kills `agent` after 40 s, so a broken scenario ends instead of hanging the suite.
-    static func watchdog(_ agent: Agent) -> Task<Void, any Error> {
-        Task {
-            try await Task.sleep(for: .seconds(40))
-            agent.child.signal(SIGKILL)
-        }
     }
 
     /// A silent push to the follower: it journals, the leader is woken by NOTIFY and applies the fetch.

@@ -1,11 +1,10 @@
 import Agent
 import Foundation
 import Testing
-import TestSupport
 
 /// Issue 11, sweep: `stream-status.json` in the state directory is read with checked numbers.
 /// A file edited by hand or cut short by a full disk gives "stopped" or a default, never a trap.
-@Suite struct StateFileBoundsTests {
+@Suite(.timeLimit(.minutes(5))) struct StateFileBoundsTests {
     @Test func edgeNumbersInTheStreamStatusFileAreIgnored() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("status-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

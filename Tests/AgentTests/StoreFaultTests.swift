@@ -5,13 +5,14 @@ import Foundation
 import GRDB
 import OrderStore
 import StoreModel
-import TestSupport
+import TestHarnesses
+import TestKit
 import Testing
 
 /// DESIGN §10: a store that cannot be written is reported on `/readyz`, in `status` and in
 /// `/metrics`, and clears by itself when writes succeed again. Real SQLite faults, no mock: the
 /// database is kept from growing (`max_page_count`, as a full disk does), or made read-only.
-@Suite struct StoreFaultTests {
+@Suite(.timeLimit(.minutes(5))) struct StoreFaultTests {
     /// The agent's operations over a store on `queue`, its executor marked running.
     private func operations(
         _ queue: DatabaseQueue, directory: String, loop: CurlLoop

@@ -2,7 +2,7 @@ import AsyncSignals
 import Foundation
 import Testing
 
-@Suite struct LockedTests {
+@Suite(.timeLimit(.minutes(3))) struct LockedTests {
     /// Eight threads, 20,000 read-modify-writes each: with mutual exclusion none is lost.
     @Test func everyIncrementFromEveryThreadIsKept() async {
         let counter = Locked(0)

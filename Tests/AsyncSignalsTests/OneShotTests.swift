@@ -1,7 +1,7 @@
 import AsyncSignals
 import Testing
 
-@Suite struct OneShotTests {
+@Suite(.timeLimit(.minutes(3))) struct OneShotTests {
     @Test func waitersBeforeAndAfterTheValueAllGetTheFirstValue() async {
         let shot = OneShot<Int>()
         #expect(shot.current == nil)

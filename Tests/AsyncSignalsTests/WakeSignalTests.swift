@@ -1,10 +1,10 @@
 import AsyncSignals
 import Testing
-import TestSupport
+import TestKit
 
 /// A waiter is woken early far more often than it reaches its deadline (the change hub after every
 /// commit), and a cancelled sleep keeps its memory until its deadline: the wait sleeps in slices.
-@Suite struct WakeSignalTests {
+@Suite(.timeLimit(.minutes(3))) struct WakeSignalTests {
     @Test func aWaitSleepsAtMostASecondAtATimeAndEndsAtItsDeadline() async {
         let clock = ManualClock()
         let signal = WakeSignal()

@@ -2,7 +2,7 @@ import AuthSession
 import Foundation
 import Testing
 
-@Suite struct CredentialStoreTests {
+@Suite(.timeLimit(.minutes(3))) struct CredentialStoreTests {
     private func temporaryDirectory() -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-store-\(UUID().uuidString)")
             .appendingPathComponent("state").path

@@ -2,12 +2,13 @@ import AuthSession
 import CurlHTTP
 import Foundation
 import Sandbox
-import TestSupport
 import Testing
 
 /// DESIGN §8 refresh ahead: while a long-lived consumer holds the session, nobody needs to ask for a
 /// token for it to stay fresh. Time is the test's: the session's sleep advances the wall clock.
-@Suite struct RefreshAheadTests {
+/// A keeper that never acts leaves its `for await` waiting: the time limit cancels the test, which
+/// ends the iteration, so the test fails instead of hanging the suite.
+@Suite(.timeLimit(.minutes(1))) struct RefreshAheadTests {
     /// A session whose sleeps move `clock` forward (virtual time), reporting each auth event.
     private func session(
         _ harness: AuthHarness, refreshAhead: Duration, events: AsyncStream<(AuthEvent, Double)>.Continuation
@@ -27,14 +28,6 @@ import Testing
             logger: harness.logs.logger(level: .trace))
     }
 
-    /// Ends `events` after 30 real seconds, so a keeper that never acts fails the test instead of hanging it.
-    private func finishing<Element>(_ events: AsyncStream<Element>.Continuation) -> Task<Void, Never> {
-        Task {
-            try? await Task.sleep(for: .seconds(30))
-            events.finish()
-        }
-    }
-
     @Test func theTokenIsRefreshedAheadOfExpiryWithoutAnyoneAskingForIt() async throws {
         try await AuthHarness.run(lifetime: .seconds(900), requiresAuthentication: true) { harness in
             let (events, sink) = AsyncStream.makeStream(of: (AuthEvent, Double).self)
@@ -43,8 +36,6 @@ import Testing
             let loggedInAt = harness.clock.now
             let firstExpiry = try #require(await session.snapshot.accessExpiresAt)
             let keeper = Task { await session.keepFresh() }
-            let watchdog = finishing(sink)
-            defer { watchdog.cancel() }
             var refreshedAt: [Double] = []
             var expiries: [Double] = []
             // The expiry each refresh brought is the pair the Sandbox issued at that moment.
@@ -76,8 +67,6 @@ import Testing
             _ = try await session.accessToken()
             let loggedInAt = harness.clock.now
             let keeper = Task { await session.keepFresh() }
-            let watchdog = finishing(sink)
-            defer { watchdog.cancel() }
             var refreshedAt = 0.0
             for await (event, at) in events where event == .refreshSucceeded {
                 refreshedAt = at
@@ -110,8 +99,6 @@ import Testing
             try await session.login(password: AuthHarness.password)
             harness.sandbox.revokeAllRefreshTokens()
             let keeper = Task { await session.keepFresh() }
-            let watchdog = finishing(sink)
-            defer { watchdog.cancel() }
             var rejected = false
             for await event in events where event == .refreshRejected {
                 rejected = true

@@ -4,7 +4,7 @@ import Foundation
 import Logging
 import Sandbox
 import Synchronization
-import TestSupport
+import TestKit
 import Testing
 
 /// Everything one auth test needs: a Sandbox sharing the test's wall clock, a curl loop, a fresh
@@ -64,7 +64,7 @@ struct AuthHarness {
     }
 }
 
-@Suite struct SessionTests {
+@Suite(.timeLimit(.minutes(3))) struct SessionTests {
     @Test func hundredConcurrentCallersShareExactlyOneRefresh() async throws {
         try await AuthHarness.run { harness in
             let session = harness.session()

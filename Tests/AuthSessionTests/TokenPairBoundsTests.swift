@@ -3,7 +3,7 @@ import Testing
 
 /// Issue 11: a login or refresh answer with an out-of-range number stopped `orderlive login`
 /// (`Int64(1e19)` trapped). Every number in a token pair is now a clear decoding error instead.
-@Suite struct TokenPairBoundsTests {
+@Suite(.timeLimit(.minutes(3))) struct TokenPairBoundsTests {
     private static let base = #""access_token":"a","refresh_token":"r""#
 
     private static func decode(_ fields: String) throws(AuthError) -> TokenPair {
@@ -84,7 +84,7 @@ import Testing
 
 /// The token-pair fuzzer's finding: an `expires_at` with a hundred fraction digits stopped the
 /// process inside ICU (SIGFPE). Read by hand now, it is a time like any other.
-@Suite struct TokenPairFuzzFindingTests {
+@Suite(.timeLimit(.minutes(3))) struct TokenPairFuzzFindingTests {
     @Test func aLongFractionInExpiresAtIsReadNotACrash() throws {
         let fraction = String(repeating: "1", count: 100) + "5"
         let body = #"{"access_token":"a","refresh_token":"r","expires_at":"2030-01-01T00:00:00.\#(fraction)Z"}"#

@@ -11,7 +11,7 @@ enum EdgeText {
     ]
 }
 
-@Suite struct CheckedTests {
+@Suite(.timeLimit(.minutes(3))) struct CheckedTests {
     @Test(arguments: [
         ("0", Int64(0)), ("-0", 0), ("42", 42), ("-42", -42),
         ("9223372036854775807", .max), ("-9223372036854775808", .min),
@@ -126,7 +126,7 @@ enum EdgeText {
 
 /// RFC 3339 read by hand: ICU's date parser stopped the process with SIGFPE on a long fraction
 /// (found by the token-pair fuzzer).
-@Suite struct RFC3339Tests {
+@Suite(.timeLimit(.minutes(3))) struct RFC3339Tests {
     @Test(arguments: [
         ("1970-01-01T00:00:00Z", 0.0), ("2030-01-01T00:00:00Z", 1_893_456_000), ("2030-01-01t00:00:00z", 1_893_456_000),
         ("2030-01-01 00:00:00Z", 1_893_456_000), ("2030-01-01T00:00:00.5Z", 1_893_456_000.5),

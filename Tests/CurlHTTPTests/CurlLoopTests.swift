@@ -5,7 +5,7 @@ import Sandbox
 import Testing
 
 /// The curl multi loop against the real Sandbox on 127.0.0.1.
-@Suite struct CurlLoopTests {
+@Suite(.timeLimit(.minutes(3))) struct CurlLoopTests {
     private let logger = Logger(label: "test.curl")
 
     @Test func performsAGetAndCollectsTheBody() async throws {

@@ -5,7 +5,7 @@ import Testing
 /// GnuTLS's library constructor asks `_gnutls_global_init_skip()` whether to initialise itself, through
 /// the dynamic linker's global lookup. These tests make that same lookup in this executable (which
 /// links CurlHTTP as `orderlive` does) and check it finds CurlHTTP's answer, not the library's weak 0.
-@Suite struct GnuTLSInitializationTests {
+@Suite(.timeLimit(.minutes(3))) struct GnuTLSInitializationTests {
     @Test func theExecutableExportsTheSkipThatGnuTLSLooksUp() throws {
         guard let gnutls = dlopen("libgnutls.so.30", RTLD_NOW | RTLD_NOLOAD) else {
             Issue.record("libgnutls is not loaded in this process: Debian's libcurl should load it through librtmp and libldap, so this check would prove nothing")

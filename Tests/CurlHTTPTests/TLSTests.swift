@@ -2,7 +2,7 @@ import CurlHTTP
 import Foundation
 import Logging
 import Testing
-import TestSupport
+import TestKit
 
 /// A real TLS peer: `openssl s_server -www` on 127.0.0.1 with a fresh self-signed certificate.
 private struct TLSServer: Sendable {
@@ -78,8 +78,8 @@ private struct TLSServer: Sendable {
     }
 }
 
-@Suite struct TLSTests {
-    private let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+@Suite(.timeLimit(.minutes(3))) struct TLSTests {
+    private let logger = quietLogger
 
     @Test func extraCAFileIsTrustedAndPinsAreEnforced() async throws {
         // openssl generates a key and starts: blocking work, kept off the cooperative pool.

@@ -2,7 +2,7 @@ import CurlHTTP
 import EventStream
 import Testing
 
-@Suite struct BackoffTests {
+@Suite(.timeLimit(.minutes(3))) struct BackoffTests {
     @Test func growsExponentiallyToTheMaximum() {
         var backoff = Backoff(initial: .seconds(1), maximum: .seconds(30), resetAfter: .seconds(60))
         let delays = (0..<8).map { _ in backoff.nextDelay(unit: 1) }
@@ -41,7 +41,7 @@ import Testing
     }
 }
 
-@Suite struct ResponsePolicyTests {
+@Suite(.timeLimit(.minutes(3))) struct ResponsePolicyTests {
     private func head(_ status: Int, _ headers: HTTPHeaders = [:]) -> HTTPResponseHead {
         HTTPResponseHead(status: status, headers: headers, url: "http://x")
     }
@@ -73,7 +73,7 @@ import Testing
 }
 
 /// Issue 11: `Retry-After` and `retry:` from a server are clamped, never trapped on.
-@Suite struct RetryAfterBoundsTests {
+@Suite(.timeLimit(.minutes(3))) struct RetryAfterBoundsTests {
     @Test(arguments: [
         "99999999999999999999", "9223372036854775807", "18446744073709551616", "86401",
         "Fri, 31 Dec 9999 23:59:59 GMT", "Sun, 06 Nov 99999999999999999999 08:49:37 GMT",

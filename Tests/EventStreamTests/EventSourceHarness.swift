@@ -4,7 +4,7 @@ import EventStream
 import Logging
 import Sandbox
 import ServerSentEvents
-import TestSupport
+import TestKit
 import Testing
 
 /// A Sandbox, a curl loop and a manual clock for one test.

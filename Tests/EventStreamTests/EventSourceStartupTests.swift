@@ -4,11 +4,11 @@ import EventStream
 import Logging
 import Sandbox
 import ServerSentEvents
-import TestSupport
+import TestKit
 import Testing
 
 /// The stream against a port where nothing listens yet, then a Sandbox that appears there.
-@Suite struct EventSourceStartupTests {
+@Suite(.timeLimit(.minutes(3))) struct EventSourceStartupTests {
     @Test func refusedAtStartThenTheServerAppears() async throws {
         // Learn a free port by binding one and letting it go.
         let port = try await Sandbox.withRunning { await $0.port }
@@ -18,7 +18,7 @@ import Testing
                 configuration: EventSourceConfiguration(url: "http://127.0.0.1:\(port)/v1/events", idleTimeout: nil),
                 loop: loop, clock: clock, random: { 1.0 }, logger: quietLogger)
             let sandbox = Sandbox(configuration: SandboxConfiguration(port: port),
-                                  logger: Logger(label: "quiet", factory: { _ in SwiftLogNoOpLogHandler() }))
+                                  logger: quietLogger)
             sandbox.enqueue(.stream("data: hello\n\n", then: [.hold]))
             try await withThrowingTaskGroup(of: Void.self) { group in
                 var kinds: [EventSourceError.Kind] = []

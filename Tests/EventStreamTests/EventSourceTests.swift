@@ -4,11 +4,11 @@ import EventStream
 import Logging
 import Sandbox
 import ServerSentEvents
-import TestSupport
+import TestKit
 import Testing
 
 /// The reconnecting client against the real Sandbox, with time driven by the test.
-@Suite struct EventSourceTests {
+@Suite(.timeLimit(.minutes(3))) struct EventSourceTests {
     @Test func cleanEndReconnectsWithLastEventID() async throws {
         try await Harness.run { harness in
             harness.sandbox.enqueue(

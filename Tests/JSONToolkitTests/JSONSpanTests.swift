@@ -1,7 +1,7 @@
 import JSONToolkit
 import Testing
 
-@Suite struct JSONSpanTests {
+@Suite(.timeLimit(.minutes(3))) struct JSONSpanTests {
     @Test func findsTheExactTextOfAMember() {
         let text = #" { "a" : [1, {"order": 0}], "s":"}\"{", "order" : {"id": 1, "x": "a}b\"c", "n": [1,[2]]} , "z": null }"#
         #expect(JSONSpan.member("order", in: text) == #"{"id": 1, "x": "a}b\"c", "n": [1,[2]]}"#)

@@ -6,7 +6,7 @@ import Testing
 
 /// HTTPVersionHandler on an embedded channel (STYLE: a handler is tested on an `EmbeddedChannel`):
 /// each response in the framing its request's version allows, and the close a request asked for.
-@Suite struct HTTPVersionHandlerTests {
+@Suite(.timeLimit(.minutes(3))) struct HTTPVersionHandlerTests {
     let channel = EmbeddedChannel()
 
     init() throws {

@@ -9,7 +9,7 @@ import Testing
 /// The listener floor's connection limit and request bounds on embedded channels, their clocks
 /// driven by the test (STYLE: a handler is tested on an `EmbeddedChannel`; real sockets stay for the
 /// end-to-end attacks in HostileClientTests).
-@Suite struct ListenerHandlerTests {
+@Suite(.timeLimit(.minutes(3))) struct ListenerHandlerTests {
     static func connected(_ handlers: [any ChannelHandler]) throws -> EmbeddedChannel {
         let channel = EmbeddedChannel()
         try channel.pipeline.syncOperations.addHandlers(handlers)

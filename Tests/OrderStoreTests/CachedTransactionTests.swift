@@ -6,7 +6,7 @@ import Testing
 
 /// The store's transactions and savepoints run through cached statements (issue 16): the same
 /// all-or-nothing rules as GRDB's `write` and `inSavepoint`, on a real SQLite database in WAL mode.
-@Suite struct CachedTransactionTests {
+@Suite(.timeLimit(.minutes(3))) struct CachedTransactionTests {
     struct Refused: Error {}
 
     private static func database() throws -> (DatabasePool, String) {

@@ -2,12 +2,12 @@ import Foundation
 import GRDB
 @testable import OrderStore
 import StoreModel
-import TestSupport
+import TestHarnesses
 import Testing
 
 /// The change log of DESIGN §11 in the store: numbering in the apply transaction, what counts as a
 /// change, user switches, pruning, and the migration onto an existing database.
-@Suite struct ChangeLogTests {
+@Suite(.timeLimit(.minutes(3))) struct ChangeLogTests {
     @Test func appliedChangesAreNumberedConsecutivelyAndNoOpsAreNot() throws {
         let temporary = try TemporaryStore()
         let store = temporary.store

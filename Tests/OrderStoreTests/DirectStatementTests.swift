@@ -2,13 +2,13 @@ import Foundation
 import GRDB
 import OrderStore
 import StoreModel
-import TestSupport
+import TestHarnesses
 import Testing
 
 /// The per-event statements bound and read through SQLite's C API (issue 16 part 2): values land
 /// exactly as given, a row of the wrong type is an error and never a trap, a failing statement says
 /// SQLite's reason without the values bound to it, and every statement stays usable after a failure.
-@Suite struct DirectStatementTests {
+@Suite(.timeLimit(.minutes(3))) struct DirectStatementTests {
     private static func record(_ id: String, storeID: String?, courierID: String?, body: String) -> OrderRecord {
         OrderRecord(id: id, status: "assigned", storeID: storeID, courierID: courierID, version: 1, updatedAt: nil,
                     body: body, appliedAt: 1)

@@ -3,13 +3,13 @@ import GRDB
 import OrderStore
 import StoreModel
 import Synchronization
-import TestSupport
+import TestHarnesses
 import Testing
 
 /// One write per push or event (issue 16): with ``ImmediateApply``, a whole-order job that finds the
 /// journal empty is applied in the transaction that accepts it; anything behind a job that must wait
 /// is journaled, so journal order, all-or-nothing per request and dedupe all hold as before.
-@Suite struct ImmediateApplyTests {
+@Suite(.timeLimit(.minutes(3))) struct ImmediateApplyTests {
     /// What the store reported after its commits.
     final class Heard: Sendable {
         let applied = Mutex<[String]>([])

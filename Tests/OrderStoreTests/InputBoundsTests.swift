@@ -4,12 +4,12 @@ import Foundation
 import OrderStore
 import StoreModel
 import Sandbox
-import TestSupport
+import TestKit
 import Testing
 
 /// Issue 11, sweep: order records from the backend, and the Sandbox's own inputs, over the edge
 /// values — a clear error or a clamp, never a trap.
-@Suite struct OrderRecordBoundsTests {
+@Suite(.timeLimit(.minutes(3))) struct OrderRecordBoundsTests {
     static let numbers: [(text: String, integer: Int64?)] = [
         ("-9223372036854775808", nil), ("9223372036854775807", nil), ("18446744073709551616", nil),
         ("1e308", nil), ("-0", 0), ("2.5", nil), ("9007199254740993", nil), ("9007199254740992", 9_007_199_254_740_992),
@@ -58,7 +58,7 @@ import Testing
     }
 }
 
-@Suite struct SandboxInputBoundsTests {
+@Suite(.timeLimit(.minutes(3))) struct SandboxInputBoundsTests {
     @Test(arguments: [SandboxConfiguration.Feed.synthetic, .orderBook])
     func lastEventIDsAtTheEdgesResumeOrStartOverWithoutATrap(_ feed: SandboxConfiguration.Feed) async throws {
         let configuration = SandboxConfiguration(port: 0, eventInterval: .milliseconds(1), feed: feed, changesOrders: true)
@@ -108,7 +108,7 @@ import Testing
 
 /// The same ICU crash was reachable from any order's `updated_at` (a push or the stream), when two
 /// versions of an order are compared by time.
-@Suite struct OrderFreshnessTimeTests {
+@Suite(.timeLimit(.minutes(3))) struct OrderFreshnessTimeTests {
     @Test func aLongFractionInUpdatedAtIsComparedNotACrash() {
         let long = "2030-01-01T00:00:00." + String(repeating: "9", count: 200) + "Z"
         let newer = OrderFreshness(version: nil, updatedAt: long)

@@ -3,10 +3,10 @@ import GRDB
 import OrderStore
 import StoreModel
 import ServerSentEvents
-import TestSupport
+import TestHarnesses
 import Testing
 
-@Suite struct OrderStoreTests {
+@Suite(.timeLimit(.minutes(3))) struct OrderStoreTests {
     @Test func newerVersionWinsOlderAndEqualAreStale() throws {
         let temporary = try TemporaryStore()
         let store = temporary.store

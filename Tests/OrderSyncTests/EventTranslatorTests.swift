@@ -5,9 +5,8 @@ import StoreModel
 import OrderSync
 import ServerSentEvents
 import Testing
-import TestSupport
 
-@Suite struct EventTranslatorTests {
+@Suite(.timeLimit(.minutes(3))) struct EventTranslatorTests {
     @Test func theStoredBodyIsByteForByteWhatTheBackendSent() {
         let data = #"{"order":{"status":"assigned","id":12,"version":7,"price":12.50,"tags":["b","a"]}}"#
         let translation = EventTranslator.translate(ServerSentEvent(type: "order.updated", data: data), now: 1)

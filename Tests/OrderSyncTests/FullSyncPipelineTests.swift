@@ -5,13 +5,14 @@ import OrderStore
 import StoreModel
 import OrderSync
 import ServiceLifecycle
-import TestSupport
+import TestHarnesses
+import TestKit
 import Testing
 
 /// A full sync fetches the next page while the executor's thread applies the current one. The apply
 /// is synchronous SQLite work on that one thread (``ExecutorService``), so a fetch that waits for the
 /// thread starts only when the apply ends, and a cold start takes the sum of the two.
-@Suite struct FullSyncPipelineTests {
+@Suite(.timeLimit(.minutes(3))) struct FullSyncPipelineTests {
     /// The real source, announcing each page fetch after the first.
     final class AnnouncingSource: OrderSource {
         let source: any OrderSource

@@ -2,10 +2,11 @@ import GRDB
 import OrderStore
 import StoreModel
 import OrderSync
-import TestSupport
+import TestHarnesses
+import TestKit
 import Testing
 
-@Suite struct LockedStoreTests {
+@Suite(.timeLimit(.minutes(3))) struct LockedStoreTests {
     @Test func aJobThatCannotBeAppliedWhileTheDatabaseIsLockedWaitsAndIsNotLost() async throws {
         let temporary = try TemporaryStore()
         let store = try OrderStore(path: temporary.store.path, busyTimeout: 0.05)

@@ -5,10 +5,11 @@ import Foundation
 import Logging
 import OrderSync
 import Sandbox
-import TestSupport
+import TestHarnesses
+import TestKit
 import Testing
 
-@Suite struct SessionStreamTests {
+@Suite(.timeLimit(.minutes(3))) struct SessionStreamTests {
     @Test func streamKeepsGoingAcrossAccessTokenExpiriesWithAFreshTokenEachTime() async throws {
         let wall = WallClock()
         let logs = CapturedLogs()
@@ -21,12 +22,8 @@ import Testing
             for number in 1...4 { sandbox.enqueue(.stream("id: \(number)\ndata: \(number)\n\n")) }
             let base = await sandbox.baseURL
             try await CurlLoop.withLoop(logger: quietLogger) { loop in
-                let session = Session(
-                    dependencies: Session.Dependencies(
-                        client: AuthClient(loop: loop, endpoints: .init(baseURL: base), now: { wall.now }),
-                        store: CredentialStore(directory: directory, now: { wall.now }),
-                        identifier: SandboxUser.demo.identifier, password: { SandboxUser.demo.password },
-                        refreshAhead: .seconds(1), now: { wall.now }, sleep: { _ in }),
+                let session = Session.sandboxed(
+                    loop: loop, baseURL: base, directory: directory, now: { wall.now }, refreshAhead: .seconds(1),
                     logger: logs.logger(level: .trace))
                 let clock = ManualClock()
                 let source = EventSource(
@@ -71,12 +68,8 @@ import Testing
             sandbox.enqueue(.stream("id: 1\ndata: 1\n\n"))
             let base = await sandbox.baseURL
             try await CurlLoop.withLoop(logger: quietLogger) { loop in
-                let session = Session(
-                    dependencies: Session.Dependencies(
-                        client: AuthClient(loop: loop, endpoints: .init(baseURL: base), now: { wall.now }),
-                        store: CredentialStore(directory: directory, now: { wall.now }),
-                        identifier: SandboxUser.demo.identifier, password: { nil }, now: { wall.now }, sleep: { _ in }),
-                    logger: quietLogger)
+                let session = Session.sandboxed(
+                    loop: loop, baseURL: base, directory: directory, now: { wall.now }, password: nil, logger: quietLogger)
                 try await session.login(password: SandboxUser.demo.password)
                 let clock = ManualClock()
                 let source = EventSource(

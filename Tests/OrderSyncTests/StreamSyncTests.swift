@@ -8,9 +8,10 @@ import OrderSync
 import Sandbox
 import ServiceLifecycle
 import Testing
-import TestSupport
+import TestHarnesses
+import TestKit
 
-@Suite struct StreamSyncTests {
+@Suite(.timeLimit(.minutes(3))) struct StreamSyncTests {
     /// Streams the book's log into the store, restarting the connection at random points, until the
     /// store's cursor reaches `target`.
     private func follow(_ harness: SyncHarness, target: String, seed: UInt64) async throws -> (restarts: Int, losses: Int) {
@@ -107,9 +108,11 @@ import TestSupport
                 store: journal, wake: WakeSignal(), observer: observer, logger: quietLogger)
             let group = ServiceGroup(configuration: .init(
                 services: [.init(service: service), .init(service: FailsOnceOpen(observer: observer))], logger: quietLogger))
-            // Should the group not end, a failing store breaks the loop (so the test fails, not hangs).
+            // Should the group not end, a failing store breaks the loop, so the test fails instead of
+            // hanging. A time limit would not do: it cancels the test, and a service that ignores
+            // cancellation (the bug this test is for) would go on spinning.
             let ended = Locked(false)
-            let watchdog = Task {
+            let breaker = Task {
                 try await Task.sleep(for: .seconds(20))
                 if !ended.withLock({ $0 }) {
                     Issue.record("the service group did not end within 20 s of a service failing")
@@ -118,7 +121,7 @@ import TestSupport
             }
             await #expect(throws: FailsOnceOpen.Failure.self) { try await group.run() }
             ended.withLock { $0 = true }
-            watchdog.cancel()
+            breaker.cancel()
             #expect(observer.connecting.withLock { $0 } <= 2, "no reconnecting loop after cancellation")
         }
     }
@@ -169,7 +172,7 @@ import TestSupport
     }
 }
 
-@Suite struct SandboxOrderBookTests {
+@Suite(.timeLimit(.minutes(3))) struct SandboxOrderBookTests {
     @Test func selfChangingBookAnnouncesWhatItsRESTAPIServes() async throws {
         let configuration = SandboxConfiguration(
             port: 0, eventInterval: .milliseconds(1), feed: .orderBook, changesOrders: true)

@@ -8,10 +8,11 @@ import OrderStore
 import StoreModel
 import OrderSync
 import Sandbox
-import TestSupport
+import TestHarnesses
+import TestKit
 import Testing
 
-@Suite struct SyncExecutorTests {
+@Suite(.timeLimit(.minutes(3))) struct SyncExecutorTests {
     @Test func fetchAnswering503IsRetriedAndSucceeds() async throws {
         try await SyncHarness.run { harness in
             let id = harness.sandbox.orders.create(announce: .silent)
@@ -117,7 +118,7 @@ final class SessionlessSource: OrderSource {
     }
 }
 
-@Suite struct SessionlessExecutorTests {
+@Suite(.timeLimit(.minutes(3))) struct SessionlessExecutorTests {
     /// Without a session a fetch cannot run, but nothing is wrong with the job: it waits without
     /// counting attempts, however long that takes, and runs after a login.
     @Test func jobsWaitForASessionWithoutBecomingDeadLetters() async throws {
@@ -144,7 +145,7 @@ final class SessionlessSource: OrderSource {
 /// FIELD-NOTES 15 under a race: a user switch (the stream service's `claim` on reconnect, beside the
 /// running executor) clears the journal between the executor's read of its head and the apply. The
 /// previous user's order must not be applied into the new user's store, and the executor goes on.
-@Suite struct UserSwitchUnderTheExecutorTests {
+@Suite(.timeLimit(.minutes(3))) struct UserSwitchUnderTheExecutorTests {
     /// A real store whose first read of the journal's head is followed, before the executor's apply,
     /// by a user switch: the one seam the race needs, made deterministic.
     final class SwitchingStore: JobApplier {

@@ -4,11 +4,12 @@ import Foundation
 import OrderStore
 import StoreModel
 import OrdersAPI
-import TestSupport
+import TestHarnesses
+import TestKit
 import Testing
 
 /// The change feed's contract (DESIGN §11) against a real store and a real HTTP client.
-@Suite struct ChangeFeedTests {
+@Suite(.timeLimit(.minutes(3))) struct ChangeFeedTests {
     @Test func aNewSubscriberGetsTheSnapshotThenReadyThenLiveChangesInOrder() async throws {
         try await APIHarness.with(prepare: { store in
             for id in [3, 1, 2] { try store.applyUpsert(try order(id, status: "created", version: 1)) }
@@ -230,7 +231,7 @@ import Testing
 }
 
 /// DESIGN §11: no subscriber can slow another or grow memory without bound.
-@Suite struct SlowSubscriberTests {
+@Suite(.timeLimit(.minutes(3))) struct SlowSubscriberTests {
     @Test func aStalledSubscriberIsCutOffWithOverflowWhileFiftyOthersGetEveryChange() async throws {
         let buffer = 128
         try await APIHarness.with(hub: .init(subscriberBuffer: buffer)) { api in
@@ -327,7 +328,7 @@ import Testing
 }
 
 /// The hub prunes the change log beyond `api.history_changes`, off the hot path.
-@Suite struct HistoryPruningTests {
+@Suite(.timeLimit(.minutes(3))) struct HistoryPruningTests {
     @Test func theHubKeepsOnlyTheConfiguredHistory() async throws {
         try await APIHarness.with(hub: .init(historyChanges: 50)) { api in
             for page in 0..<12 {

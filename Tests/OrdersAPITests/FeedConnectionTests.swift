@@ -2,13 +2,13 @@ import Foundation
 import OrderStore
 import StoreModel
 import OrdersAPI
-import TestSupport
+import TestHarnesses
 import Testing
 
 /// The feed is served on its connection, ahead of the router (FeedRequestHandler): HTTP/1.1's rules
 /// for the connection still hold around it. Raw sockets, since curl neither pipelines nor reuses a
 /// connection on demand.
-@Suite struct FeedConnectionTests {
+@Suite(.timeLimit(.minutes(3))) struct FeedConnectionTests {
     @Test func aFeedRequestPipelinedBehindAnotherIsAnsweredAfterItsAnswer() async throws {
         try await APIHarness.with(prepare: { store in
             try store.applyUpsert(try order(1, status: "created", version: 1))

@@ -6,12 +6,13 @@ import OrderStore
 import StoreModel
 @testable import OrdersAPI
 import Testing
-import TestSupport
+import TestHarnesses
+import TestKit
 
 /// A feed connection's heartbeat on an embedded channel, its clock driven by the test (STYLE: a
 /// handler is tested on an `EmbeddedChannel`): a comment exactly one interval after the last write of
 /// any kind, again and again while idle, never after the stream's end.
-@Suite struct FeedHeartbeatTests {
+@Suite(.timeLimit(.minutes(3))) struct FeedHeartbeatTests {
     let temporary: TemporaryStore
     let channel = EmbeddedChannel()
 

@@ -2,12 +2,12 @@ import Foundation
 import OrderStore
 import StoreModel
 import OrdersAPI
-import TestSupport
+import TestHarnesses
 import Testing
 
 /// What third-party SSE clients and proxies found on the change feed's wire (issue 35): heartbeats at
 /// the configured interval, HTTP/1.0 answered close-delimited, an empty id treated as no id.
-@Suite struct FeedWireTests {
+@Suite(.timeLimit(.minutes(3))) struct FeedWireTests {
     @Test func anHTTP10FeedIsCloseDelimitedWithoutChunksAndEndsWithTheConnection() async throws {
         try await APIHarness.with(hub: .init(heartbeat: .milliseconds(300)), prepare: { store in
             try store.applyUpsert(try order(1, status: "created", version: 1))
@@ -62,7 +62,7 @@ import Testing
 
 /// Heartbeat gaps measured on a real socket: a timing test, so `make test` runs it on its own after
 /// the rest (`--skip HeartbeatGapTests`, then `--filter HeartbeatGapTests`).
-@Suite struct HeartbeatGapTests {
+@Suite(.timeLimit(.minutes(3))) struct HeartbeatGapTests {
     /// The gaps between the heartbeats of an idle feed, on a real socket. Before, a heartbeat written
     /// counted as "something sent", so every other tick was skipped: gaps of twice the interval, which
     /// a proxy with an idle timeout of twice the interval cuts. The median gap is compared, so a stall

@@ -3,11 +3,11 @@ import Foundation
 import OrderStore
 import StoreModel
 import OrdersAPI
-import TestSupport
+import TestHarnesses
 import Testing
 
 /// The orders API's routes, authentication and OpenAPI document (DESIGN §11).
-@Suite struct OrdersAPIRoutesTests {
+@Suite(.timeLimit(.minutes(3))) struct OrdersAPIRoutesTests {
     @Test func ordersAreServedExactlyAsReceivedWithTheirSeqAndFilters() async throws {
         try await APIHarness.with(prepare: { store in
             try store.applyUpsert(try order(10, status: "created", version: 1, extra: ["store_id": 1, "note": "ünïcode"]))

@@ -1,12 +1,11 @@
 import Foundation
 import JSONToolkit
 import Testing
-import TestSupport
 
 @testable import PushIngest
 
 /// The Gorush request reader over the JSON toolkit's reader.
-@Suite struct GorushReaderTests {
+@Suite(.timeLimit(.minutes(3))) struct GorushReaderTests {
     @Test func everyTruncationOfARequestIsRefused() {
         let body = Array(#"{"notifications":[{"tokens":["t"],"platform":2,"data":{"type":"order.created","order":{"id":"7","status":"created"}}}]}"#.utf8)
         for end in 0..<body.count {

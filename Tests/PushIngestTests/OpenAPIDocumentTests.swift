@@ -2,12 +2,12 @@ import CurlHTTP
 import Foundation
 import PushIngest
 import Testing
-import TestSupport
+import TestHarnesses
 
 /// The OpenAPI document against the listener that serves it: every registered route is documented
 /// and every documented operation is registered (DESIGN §4; issue 13 part 5), each answers on the real
 /// listener with a documented status and content type, and what is not a route is a JSON 404 or 405.
-@Suite struct OpenAPIDocumentTests {
+@Suite(.timeLimit(.minutes(3))) struct OpenAPIDocumentTests {
     /// The document's `paths`: the one place the tests parse it.
     static func paths() throws -> [String: [String: Any]] {
         let document = try #require(

@@ -5,9 +5,9 @@ import OrderStore
 import StoreModel
 import PushIngest
 import Testing
-import TestSupport
+import TestHarnesses
 
-@Suite struct PushEndpointTests {
+@Suite(.timeLimit(.minutes(3))) struct PushEndpointTests {
     private static let gorushDirectory = fixtures.appendingPathComponent("gorush")
 
     private static func fixtureBodies() throws -> [(String, [UInt8])] {

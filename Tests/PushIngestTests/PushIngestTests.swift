@@ -3,13 +3,12 @@ import OrderStore
 import StoreModel
 import PushIngest
 import Testing
-import TestSupport
 
 /// Copies of `shared/fixtures` (Gorush's own request bodies, the Standard Webhooks vectors), kept
 /// beside this file so the tests run wherever the repository is.
 let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
 
-@Suite struct GorushRequestTests {
+@Suite(.timeLimit(.minutes(3))) struct GorushRequestTests {
     @Test func everyFixtureRequestIsAcceptedWithGorushsCounts() throws {
         let directory = fixtures.appendingPathComponent("gorush")
         let files = try FileManager.default.contentsOfDirectory(atPath: directory.path)
@@ -59,7 +58,7 @@ let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appen
     }
 }
 
-@Suite struct StandardWebhooksTests {
+@Suite(.timeLimit(.minutes(3))) struct StandardWebhooksTests {
     private let sw1 = (secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", id: "msg_p5jXN8AQM9LWM0D4loKWxJek",
                        timestamp: Int64(1_614_265_330), body: Array(#"{"test": 2432232314}"#.utf8),
                        signature: "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
@@ -128,7 +127,7 @@ let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appen
     }
 }
 
-@Suite struct PushTranslatorTests {
+@Suite(.timeLimit(.minutes(3))) struct PushTranslatorTests {
     private func jobs(_ data: String) throws -> [NewJob] {
         let body = #"{"notifications":[{"tokens":["t"],"platform":2,"content_available":true,"data":\#(data)}]}"#
         let request = try GorushRequest.parse(Array(body.utf8), maximumNotifications: 10).get()

@@ -3,10 +3,10 @@ import OrderStore
 import StoreModel
 import PushIngest
 import Testing
-import TestSupport
+import TestHarnesses
 
 /// Group commit: how many batches the push journal has in flight at once, over a real SQLite store.
-@Suite struct PushJournalTests {
+@Suite(.timeLimit(.minutes(3))) struct PushJournalTests {
     /// A real store behind a journal that says how many batches it takes at once and counts how many
     /// it was given at once. With `concurrent` above one, the first batch holds until a second is in
     /// flight (or 10 s pass), so a journal that never overlaps batches fails the test instead of

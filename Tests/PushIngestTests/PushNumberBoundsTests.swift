@@ -1,13 +1,12 @@
 import OrderStore
 import StoreModel
 import Testing
-import TestSupport
 
 @testable import PushIngest
 
 /// Issue 11, sweep: every number a push carries — `Content-Length`, Gorush's integers, order ids
 /// and versions — over the same edge values, never a trap.
-@Suite struct PushNumberBoundsTests {
+@Suite(.timeLimit(.minutes(3))) struct PushNumberBoundsTests {
     /// JSON edge values for numbers, with whether each is an integer within ±2^53.
     static let jsonNumbers: [(text: String, integer: Int64?)] = [
         ("-9223372036854775808", nil), ("9223372036854775807", nil), ("18446744073709551616", nil),

@@ -1,11 +1,11 @@
 import Foundation
 import PushIngest
 import Testing
-import TestSupport
+import TestHarnesses
 
 /// What third-party clients found on the push listener's wire (issue 35): Svix's header names for the
 /// Standard Webhooks scheme, and HTTP/1.0 answered in the framing HTTP/1.0 can read.
-@Suite struct WireCompatibilityTests {
+@Suite(.timeLimit(.minutes(3))) struct WireCompatibilityTests {
     // D-1 of shared/fixtures/standard-webhooks.md, with the clock at its timestamp.
     static let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
     static let body = #"{"notifications":[{"tokens":["token_a"],"platform":1,"content_available":true,"push_type":"background","priority":"normal","topic":"com.example.app","data":{"type":"order.updated","order_id":"ord_123"}}]}"#

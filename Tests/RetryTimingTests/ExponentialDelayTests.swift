@@ -1,7 +1,7 @@
 import RetryTiming
 import Testing
 
-@Suite struct ExponentialDelayTests {
+@Suite(.timeLimit(.minutes(3))) struct ExponentialDelayTests {
     @Test func doublesPerAttemptUpToTheMaximum() {
         let delays = (0..<8).map { ExponentialDelay.delay(attempt: $0, base: .seconds(1), maximum: .seconds(30)) }
         #expect(delays == [.seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(16), .seconds(30), .seconds(30), .seconds(30)])

@@ -2,7 +2,7 @@ import ServerSentEvents
 import Testing
 
 /// Every rule of SSE-RULES.md, fed whole, byte by byte and at every two-way split, under LF, CR and CRLF.
-@Suite struct ServerSentEventParserTests {
+@Suite(.timeLimit(.minutes(3))) struct ServerSentEventParserTests {
     private func parse(_ text: String, _ ending: LineEnding) -> ParseResult {
         parseEveryWay(ending.apply(text))
     }
@@ -261,7 +261,7 @@ import Testing
 
 /// Events parsed into a batch keep their data as bytes until it is read (`parseEveryWay` checks
 /// that batches report what `parse(_:emit:)` reports, at every split).
-@Suite struct ServerSentEventBatchTests {
+@Suite(.timeLimit(.minutes(3))) struct ServerSentEventBatchTests {
     private func batch(_ text: String, lastEventID: String = "") -> ServerSentEventBatch {
         var parser = ServerSentEventParser(configuration: .init(reportsComments: true), lastEventID: lastEventID)
         var batch = ServerSentEventBatch()

@@ -1,12 +1,12 @@
 import Foundation
 import OrderStore
 import StoreModel
+import TestHarnesses
 import Testing
-import TestSupport
 
 /// Idempotency keys keep what they were accepted with (DedupeEntry), in both engines: a key reused
 /// for other content is never a silent duplicate.
-@Suite struct IdempotencyKeyTests {
+@Suite(.timeLimit(.minutes(5))) struct IdempotencyKeyTests {
     @Test(arguments: StoreEngine.allCases)
     func aKeyReusedForOtherContentIsAConflictOrANewPartNeverADuplicate(_ engine: StoreEngine) async throws {
         func body(_ store: any AnyOrderStore) async throws {

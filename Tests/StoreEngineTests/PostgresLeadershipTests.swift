@@ -4,13 +4,14 @@ import Logging
 import OrderStore
 import StoreModel
 import PostgresStore
-import TestSupport
+import TestHarnesses
+import TestKit
 import Testing
 
 /// One leader per account (DESIGN §12): two agents' leaderships on one account, the leader's
 /// connection killed by the server, the follower taking over with the next epoch, the old leader's
 /// work stopped at once and its late writes refused by the fence.
-@Suite struct PostgresLeadershipTests {
+@Suite(.timeLimit(.minutes(5))) struct PostgresLeadershipTests {
     struct Seen: Sendable {
         var agent: String
         var status: PostgresLeadership.Status
@@ -19,7 +20,7 @@ import Testing
     @Test func whenTheLeadersConnectionDiesTheFollowerTakesOverWithTheNextEpochAndTheOldLeaderIsFenced() async throws {
         let server = try await PostgresServer.running()
         let database = try await server.database()
-        let logger = Logger(label: "test.leadership") { _ in SwiftLogNoOpLogHandler() }
+        let logger = quietLogger
         try await withPostgresStore(server: server, database: database, account: "acme") { first in
             try await withPostgresStore(server: server, database: database, account: "acme") { second in
                 let (events, seen) = AsyncStream<Seen>.makeStream()

@@ -3,12 +3,13 @@ import Logging
 import OrderStore
 import StoreModel
 import PostgresStore
-import TestSupport
+import TestHarnesses
+import TestKit
 import Testing
 
 /// What only the PostgreSQL engine has: accounts sharing one database, migrations under a lock,
 /// the fence, and the URL rules of `store.postgres_url`.
-@Suite struct PostgresStoreTests {
+@Suite(.timeLimit(.minutes(5))) struct PostgresStoreTests {
     @Test func twoAccountsInOneDatabaseNeverSeeEachOthersOrdersJournalCursorOrKeys() async throws {
         let server = try await PostgresServer.running()
         let database = try await server.database()
@@ -297,7 +298,7 @@ import Testing
         var configuration = try PostgresStoreConfiguration(
             url: "postgres://postgres@127.0.0.1:1/none?sslmode=disable", password: nil, account: "acme")
         configuration.connectTimeout = .seconds(1)
-        let store = PostgresOrderStore(configuration: configuration, logger: .init(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        let store = PostgresOrderStore(configuration: configuration, logger: quietLogger)
         await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await store.run() }
             defer { group.cancelAll() }
@@ -344,14 +345,14 @@ import Testing
 
 /// The database going away and coming back, under one store: calls fail with a reason within the
 /// connect timeout while it is gone, and succeed again once it is back, without a restart.
-@Suite struct PostgresRestartTests {
+@Suite(.timeLimit(.minutes(5))) struct PostgresRestartTests {
     @Test func aStoreAnswersWhileTheDatabaseIsGoneAndRecoversWhenItIsBack() async throws {
         try await HeavyScenarios.gate.exclusively {
             let server = try await PostgresServer.dedicated()
             let database = try await server.database()
             var configuration = try PostgresStoreConfiguration(url: server.url(database: database), password: nil, account: "acme")
             configuration.connectTimeout = .seconds(2)
-            let store = PostgresOrderStore(configuration: configuration, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+            let store = PostgresOrderStore(configuration: configuration, logger: quietLogger)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await store.run() }
                 defer { group.cancelAll() }

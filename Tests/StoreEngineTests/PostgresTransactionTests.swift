@@ -1,10 +1,10 @@
 import Logging
 @testable import PostgresStore
-import TestSupport
+import TestHarnesses
 import Testing
 
 /// The transaction wrapper every write goes through.
-@Suite struct PostgresTransactionTests {
+@Suite(.timeLimit(.minutes(5))) struct PostgresTransactionTests {
     /// A failure can reach the client behind a row it already has (a statement's rows are streamed
     /// before the data-modifying parts of it finish), so a caller that stops reading misses it; then
     /// PostgreSQL answers COMMIT with ROLLBACK and no error. The wrapper must say so: the batch of

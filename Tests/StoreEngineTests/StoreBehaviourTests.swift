@@ -1,12 +1,12 @@
 import Foundation
 import OrderStore
 import StoreModel
-import TestSupport
+import TestHarnesses
 import Testing
 
 /// The store's rules (DESIGN §3, §4, §8, §11, FIELD-NOTES 15), one body of tests run on each engine:
 /// freshness, tombstones, journal order and collapsing, dedupe, dead letters, user switch, change log.
-@Suite struct StoreBehaviourTests {
+@Suite(.timeLimit(.minutes(5))) struct StoreBehaviourTests {
     @Test(arguments: StoreEngine.allCases)
     func newerWinsAndOlderOrEqualIsStaleByVersionThenByUpdatedAt(_ engine: StoreEngine) async throws {
         func body(_ store: any AnyOrderStore) async throws {

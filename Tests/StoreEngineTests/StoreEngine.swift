@@ -4,7 +4,8 @@ import Logging
 import OrderStore
 import StoreModel
 import PostgresStore
-import TestSupport
+import TestHarnesses
+import TestKit
 import Testing
 
 /// Everything the agent asks of a store, whichever engine keeps it.
@@ -41,7 +42,7 @@ func withPostgresStore<T: Sendable>(
     _ body: (PostgresOrderStore) async throws -> T
 ) async throws -> T {
     let configuration = try PostgresStoreConfiguration(url: server.url(database: database), password: nil, account: account)
-    let store = PostgresOrderStore(configuration: configuration, logger: Logger(label: "test.postgres") { _ in SwiftLogNoOpLogHandler() }, now: now)
+    let store = PostgresOrderStore(configuration: configuration, logger: quietLogger, now: now)
     return try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { await store.run() }
         defer { group.cancelAll() }

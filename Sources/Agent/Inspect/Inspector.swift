@@ -42,7 +42,7 @@ public struct Inspector: Sendable {
             guard let configuration else {
                 return try await run(loop: loop, clock: ContinuousClock(), handlesSignals: true)
             }
-            let session = try AuthCommands.makeSession(configuration: configuration, loop: loop, logger: logger)
+            let session = try SessionFactory(configuration: configuration).session(loop: loop, logger: logger)
             // Fail fast with the reason instead of retrying a stream that cannot authenticate.
             do {
                 _ = try await session.accessToken()

@@ -3,6 +3,7 @@ import Foundation
 
 #if canImport(Glibc)
 import Glibc
+import TestKit
 #endif
 
 /// A throwaway PostgreSQL cluster from the distribution's packages (`make deps` installs them): one

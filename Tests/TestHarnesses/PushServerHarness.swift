@@ -9,6 +9,7 @@ import PushIngest
 
 #if canImport(Glibc)
 import Glibc
+import TestKit
 #endif
 
 /// Operations answers for the endpoint tests: ready, a fixed status, and the test's own registry.
@@ -66,7 +67,7 @@ public struct PushServerHarness: Sendable {
             group.addTask { try await server.run() }
             let port = await server.port
             defer { group.cancelAll() }
-            return try await CurlLoop.withLoop(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })) { loop in
+            return try await CurlLoop.withLoop(logger: quietLogger) { loop in
                 try await body(PushServerHarness(
                     store: store, endpoint: endpoint, server: server, loop: loop, registry: registry, logs: logs,
                     port: port, directory: directory))

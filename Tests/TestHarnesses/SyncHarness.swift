@@ -6,6 +6,7 @@ import OrderStore
 import StoreModel
 import OrderSync
 import Sandbox
+import TestKit
 
 /// A Sandbox order book, a logged-in session, a fresh store and an executor over them.
 public struct SyncHarness: Sendable {
@@ -29,12 +30,8 @@ public struct SyncHarness: Sendable {
         try await Sandbox.withRunning(configuration) { sandbox in
             let base = await sandbox.baseURL
             try await CurlLoop.withLoop(logger: quietLogger) { loop in
-                let session = Session(
-                    dependencies: Session.Dependencies(
-                        client: AuthClient(loop: loop, endpoints: .init(baseURL: base), now: { wall.now }),
-                        store: CredentialStore(directory: temporary.directory + "/state", now: { wall.now }),
-                        identifier: SandboxUser.demo.identifier, password: { SandboxUser.demo.password },
-                        now: { wall.now }, sleep: { _ in }),
+                let session = Session.sandboxed(
+                    loop: loop, baseURL: base, directory: temporary.directory + "/state", now: { wall.now },
                     logger: quietLogger)
                 let source = OrdersClient(loop: loop, session: session, baseURL: base, now: { wall.now })
                 let executor = SyncExecutor(

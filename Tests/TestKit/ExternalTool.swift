@@ -4,6 +4,12 @@ import Foundation
 public struct ToolRun: Sendable {
     public var status: Int32
     public var output: String
+
+    /// A run that ended with `status` after printing `output`.
+    public init(status: Int32, output: String) {
+        self.status = status
+        self.output = output
+    }
 }
 
 /// Runs `path` with `arguments` to its end. The output is read and the process waited for on a plain

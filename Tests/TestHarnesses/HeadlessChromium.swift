@@ -3,6 +3,7 @@ import Foundation
 
 #if canImport(Glibc)
 import Glibc
+import TestKit
 #endif
 
 /// Debian's Chromium, headless, driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`:

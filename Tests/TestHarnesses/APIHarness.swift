@@ -6,6 +6,7 @@ import OrderStore
 import StoreModel
 import OrdersAPI
 import Prometheus
+import TestKit
 
 /// A real orders API on 127.0.0.1:0 over a real store in a temporary directory (woken after each
 /// commit exactly as in the agent), and a curl client.
@@ -48,7 +49,7 @@ public struct APIHarness: Sendable {
                 hub.close()
                 group.cancelAll()
             }
-            return try await CurlLoop.withLoop(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })) { loop in
+            return try await CurlLoop.withLoop(logger: quietLogger) { loop in
                 try await body(APIHarness(
                     store: store, server: server, loop: loop, registry: registry, logs: logs, port: port,
                     directory: directory))
