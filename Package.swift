@@ -20,7 +20,6 @@ let package = Package(
         .library(name: "AsyncSignals", targets: ["AsyncSignals"]),
         .library(name: "CoalescedLogging", targets: ["CoalescedLogging"]),
         .library(name: "JSONToolkit", targets: ["JSONToolkit"]),
-        .library(name: "RetryTiming", targets: ["RetryTiming"]),
         .library(name: "ServerSentEvents", targets: ["ServerSentEvents"]),
         .library(name: "CurlHTTP", targets: ["CurlHTTP"]),
         .library(name: "EventStream", targets: ["EventStream"]),
@@ -74,10 +73,6 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
-            name: "RetryTiming",
-            swiftSettings: strict
-        ),
-        .target(
             name: "JSONToolkit",
             dependencies: ["CheckedInput"],
             swiftSettings: strict
@@ -103,7 +98,6 @@ let package = Package(
             dependencies: [
                 "AsyncSignals",
                 "CheckedInput",
-                "RetryTiming",
                 "ServerSentEvents",
                 "CurlHTTP",
                 .product(name: "Logging", package: "swift-log"),
@@ -120,7 +114,6 @@ let package = Package(
             dependencies: [
                 "CheckedInput",
                 "JSONToolkit",
-                "RetryTiming",
                 "CurlHTTP",
                 "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),
@@ -156,7 +149,7 @@ let package = Package(
             name: "OrderSync",
             dependencies: [
                 "AsyncSignals", "StoreModel", "CheckedInput", "CoalescedLogging", "JSONToolkit", "ServerSentEvents",
-                "AuthSession", "CurlHTTP", "EventStream", "RetryTiming",
+                "AuthSession", "CurlHTTP", "EventStream",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -181,7 +174,7 @@ let package = Package(
         .target(
             name: "OrdersAPI",
             dependencies: [
-                "AsyncSignals", "StoreModel", "CheckedInput", "JSONToolkit", "LocalHTTP",
+                "AsyncSignals", "StoreModel", "CheckedInput", "JSONToolkit", "LocalHTTP", "ServerSentEvents",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -293,11 +286,6 @@ let package = Package(
         .testTarget(
             name: "AsyncSignalsTests",
             dependencies: ["AsyncSignals", "TestKit"],
-            swiftSettings: strict
-        ),
-        .testTarget(
-            name: "RetryTimingTests",
-            dependencies: ["RetryTiming"],
             swiftSettings: strict
         ),
         .testTarget(

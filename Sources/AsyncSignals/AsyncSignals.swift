@@ -1,3 +1,6 @@
 // AsyncSignals: the small hand-offs between tasks and threads, each written once (STYLE 13): a value
 // given once and awaited by any number of tasks (`OneShot`), a wake-up that is never lost
-// (`WakeSignal`), and a stop flag with an action (`StopFlag`). No I/O, no other module.
+// (`WakeSignal`), a stop flag with an action (`StopFlag`), and a bounded hand-off in batches from a
+// producer thread to one async consumer that pauses the producer at a high-water mark
+// (`BackpressureChannel`: the curl loop's bytes and parsed events on the stream path). No I/O, no
+// other module.

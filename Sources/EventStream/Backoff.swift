@@ -1,5 +1,4 @@
 import CheckedInput
-import RetryTiming
 
 /// The reconnect delay policy: exponential from a base to a maximum, jittered within [d/2, d],
 /// reset once a connection has stayed up long enough. A pure value; the driver supplies time and

@@ -3,7 +3,6 @@ import CheckedInput
 import Foundation
 import Logging
 import StoreModel
-import RetryTiming
 import Synchronization
 
 /// Applies journaled jobs strictly one at a time, in journal order (DESIGN §8 "Sync"). A job's

@@ -1,5 +1,6 @@
 import JSONToolkit
 import NIOCore
+import ServerSentEvents
 import StoreModel
 
 /// The change feed's events as Server-Sent Events text (DESIGN §11). Every event ends with a blank
@@ -7,32 +8,13 @@ import StoreModel
 /// line, which the client joins back with `\n`.
 public enum FeedEvents {
     /// Sent once at the start: how long a client waits before reconnecting.
-    static let retry = "retry: 1000\n\n"
+    static let retry = ServerSentEventWriter.retry(milliseconds: 1000)
     /// The idle-stream comment.
-    static let heartbeat = ": heartbeat\n\n"
+    static let heartbeat = ServerSentEventWriter.comment("heartbeat")
 
-    /// One event.
+    /// One event (``ServerSentEventWriter``: one `data:` line per line of `data`).
     static func event(_ name: String, id: Int64? = nil, data: String) -> String {
-        var text = ""
-        text.reserveCapacity(data.utf8.count + 48)
-        if let id { text += "id: \(id)\n" }
-        text += "event: \(name)\n"
-        var start = data.startIndex
-        var index = data.startIndex
-        while index < data.endIndex {
-            let character = data[index]
-            if character == "\n" || character == "\r" || character == "\r\n" {
-                text += "data: "
-                text += data[start..<index]
-                text += "\n"
-                start = data.index(after: index)
-            }
-            index = data.index(after: index)
-        }
-        text += "data: "
-        text += data[start...]
-        text += "\n\n"
-        return text
+        ServerSentEventWriter.event(name, id: id.map { String($0) }, data: data)
     }
 
     /// `event: snapshot` for one order of a snapshot.

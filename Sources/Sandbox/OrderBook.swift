@@ -2,6 +2,7 @@ import AsyncSignals
 import CheckedInput
 import Foundation
 import JSONToolkit
+import ServerSentEvents
 
 /// How a Sandbox mutation is announced on the event stream.
 public enum OrderAnnouncement: Sendable, Hashable {
@@ -187,7 +188,7 @@ public final class OrderBook: Sendable {
                 return ("", max(lastEventID, state.sequence))
             }
             if lastEventID < oldest - 1 {
-                return ("id: \(state.sequence)\nevent: orders.resync\ndata: {}\n\n", state.sequence)
+                return (ServerSentEventWriter.event("orders.resync", id: String(state.sequence), data: "{}"), state.sequence)
             }
             let wire = state.log.filter { $0.sequence > lastEventID }.map(\.wire).joined()
             return (wire, state.sequence)
@@ -231,7 +232,7 @@ public final class OrderBook: Sendable {
 
     private func append(type: String, data: String, state: inout State) {
         state.sequence += 1
-        state.log.append(Event(sequence: state.sequence, wire: "id: \(state.sequence)\nevent: \(type)\ndata: \(data)\n\n"))
+        state.log.append(Event(sequence: state.sequence, wire: ServerSentEventWriter.event(type, id: String(state.sequence), data: data)))
         if state.log.count > retention { state.log.removeFirst(state.log.count - retention) }
         for watcher in state.watchers.values { watcher.yield() }
     }

@@ -1,3 +1,4 @@
+import ServerSentEvents
 /// The Sandbox's live feed: event `n` is a pure function of `n`, so a client resuming with
 /// `Last-Event-ID: n` gets exactly the events after `n`.
 public struct OrderFeed: Sendable {
@@ -43,7 +44,7 @@ public struct OrderFeed: Sendable {
 
     /// Event `sequence` as wire text: `id`, `event` and one `data` line, then a blank line.
     public func wireEvent(sequence: Int) -> String {
-        "id: \(sequence)\nevent: \(type(sequence: sequence))\ndata: {\"order\":\(orderJSON(sequence: sequence))}\n\n"
+        ServerSentEventWriter.event(type(sequence: sequence), id: String(sequence), data: #"{"order":"# + orderJSON(sequence: sequence) + "}")
     }
 
     /// Whole live-feed events filling about 64 KiB; the firehose route repeats it.

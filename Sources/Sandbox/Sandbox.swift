@@ -8,6 +8,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import ServerSentEvents
 
 /// How the Sandbox listens and what its live feed sends.
 public struct SandboxConfiguration: Sendable {
@@ -320,7 +321,8 @@ public final class Sandbox: Sendable {
         headers[.contentType] = "text/event-stream"
         headers[.cacheControl] = "no-cache"
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-            try await writer.write(ByteBuffer(string: ": orderlive sandbox live feed\nretry: 1000\n\n"))
+            try await writer.write(ByteBuffer(
+                string: ServerSentEventWriter.comment("orderlive sandbox live feed") + ServerSentEventWriter.retry(milliseconds: 1000)))
             var sequence = first
             var sinceHeartbeat = Duration.zero
             while true {
@@ -330,7 +332,7 @@ public final class Sandbox: Sendable {
                 sequence += 1
                 if sinceHeartbeat >= heartbeat {
                     sinceHeartbeat = .zero
-                    try await writer.write(ByteBuffer(string: ": ping\n\n"))
+                    try await writer.write(ByteBuffer(string: ServerSentEventWriter.comment("ping")))
                 }
             }
         })

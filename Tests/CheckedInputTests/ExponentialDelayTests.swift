@@ -1,4 +1,4 @@
-import RetryTiming
+import CheckedInput
 import Testing
 
 @Suite(.timeLimit(.minutes(3))) struct ExponentialDelayTests {

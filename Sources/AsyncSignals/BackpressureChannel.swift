@@ -1,5 +1,3 @@
-import AsyncSignals
-
 /// A bounded hand-off from the curl loop thread (producer) to one async consumer, in batches.
 ///
 /// The producer asks ``shouldPause()`` before it consumes a chunk; once the buffered cost is over the
