@@ -3,11 +3,6 @@ import StoreModel
 
 /// Applying journaled jobs: the serial executor's side of the journal (DESIGN §4, §8).
 extension OrderStore {
-    /// The next job in journal order, if any.
-    public func nextJob() throws -> JobRecord? {
-        try writer.read { db in try JobRecord.order(Column("id")).fetchOne(db) }
-    }
-
     /// Applies an upsert and completes its job in one transaction (exactly once in effect).
     @discardableResult
     public func applyUpsert(_ order: OrderRecord, completing jobID: Int64? = nil) throws -> UpsertOutcome {

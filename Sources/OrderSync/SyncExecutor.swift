@@ -73,7 +73,7 @@ public final class SyncExecutor: Sendable {
     }
 
     /// The most jobs ever in flight at once (the serial guarantee says 1).
-    public var maximumConcurrentJobs: Int { mostAtOnce.load(ordering: .relaxed) }
+    package var maximumConcurrentJobs: Int { mostAtOnce.load(ordering: .relaxed) }
 
     /// Applies jobs in journal order until the journal is empty, its head must wait for a retry
     /// time, or `stopping` says so (checked between jobs, so the job in hand always finishes). One

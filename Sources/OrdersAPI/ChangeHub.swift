@@ -128,7 +128,7 @@ public final class ChangeHub: Sendable {
     }
 
     /// The most events ever queued for one subscriber (at most `subscriber_buffer`: the memory bound).
-    public var peakQueuedEvents: Int { state.withLock { $0.peakQueued } }
+    package var peakQueuedEvents: Int { state.withLock { $0.peakQueued } }
 
     /// Registers a subscriber, or nil when `max_subscribers` are connected or the hub is closed.
     /// Every change the hub reads after this call is offered to it; what was committed before it

@@ -116,7 +116,7 @@ extension PostgresOrderStore {
     }
 
     /// The versions applied, in order.
-    public func appliedMigrations() async throws -> [String] {
+    package func appliedMigrations() async throws -> [String] {
         try await read { [self] connection in
             var versions: [String] = []
             let rows = try await connection.query(

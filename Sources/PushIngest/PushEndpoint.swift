@@ -37,7 +37,8 @@ public final class PushEndpoint: Sendable {
     }
 
     private let configuration: Configuration
-    private let journal: PushJournal
+    /// The group commit; the server runs its carrier (``PushJournal/carryCommits()``).
+    let journal: PushJournal
     private let metrics: PushMetrics
     private let now: @Sendable () -> Double
     private let logger: Logger

@@ -9,14 +9,22 @@ import StoreModel
 /// commits everything queued — its own and the others' — in one transaction, again and again until
 /// the queue is empty. Every waiting request is answered only after the transaction that holds its
 /// jobs has committed (FIELD-NOTES 16). Commits happen on the leading request's task until its own
-/// submission is committed; if more are queued by then, a task of their own carries on, so no
-/// request waits for a queue that may never empty under load. Batches in flight at once are
-/// concurrent requests', so no order between them is promised; the store keeps each batch whole.
+/// submission is committed; if more are queued by then, the leader hands its commit slot to the
+/// carrier, ``carryCommits()``, which the push server runs beside its listener (so the work has an
+/// owner that drains it at shutdown, never a detached task), and answers its own request: no
+/// request waits for a queue that may never empty under load. While no carrier runs (before the
+/// server starts, after it stopped, a journal used on its own) the leader carries on itself until
+/// the queue is empty. Batches in flight at once are concurrent requests', so no order between them
+/// is promised; the store keeps each batch whole.
 public final class PushJournal: Sendable {
     private struct State {
         var queue: [(IdempotentSubmission, Ticket)] = []
         var committing = 0
         var lastPurge: Double = 0
+        /// Whether ``carryCommits()`` is running to take handed-off commit slots.
+        var carrierRunning = false
+        /// Commit slots handed to the carrier and not yet taken.
+        var handedOff = 0
     }
 
     private let store: any JobJournal
@@ -27,6 +35,7 @@ public final class PushJournal: Sendable {
     private let now: @Sendable () -> Double
     private let journaled: @Sendable () -> Void
     private let state = Locked(State())
+    private let carrier = WakeSignal()
 
     /// Creates a journal over `store`. `journaled` runs after each commit that journaled jobs (it
     /// wakes the executor); `now` is Unix seconds.
@@ -59,7 +68,8 @@ public final class PushJournal: Sendable {
 
     /// Commits queued batches until the queue is empty, or — for a leading request — until its own
     /// submission is committed, handing the rest to a new task.
-    private func commitQueued(leader ticket: Ticket?) async {
+    private func commitQueued(leader: Ticket?) async {
+        var ticket = leader
         while true {
             let now = self.now()
             let (batch, purge) = state.withLock { state -> ([(IdempotentSubmission, Ticket)], Double?) in
@@ -84,15 +94,59 @@ public final class PushJournal: Sendable {
                 entry.1.give(outcome)
             }
             if added { journaled() }
-            if let ticket, ticket.current != nil {
-                let more = state.withLock { state in
-                    if state.queue.isEmpty { state.committing -= 1 }
-                    return !state.queue.isEmpty
+            if let leading = ticket, leading.current != nil {
+                let handOff = state.withLock { state -> Bool? in
+                    if state.queue.isEmpty {
+                        state.committing -= 1
+                        return nil
+                    }
+                    guard state.carrierRunning else { return false }
+                    state.handedOff += 1
+                    return true
                 }
-                if more { Task { await self.commitQueued(leader: nil) } }
-                return
+                switch handOff {
+                case nil:
+                    return
+                case true?:
+                    carrier.signal()
+                    return
+                case false?:
+                    // No carrier: this task goes on until the queue is empty.
+                    ticket = nil
+                }
             }
         }
+    }
+
+    /// Takes the commit slots that leading requests hand off, each on a child task of its own, until
+    /// ``stopCarrying()`` is called or the task is cancelled; then finishes the slots handed off so
+    /// far and returns once every batch they carry is committed and answered.
+    public func carryCommits() async {
+        state.withLock { $0.carrierRunning = true }
+        await withDiscardingTaskGroup { group in
+            while true {
+                let (slots, stopping) = state.withLock { state in
+                    defer { state.handedOff = 0 }
+                    return (state.handedOff, !state.carrierRunning)
+                }
+                for _ in 0..<slots { group.addTask { await self.commitQueued(leader: nil) } }
+                if stopping || Task.isCancelled { break }
+                await carrier.wait(until: nil, clock: ContinuousClock())
+            }
+        }
+        // A slot handed off after the last look (by a leader that saw the carrier still running).
+        let late = state.withLock { state in
+            state.carrierRunning = false
+            defer { state.handedOff = 0 }
+            return state.handedOff
+        }
+        for _ in 0..<late { await commitQueued(leader: nil) }
+    }
+
+    /// Ends ``carryCommits()`` after the slots handed off so far; leaders carry on themselves from now.
+    public func stopCarrying() {
+        state.withLock { $0.carrierRunning = false }
+        carrier.signal()
     }
 }
 

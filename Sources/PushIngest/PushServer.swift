@@ -110,7 +110,9 @@ public final class PushServer: Service, Sendable {
         ]
     }
 
-    /// Serves until graceful shutdown or cancellation.
+    /// Serves until graceful shutdown or cancellation. The journal's commit carrier runs beside the
+    /// listener and is stopped after it, so every push accepted before the listener closed is
+    /// committed and answered before this returns.
     public func run() async throws {
         let router = Router.serving(routes)
         let endpoint = self.endpoint
@@ -135,10 +137,15 @@ public final class PushServer: Service, Sendable {
                 ])
             },
             logger: logger)
-        try await withGracefulShutdownHandler {
-            try await app.run()
-        } onGracefulShutdown: {
-            endpoint.beginDraining()
+        let journal = endpoint.journal
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await journal.carryCommits() }
+            defer { journal.stopCarrying() }
+            try await withGracefulShutdownHandler {
+                try await app.run()
+            } onGracefulShutdown: {
+                endpoint.beginDraining()
+            }
         }
     }
 }

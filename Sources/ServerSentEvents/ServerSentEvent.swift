@@ -114,7 +114,7 @@ public struct ServerSentEventBatch: Sendable, RandomAccessCollection {
     }
 
     /// How many bytes of event data the batch holds.
-    public var dataByteCount: Int { bytes.count }
+    package var dataByteCount: Int { bytes.count }
 
     /// Empties the batch. Events read from it before keep their own reference to its old data.
     public mutating func removeAll(keepingCapacity: Bool = false) {

@@ -114,11 +114,11 @@ import Testing
         try store.journal([NewJob(kind: .fetch, orderID: "3", version: 6, source: "push")], cursor: "42")
         #expect(try store.streamCursor() == "42")
         #expect(try store.counts().journalDepth == 1)
-        #expect(try store.nextJob()?.version == 6)
+        #expect(try store.headJobs(limit: 1).first?.version == 6)
         try store.journal([NewJob(kind: .fetch, orderID: "4", source: "stream"), NewJob(kind: .fullSync, source: "stream")])
         let counts = try store.counts()
         #expect(counts.journalDepth == 1, "a full sync makes the pending fetches redundant")
-        #expect(try store.nextJob()?.kind == .fullSync)
+        #expect(try store.headJobs(limit: 1).first?.kind == .fullSync)
     }
 
     @Test func upsertAndItsJobCompleteTogether() throws {
@@ -126,12 +126,12 @@ import Testing
         let store = temporary.store
         let record = try order(1, version: 1)
         try store.journal([NewJob(kind: .upsert, order: record, source: "stream")], cursor: "1")
-        let job = try #require(try store.nextJob())
+        let job = try #require(try store.headJobs(limit: 1).first)
         // The journaled job carries the order's body and fields; appliedAt is stamped when applied.
         #expect(job.order?.body == record.body)
         #expect(job.order?.version == record.version)
         try store.applyUpsert(try #require(job.order), completing: job.id)
-        #expect(try store.nextJob() == nil)
+        #expect(try store.headJobs(limit: 1).first == nil)
         #expect(try store.order(id: "1")?.body == record.body)
         #expect(try store.order(id: "1")?.appliedAt == 1_000)
     }
@@ -140,14 +140,14 @@ import Testing
         let temporary = try TemporaryStore()
         let store = temporary.store
         try store.journal([NewJob(kind: .fetch, orderID: "8", source: "stream")])
-        let job = try #require(try store.nextJob())
+        let job = try #require(try store.headJobs(limit: 1).first)
         try store.recordFailure(jobID: try #require(job.id), reason: "HTTP 503", retryAt: 2_000)
-        let retried = try #require(try store.nextJob())
+        let retried = try #require(try store.headJobs(limit: 1).first)
         #expect(retried.attempts == 1)
         #expect(retried.notBefore == 2_000)
         #expect(retried.lastError == "HTTP 503")
         try store.deadLetter(job: retried, reason: "gave up after 1 attempt")
-        #expect(try store.nextJob() == nil)
+        #expect(try store.headJobs(limit: 1).first == nil)
         #expect(try store.deadLetters().map(\.orderID) == ["8"])
         #expect(try store.counts().deadLetters == 1)
     }

@@ -54,11 +54,15 @@ import TestHarnesses
         }
     }
 
-    @Test(arguments: [1, 2])
-    func batchesOverlapUpToWhatTheStoreTakesAndEverySubmissionIsAnsweredAfterItsCommit(concurrent: Int) async throws {
+    /// With a carrier (as the push server runs it) a leader hands its slot on once its own batch is
+    /// committed; without one it carries on itself. Either way every submission is answered after
+    /// its commit, and a carrier that was stopped returns and leaves leaders to carry on.
+    @Test(arguments: [1, 2], [false, true])
+    func batchesOverlapUpToWhatTheStoreTakesAndEverySubmissionIsAnsweredAfterItsCommit(concurrent: Int, carried: Bool) async throws {
         let temporary = try TemporaryStore()
         let journal = CountingJournal(store: temporary.store, concurrent: concurrent)
         let pushes = PushJournal(store: journal, dedupeWindow: .seconds(3_600), highWaterJobs: 1_000, maximumBatch: 4)
+        let carrier = carried ? Task { await pushes.carryCommits() } : nil
         let submissions = try (1...40).map { id in
             IdempotentSubmission(requestKey: "msg-\(id)", parts: [
                 .init(key: "n-\(id)", jobs: [NewJob(kind: .upsert, order: try order(id, version: 1), source: "push")]),
@@ -75,5 +79,11 @@ import TestHarnesses
         #expect(journal.most == concurrent, "batches in flight at once")
         // Answered only after the commit: every accepted job is in the journal now.
         #expect(try temporary.store.counts().journalDepth == 40)
+        pushes.stopCarrying()
+        await carrier?.value
+        let late = IdempotentSubmission(requestKey: "late", parts: [
+            .init(key: "n-late", jobs: [NewJob(kind: .upsert, order: try order(41, version: 1), source: "push")]),
+        ], response: "{}")
+        #expect(await pushes.submit(late) == .accepted(jobs: 1, duplicateParts: 0), "after the carrier stopped")
     }
 }
