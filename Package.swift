@@ -168,13 +168,16 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
         .target(
             name: "OrdersAPI",
             dependencies: [
-                "AsyncSignals", "StoreModel", "CheckedInput", "JSONToolkit", "LocalHTTP", "ServerSentEvents",
+                "AsyncSignals", "StoreModel", "CheckedInput", "CoalescedLogging", "JSONToolkit", "LocalHTTP", "ServerSentEvents",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),

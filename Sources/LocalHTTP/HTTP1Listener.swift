@@ -18,26 +18,31 @@ public struct HTTP1Listener: ServerChildChannel, HTTPChannelHandler {
     public typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
 
     public let responder: HTTPChannelHandler.Responder
+    private let front: @Sendable () -> [any ChannelHandler]
     private let handlers: @Sendable () -> [any RemovableChannelHandler]
     private let limits: HTTP1Channel.Configuration.DecoderConfiguration
 
-    /// Creates the child channel: `handlers` (made anew per connection) sit after the HTTP-types
-    /// codec, as Hummingbird's `additionalChannelHandlers` do; `limits` bound the request head.
+    /// Creates the child channel: `front` (made anew per connection) sit first, on the socket's side
+    /// of everything (admission, then TLS); `handlers` sit after the HTTP-types codec, as
+    /// Hummingbird's `additionalChannelHandlers` do; `limits` bound the request head.
     public init(
         responder: @escaping HTTPChannelHandler.Responder, limits: HTTP1Channel.Configuration.DecoderConfiguration,
+        front: @escaping @Sendable () -> [any ChannelHandler] = { [] },
         handlers: @escaping @Sendable () -> [any RemovableChannelHandler]
     ) {
         self.responder = responder
         self.limits = limits
+        self.front = front
         self.handlers = handlers
     }
 
     /// The server builder for `Application(server:)`.
     public static func builder(
         limits: HTTP1Channel.Configuration.DecoderConfiguration,
+        front: @escaping @Sendable () -> [any ChannelHandler] = { [] },
         handlers: @escaping @Sendable () -> [any RemovableChannelHandler] = { [] }
     ) -> HTTPServerBuilder {
-        HTTPServerBuilder { responder in HTTP1Listener(responder: responder, limits: limits, handlers: handlers) }
+        HTTPServerBuilder { responder in HTTP1Listener(responder: responder, limits: limits, front: front, handlers: handlers) }
     }
 
     public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
@@ -46,6 +51,7 @@ public struct HTTP1Listener: ServerChildChannel, HTTPChannelHandler {
             decoderLimits.maxHeaderFieldSize = limits.maxHeaderFieldSize
             decoderLimits.maxHeaderListSize = limits.maxHeaderListSize
             decoderLimits.maxHeaderFieldCount = limits.maxHeaderFieldCount
+            try channel.pipeline.syncOperations.addHandlers(front())
             // As Hummingbird's HTTP1Channel sets it up, with the version handler added.
             try channel.pipeline.syncOperations.configureHTTPServerPipeline(
                 withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
@@ -61,5 +67,15 @@ public struct HTTP1Listener: ServerChildChannel, HTTPChannelHandler {
 
     public func handle(value: Value, logger: Logger) async {
         await handleHTTP(asyncChannel: value, logger: logger)
+    }
+}
+
+extension HTTP1Listener {
+    /// Where a handler that writes a response's bytes itself (the change feed's) goes in a
+    /// connection's pipeline: just before NIO's HTTP encoder, so its writes skip the encoder but still
+    /// pass TLS; first when the pipeline has no encoder (a test's embedded channel).
+    public static func rawWritePosition(in pipeline: ChannelPipeline.SynchronousOperations) -> ChannelPipeline.SynchronousOperations.Position {
+        guard let encoder = try? pipeline.handler(type: HTTPResponseEncoder.self) else { return .first }
+        return .before(encoder)
     }
 }

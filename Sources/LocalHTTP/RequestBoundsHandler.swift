@@ -13,8 +13,12 @@ public struct RequestBodyTimeout: Error {}
 /// - a body over `maximumBodyBytes` (declared, or counted as it arrives) is not passed on past the
 ///   first byte over the limit, and the connection is closed once the answer is written, so an
 ///   oversize body is never read to its end.
-/// Any answer marked `Connection: close` also closes the connection once written.
-/// It runs on the channel's event loop only, like every NIO handler.
+/// Any answer marked `Connection: close` also closes the connection once written. With an
+/// ``ConnectionAdmission`` it tells the listener each connection's phase (awaiting its first head,
+/// busy with a request, idle between requests), so a full listener knows which it may close, and
+/// reports the connections it closes for a missing head (`head_timeout`, `idle_timeout`).
+/// The head deadline runs from the connection opening (or the previous answer), so bytes trickled
+/// one by one do not extend it. It runs on the channel's event loop only, like every NIO handler.
 public final class RequestBoundsHandler: ChannelDuplexHandler, RemovableChannelHandler {
     public typealias InboundIn = HTTPRequestPart
     public typealias InboundOut = HTTPRequestPart
@@ -30,11 +34,14 @@ public final class RequestBoundsHandler: ChannelDuplexHandler, RemovableChannelH
     private var closeAfterAnswer = false
     private var readingBody = false
     private var unanswered = 0
+    private var requests = 0
+    private let admission: ConnectionAdmission?
 
     /// Creates the handler of one connection.
-    public init(maximumBodyBytes: Int, readTimeout: TimeAmount) {
+    public init(maximumBodyBytes: Int, readTimeout: TimeAmount, admission: ConnectionAdmission? = nil) {
         self.maximumBodyBytes = maximumBodyBytes
         self.readTimeout = readTimeout
+        self.admission = admission
     }
 
     public func handlerAdded(context: ChannelHandlerContext) {
@@ -60,7 +67,9 @@ public final class RequestBoundsHandler: ChannelDuplexHandler, RemovableChannelH
         case .head(let head):
             headTimer?.cancel()
             headTimer = nil
+            if unanswered == 0 { admission?.enter(.busy, context.channel) }
             unanswered += 1
+            requests &+= 1
             bodyBytes = 0
             readingBody = true
             discarding = false
@@ -103,7 +112,10 @@ public final class RequestBoundsHandler: ChannelDuplexHandler, RemovableChannelH
         case .end:
             unanswered = max(0, unanswered - 1)
             guard closeAfterAnswer else {
-                if unanswered == 0, !readingBody { armHeadTimer(context) }
+                if unanswered == 0, !readingBody {
+                    admission?.enter(.idle, context.channel)
+                    armHeadTimer(context)
+                }
                 context.write(data, promise: promise)
                 return
             }
@@ -118,7 +130,8 @@ public final class RequestBoundsHandler: ChannelDuplexHandler, RemovableChannelH
     private func armHeadTimer(_ context: ChannelHandlerContext) {
         headTimer?.cancel()
         let channel = context.channel
-        headTimer = context.eventLoop.assumeIsolated().scheduleTask(in: readTimeout) {
+        headTimer = context.eventLoop.assumeIsolated().scheduleTask(in: readTimeout) { [self] in
+            admission?.report(requests == 0 ? .headTimeout : .idleTimeout)
             channel.close(promise: nil)
         }
     }

@@ -1,4 +1,5 @@
 import CheckedInput
+import LocalHTTP
 import NIOCore
 
 /// The live half of a feed connection: once the snapshot or backlog is written, the connection's
@@ -30,7 +31,7 @@ final class FeedConnection: Sendable {
         handler = .makeEmptyBox(valueType: FeedConnectionHandler.self, eventLoop: channel.eventLoop)
     }
 
-    /// Puts the handler at the front of the pipeline, for `subscriber`, until ``detach()``. `chunked`
+    /// Puts the handler beneath the HTTP encoder (after TLS), for `subscriber`, until ``detach()``. `chunked`
     /// is false for an HTTP/1.0 request: its events go out as they are, the body ending with the
     /// connection (``HTTPVersionHandler``).
     func attach(_ subscriber: FeedSubscriber, chunked: Bool) {
@@ -40,7 +41,8 @@ final class FeedConnection: Sendable {
         eventLoop.execute {
             let added = FeedConnectionHandler(subscriber, chunked: chunked, heartbeat: heartbeat)
             do {
-                try channel.pipeline.syncOperations.addHandler(added, name: FeedConnectionHandler.name, position: .first)
+                let pipeline = channel.pipeline.syncOperations
+                try pipeline.addHandler(added, name: FeedConnectionHandler.name, position: HTTP1Listener.rawWritePosition(in: pipeline))
                 handler.value = added
             } catch {
                 // The channel is already gone: the feed ends (its close future fires too).

@@ -1,4 +1,6 @@
 import AsyncSignals
+import CoalescedLogging
+import CoreMetrics
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
@@ -20,12 +22,34 @@ public final class OrdersAPIServer: Service, Sendable {
         public var port: Int
         /// How consumers authenticate.
         public var authentication: APIAuthentication
+        /// A request head must arrive within this time of the connection opening or of the
+        /// previous answer (keep-alive idle); a change feed, once answered, is not bound by it.
+        public var readTimeout: Duration
+        /// The most connections held at once (feeds included); at the limit a new connection closes
+        /// the oldest one that is idle or has sent no complete head, and is refused only when all are busy.
+        public var maximumConnections: Int
+        /// The peers allowed to connect (`api.allow_from`); empty allows everyone.
+        public var allowFrom: [AddressRange]
+        /// TLS (`api.tls.*`), when set.
+        public var tls: ListenerTLS?
 
         /// Creates a configuration.
-        public init(host: String = "127.0.0.1", port: Int = 8090, authentication: APIAuthentication = .none) {
+        public init(host: String = "127.0.0.1", port: Int = 8090, authentication: APIAuthentication = .none,
+                    readTimeout: Duration = .seconds(10), maximumConnections: Int = 10_240, allowFrom: [AddressRange] = [],
+                    tls: ListenerTLS? = nil) {
             self.host = host
             self.port = port
             self.authentication = authentication
+            self.readTimeout = readTimeout
+            self.maximumConnections = maximumConnections
+            self.allowFrom = allowFrom
+            self.tls = tls
+        }
+
+        /// The listener these settings make. The API reads no request bodies: 64 KiB bounds one.
+        var listener: ListenerSettings {
+            ListenerSettings(name: "api", key: "api.listen", host: host, port: port, readTimeout: readTimeout,
+                             maximumBodyBytes: 65_536, maximumConnections: maximumConnections, allowFrom: allowFrom, tls: tls)
         }
     }
 
@@ -34,12 +58,45 @@ public final class OrdersAPIServer: Service, Sendable {
     public let hub: ChangeHub
     private let logger: Logger
     private let bound = OneShot<Int>()
+    /// The connections it holds, and which it may close to admit another.
+    public let admission: ConnectionAdmission
+    private let listenerMetrics: ListenerMetrics
 
     /// Creates the server; it does not listen until ``run()``.
-    public init(configuration: Configuration, hub: ChangeHub, logger: Logger) {
+    public init(configuration: Configuration, hub: ChangeHub,
+                listenerMetrics: ListenerMetrics = ListenerMetrics(listener: "api", factory: NOOPMetricsHandler.instance),
+                logger: Logger) {
         self.configuration = configuration
         self.hub = hub
         self.logger = logger
+        self.listenerMetrics = listenerMetrics
+        let refusals = LogCoalescer(logger: logger, interval: .seconds(10))
+        let limit = configuration.maximumConnections
+        admission = ConnectionAdmission(limit: limit, allowFrom: configuration.allowFrom) { reason in
+            listenerMetrics.record(reason)
+            switch reason {
+            case .refused:
+                refusals.log(.warning, "orders API listener full: refusing new connections", key: "connections-full",
+                             metadata: ["api.max_connections": "\(limit)"])
+            case .evicted:
+                refusals.log(.notice, "orders API listener full: closing the oldest idle connection for a new one",
+                             key: "connections-evicted", metadata: ["api.max_connections": "\(limit)"])
+            case .notAllowed:
+                refusals.log(.notice, "orders API connection from outside api.allow_from closed", key: "connections-not-allowed")
+            case .tlsHandshake:
+                refusals.log(.notice, "orders API connection closed: the TLS handshake failed", key: "connections-tls")
+            case .headTimeout, .idleTimeout:
+                break
+            }
+        }
+        if let tls = configuration.tls { listenerMetrics.recordCertificateExpiry(tls.expiry) }
+    }
+
+    /// Loads the TLS files again (SIGHUP); see ``LocalListener/reload(_:listener:metrics:logger:)``.
+    @discardableResult
+    public func reloadTLS() -> Bool {
+        guard let tls = configuration.tls else { return true }
+        return LocalListener.reload(tls, listener: "api", metrics: listenerMetrics, logger: logger)
     }
 
     private var feed: ChangeFeed {
@@ -109,22 +166,20 @@ public final class OrdersAPIServer: Service, Sendable {
     public func run() async throws {
         let router = Router.serving(routes)
         let feed = self.feed
-        let app = Application(
-            router: router,
-            server: HTTP1Listener.builder(limits: Listener.headerLimits) { [FeedRequestHandler(feed: feed)] },
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "orderlive",
-                                 backlog: 4_096),
-            onServerRunning: { [self] channel in
-                let port = channel.localAddress?.port ?? configuration.port
-                bound.give(port)
-                logger.info("orders API listening", metadata: ["api.listen": "\(configuration.host):\(port)"])
-            },
-            logger: logger)
+        let settings = configuration.listener
+        let (bound, logger, admission) = (self.bound, self.logger, self.admission)
         let hub = self.hub
         try await withGracefulShutdownHandler {
             try await withThrowingDiscardingTaskGroup { group in
                 group.addTask { await hub.run() }
-                try await app.run()
+                try await LocalListener.run(
+                    settings, router: router, admission: admission, handlers: { [FeedRequestHandler(feed: feed)] },
+                    onRunning: { port in
+                        bound.give(port)
+                        logger.info("orders API listening", metadata: [
+                            "api.listen": "\(settings.host):\(port)", "api.tls": "\(settings.tls != nil)",
+                        ])
+                    }, logger: logger)
                 hub.close()
             }
         } onGracefulShutdown: {

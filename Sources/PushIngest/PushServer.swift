@@ -1,4 +1,5 @@
 import AsyncSignals
+import CoreMetrics
 import CheckedInput
 import Hummingbird
 import HummingbirdCore
@@ -46,17 +47,32 @@ public final class PushServer: Service, Sendable {
         public var readTimeout: Duration
         /// The largest request body read (the bounds handler and the endpoint share it).
         public var maximumBodyBytes: Int
-        /// The most connections held open at once; more are closed as soon as they are accepted.
+        /// The most connections held open at once; at the limit a new connection closes the oldest
+        /// one that is idle or has sent no complete head, and is refused only when all are busy.
         public var maximumConnections: Int
+        /// The peers allowed to connect (`ingest.allow_from`); empty allows everyone.
+        public var allowFrom: [AddressRange]
+        /// TLS (`ingest.tls.*`), when set.
+        public var tls: ListenerTLS?
 
         /// Creates a configuration.
         public init(host: String = "127.0.0.1", port: Int = 8080, readTimeout: Duration = .seconds(10),
-                    maximumBodyBytes: Int = 262_144, maximumConnections: Int = 1_024) {
+                    maximumBodyBytes: Int = 262_144, maximumConnections: Int = 1_024, allowFrom: [AddressRange] = [],
+                    tls: ListenerTLS? = nil) {
             self.host = host
             self.port = port
             self.readTimeout = readTimeout
             self.maximumBodyBytes = maximumBodyBytes
             self.maximumConnections = maximumConnections
+            self.allowFrom = allowFrom
+            self.tls = tls
+        }
+
+        /// The listener these settings make.
+        var listener: ListenerSettings {
+            ListenerSettings(name: "push", key: "ingest.listen", host: host, port: port, readTimeout: readTimeout,
+                             maximumBodyBytes: maximumBodyBytes, maximumConnections: maximumConnections,
+                             allowFrom: allowFrom, tls: tls)
         }
     }
 
@@ -72,13 +88,35 @@ public final class PushServer: Service, Sendable {
     private let operations: any OperationsProvider
     private let logger: Logger
     private let bound = OneShot<Int>()
+    /// The connections it holds, and which it may close to admit another.
+    public let admission: ConnectionAdmission
+    /// Its connection and TLS metrics.
+    let listenerMetrics: ListenerMetrics
 
     /// Creates the server; it does not listen until ``run()``.
-    public init(configuration: Configuration, endpoint: PushEndpoint, operations: any OperationsProvider, logger: Logger) {
+    public init(configuration: Configuration, endpoint: PushEndpoint, operations: any OperationsProvider,
+                listenerMetrics: ListenerMetrics = ListenerMetrics(listener: "push", factory: NOOPMetricsHandler.instance),
+                logger: Logger) {
         self.configuration = configuration
         self.endpoint = endpoint
         self.operations = operations
         self.logger = logger
+        self.listenerMetrics = listenerMetrics
+        let limit = configuration.maximumConnections
+        admission = ConnectionAdmission(limit: limit, allowFrom: configuration.allowFrom) { reason in
+            listenerMetrics.record(reason)
+            endpoint.connectionClosed(reason, limit: limit)
+        }
+        if let tls = configuration.tls { listenerMetrics.recordCertificateExpiry(tls.expiry) }
+    }
+
+    /// Loads the TLS files again (SIGHUP): new handshakes use them; on failure the material in use
+    /// stays, and the error is logged naming the key and path and counted. False on failure; true
+    /// when reloaded or without TLS.
+    @discardableResult
+    public func reloadTLS() -> Bool {
+        guard let tls = configuration.tls else { return true }
+        return LocalListener.reload(tls, listener: "push", metrics: listenerMetrics, logger: logger)
     }
 
     /// The bound port, once listening.
@@ -116,33 +154,20 @@ public final class PushServer: Service, Sendable {
     public func run() async throws {
         let router = Router.serving(routes)
         let endpoint = self.endpoint
-        let limits = (configuration.maximumBodyBytes, TimeAmount.nanoseconds(Checked.nanoseconds(of: configuration.readTimeout)))
-        let connections = ConnectionCounter(limit: configuration.maximumConnections)
-        let app = Application(
-            router: router,
-            server: HTTP1Listener.builder(limits: Listener.headerLimits) {
-                [
-                    ConnectionLimitHandler(counter: connections) { endpoint.connectionRefused(limit: connections.limit) },
-                    RequestBoundsHandler(maximumBodyBytes: limits.0, readTimeout: limits.1),
-                ]
-            },
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "orderlive",
-                                 // A burst of connects up to the limit queues instead of waiting for SYN retries.
-                                 backlog: min(max(256, configuration.maximumConnections), 4_096)),
-            onServerRunning: { [self] channel in
-                let port = channel.localAddress?.port ?? configuration.port
-                bound.give(port)
-                logger.info("push endpoint listening", metadata: [
-                    "push.listen": "\(configuration.host):\(port)",
-                ])
-            },
-            logger: logger)
+        let settings = configuration.listener
+        let admission = self.admission
+        let (bound, logger) = (self.bound, self.logger)
         let journal = endpoint.journal
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await journal.carryCommits() }
             defer { journal.stopCarrying() }
             try await withGracefulShutdownHandler {
-                try await app.run()
+                try await LocalListener.run(settings, router: router, admission: admission, onRunning: { port in
+                    bound.give(port)
+                    logger.info("push endpoint listening", metadata: [
+                        "push.listen": "\(settings.host):\(port)", "push.tls": "\(settings.tls != nil)",
+                    ])
+                }, logger: logger)
             } onGracefulShutdown: {
                 endpoint.beginDraining()
             }

@@ -10,25 +10,11 @@ import Testing
 /// driven by the test (STYLE: a handler is tested on an `EmbeddedChannel`; real sockets stay for the
 /// end-to-end attacks in HostileClientTests).
 @Suite(.timeLimit(.minutes(3))) struct ListenerHandlerTests {
-    static func connected(_ handlers: [any ChannelHandler]) throws -> EmbeddedChannel {
+    static func connected(_ handlers: [any ChannelHandler], from peer: String = "127.0.0.1") throws -> EmbeddedChannel {
         let channel = EmbeddedChannel()
         try channel.pipeline.syncOperations.addHandlers(handlers)
-        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        try channel.connect(to: SocketAddress(ipAddress: peer, port: 1)).wait()
         return channel
-    }
-
-    @Test func aConnectionOverTheLimitIsClosedAtOnceAndItsPlaceIsGivenBack() throws {
-        let counter = ConnectionCounter(limit: 1)
-        let refused = RefusalCount()
-        let first = try Self.connected([ConnectionLimitHandler(counter: counter) { refused.add() }])
-        #expect(first.isActive && counter.current == 1)
-        let second = try Self.connected([ConnectionLimitHandler(counter: counter) { refused.add() }])
-        #expect(!second.isActive, "closed before any byte is read")
-        #expect(refused.count == 1 && counter.current == 1)
-        _ = try first.close().wait()
-        #expect(counter.current == 0)
-        let third = try Self.connected([ConnectionLimitHandler(counter: counter) { refused.add() }])
-        #expect(third.isActive && counter.current == 1 && refused.count == 1)
     }
 
     @Test func aHeadThatDoesNotArriveInTimeClosesTheConnection() throws {
@@ -81,9 +67,9 @@ import Testing
     }
 }
 
-/// Counts refusals; the handler's callback is `@Sendable`.
-final class RefusalCount: Sendable {
-    private let value = Mutex(0)
-    func add() { value.withLock { $0 += 1 } }
-    var count: Int { value.withLock { $0 } }
+/// What a listener's admission closed, by reason; its callback is `@Sendable`.
+final class Closures: Sendable {
+    private let value = Mutex<[ConnectionClosure]>([])
+    func add(_ reason: ConnectionClosure) { value.withLock { $0.append(reason) } }
+    var all: [ConnectionClosure] { value.withLock { $0 } }
 }

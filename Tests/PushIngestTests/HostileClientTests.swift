@@ -120,39 +120,63 @@ import Glibc
         }
     }
 
-    @Test func connectionsOverTheLimitAreRefusedAtOnceAndCounted() async throws {
-        // Idle connections are closed after the read timeout, which would give their places back: a
-        // long one keeps the eight held however slowly a loaded machine runs this test.
+    @Test func aListenerFullOfRequestsInProgressRefusesANewConnectionAtOnceAndCountsIt() async throws {
+        // A long read timeout keeps the eight requests in progress however slowly a loaded machine runs this.
         try await PushServerHarness.with(readTimeout: .seconds(600), maximumConnections: 8) { harness in
-            // Eight connections, each admitted (a request on it answered), then left open.
+            // Eight connections, each in the middle of a request (a head whose body never comes).
             var held: [RawConnection] = []
             for _ in 0..<8 {
+                let connection = try RawConnection(port: harness.port)
+                connection.send("POST /api/push HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+                held.append(connection)
+            }
+            try await waitUntil { harness.server.admission.current == 8 }
+            // A ninth is closed at once, unanswered: nobody may be evicted for it.
+            let refused = try RawConnection(port: harness.port)
+            refused.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            let answer = await refused.readUntilClosed()
+            #expect(answer.closed && answer.text.isEmpty, "over the limit: closed without an answer, got \(answer)")
+            // One held connection leaves, and the place is free again.
+            held.removeFirst()
+            var metrics: HTTPResponse?
+            for _ in 0..<500 where metrics == nil {
+                // The server gives the place back on its event loop; the next connect may just precede it.
+                metrics = try? await harness.get("/metrics")
+            }
+            let text = try #require(metrics).text
+            let samples = try #require(prometheusSamples(text))
+            #expect((samples["orderlive_push_connections_refused_total"] ?? 0) >= 1, "\(text)")
+            #expect(harness.logs.entries("push listener full: refusing new connections").first?.level == .warning)
+            held.removeAll()
+        }
+    }
+
+    @Test func aListenerFullOfIdleConnectionsClosesTheOldestForARealRequest() async throws {
+        try await PushServerHarness.with(readTimeout: .seconds(600), maximumConnections: 8) { harness in
+            // Four connections that sent nothing, then four that were answered and sit idle.
+            var held: [RawConnection] = []
+            for _ in 0..<4 { held.append(try RawConnection(port: harness.port)) }
+            for _ in 0..<4 {
                 let connection = try RawConnection(port: harness.port)
                 connection.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
                 #expect(await connection.readResponseHead().hasPrefix("HTTP/1.1 200"))
                 held.append(connection)
             }
-            // A ninth is closed at once, unanswered.
-            let refused = try RawConnection(port: harness.port)
-            refused.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-            let answer = await refused.readUntilClosed()
-            #expect(answer.closed && answer.text.isEmpty, "over the limit: closed without an answer, got \(answer)")
-            // One held connection leaves (the server closes it after answering), and the place is free again.
-            held[0].send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            #expect(await held[0].readUntilClosed().closed)
-            held.removeFirst()  // closes our side too: the server half-closes and waits for it
-            var metrics: HTTPResponse?
-            for _ in 0..<500 where metrics == nil {
-                // The server counts the close on its event loop; the next connect may just precede it.
-                metrics = try? await harness.get("/metrics")
-            }
-            let text = try #require(metrics).text
-            // At least the ninth; a retry above may also have arrived before the place was given back.
-            let refusals = text.split(separator: "\n").first { $0.hasPrefix("orderlive_push_connections_refused_total ") }
-                .flatMap { Double($0.split(separator: " ").last ?? "") }
-            #expect((refusals ?? 0) >= 1, "\(text)")
-            #expect(harness.logs.entries("push listener full: refusing new connections").first?.level == .warning)
+            try await waitUntil { harness.server.admission.current == 8 }
+            // A real push gets through: the oldest silent connection makes room.
+            let push = try await harness.push(#"{"notifications":[{"tokens":["t"],"platform":2,"data":{"order_id":7}}]}"#)
+            #expect(push.status == 200, "\(push.text)")
+            #expect(await held[0].readUntilClosed().closed, "the oldest connection without a head was closed for it")
+            // The listener stays full, and the rest still work.
+            held[5].send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(await held[5].readResponseHead().hasPrefix("HTTP/1.1 200"))
             held.removeAll()
         }
+    }
+
+    /// Polls `condition` (a server-side count that moves on its event loop) for up to 10 s.
+    private func waitUntil(_ condition: @Sendable () -> Bool) async throws {
+        for _ in 0..<1_000 where !condition() { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(condition())
     }
 }

@@ -1,0 +1,42 @@
+import CoreMetrics
+
+/// A listener's own metrics, through an injected factory (nothing bootstrapped globally): the
+/// connections it closed itself and why, and its TLS certificate's expiry and failed reloads.
+public struct ListenerMetrics: Sendable {
+    private let closed: [ConnectionClosure: Counter]
+    /// Reloads (SIGHUP) whose files did not load; the material in use stayed.
+    let tlsReloadFailures: Counter
+    /// The certificate in use expires at this Unix time (0 without TLS).
+    let certificateExpiry: Gauge
+
+    /// The metrics of listener `listener` (`push`, `api`) in `factory`.
+    public init(listener: String, factory: any MetricsFactory) {
+        var closed: [ConnectionClosure: Counter] = [:]
+        for reason in ConnectionClosure.allCases {
+            closed[reason] = Counter(label: "orderlive_connections_closed_total",
+                                     dimensions: [("listener", listener), ("reason", reason.rawValue)], factory: factory)
+        }
+        self.closed = closed
+        tlsReloadFailures = Counter(label: "orderlive_tls_reload_failures_total", dimensions: [("listener", listener)], factory: factory)
+        certificateExpiry = Gauge(label: "orderlive_tls_certificate_expiry_timestamp_seconds",
+                                  dimensions: [("listener", listener)], factory: factory)
+    }
+
+    /// Records the expiry of the certificate now in use.
+    public func recordCertificateExpiry(_ expiry: Double) {
+        certificateExpiry.record(expiry)
+    }
+
+    /// Counts a connection the listener closed for `reason`.
+    public func record(_ reason: ConnectionClosure) {
+        closed[reason]?.increment()
+    }
+
+    /// The `# HELP` text of these families.
+    public static let help: [String: String] = [
+        "orderlive_connections_closed_total":
+            "Connections a listener closed itself, by listener and reason (evicted, refused, not_allowed, head_timeout, idle_timeout, tls_handshake)",
+        "orderlive_tls_reload_failures_total": "TLS reloads (SIGHUP) whose files did not load; the material in use stayed",
+        "orderlive_tls_certificate_expiry_timestamp_seconds": "When the listener's TLS certificate in use expires, Unix seconds",
+    ]
+}
