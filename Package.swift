@@ -221,7 +221,7 @@ let package = Package(
             name: "Agent",
             dependencies: [
                 "AsyncSignals", "StoreModel",
-                "CheckedInput",
+                "CheckedInput", "LocalHTTP",
                 "JSONToolkit",
                 "ServerSentEvents",
                 "CurlHTTP",

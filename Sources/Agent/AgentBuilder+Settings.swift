@@ -1,5 +1,6 @@
 import EventStream
 import Foundation
+import LocalHTTP
 import OrdersAPI
 import PostgresStore
 import PushIngest
@@ -50,22 +51,29 @@ extension AgentBuilder {
     }
 
     /// The listener and the authentication of `ingest.*`, or nil when `ingest.listen` is "".
-    static func pushSettings(
-        _ ingest: IngestConfiguration
-    ) throws(AgentStartError) -> (host: String, port: Int, authentication: PushAuthentication)? {
+    static func pushSettings(_ ingest: IngestConfiguration) throws(AgentStartError) -> PushListener? {
         guard let (host, port) = ingest.listenAddress else { return nil }
-        try OpenFileLimit.ensure(connections: ingest.maximumConnections)
         let authentication = try ingestAuthentication(ingest)
         if let refusal = PushServer.refusal(host: host, authentication: authentication) {
             throw AgentStartError(refusal)
         }
-        return (host, port, authentication)
+        return PushListener(host: host, port: port, authentication: authentication, tls: try listenerTLS(ingest.tls, "ingest"))
+    }
+
+    /// The TLS material of `section.tls.*`, loaded now (a file that does not load stops the start,
+    /// naming the key and the path); nil without TLS.
+    static func listenerTLS(_ tls: ListenerTLSConfiguration, _ section: String) throws(AgentStartError) -> ListenerTLS? {
+        guard tls.isEnabled else { return nil }
+        do {
+            return try ListenerTLS(TLSFiles(certificateFile: tls.certificateFile, keyFile: tls.keyFile,
+                                            clientCAFile: tls.clientCAFile, section: section + ".tls"))
+        } catch {
+            throw AgentStartError("configuration: \(error.description)")
+        }
     }
 
     /// The listener and the authentication of `api.*`, or nil when `api.listen` is "".
-    static func apiSettings(
-        _ api: APIConfiguration
-    ) throws(AgentStartError) -> (host: String, port: Int, authentication: APIAuthentication)? {
+    static func apiSettings(_ api: APIConfiguration) throws(AgentStartError) -> APIListener? {
         guard let (host, port) = api.listenAddress else { return nil }
         let authentication: APIAuthentication
         switch api.auth {
@@ -84,10 +92,11 @@ extension AgentBuilder {
             }
             authentication = .bearer(tokens: tokens)
         }
-        if let refusal = APIAuthentication.refusal(host: host, authentication: authentication) {
+        if let refusal = APIAuthentication.refusal(host: host, authentication: authentication,
+                                                   mutualTLS: !api.tls.clientCAFile.isEmpty) {
             throw AgentStartError(refusal)
         }
-        return (host, port, authentication)
+        return APIListener(host: host, port: port, authentication: authentication, tls: try listenerTLS(api.tls, "api"))
     }
 
     /// The push authentication of `ingest.auth`, its secret read from `ingest.secret_file`.

@@ -2,6 +2,7 @@ import AsyncSignals
 import AuthSession
 import CurlHTTP
 import Foundation
+import LocalHTTP
 import Logging
 import OrderStore
 import StoreModel
@@ -34,11 +35,12 @@ public enum AgentBuilder {
             store: parts.store, session: parts.session, logger: logger)
     }
 
-    /// The listeners' settings, checked: secrets readable, addresses free, descriptors enough.
+    /// The listeners' settings, checked: secrets readable, TLS files loaded, addresses free,
+    /// descriptors enough, and the descriptor budget split between them.
     struct Listeners {
-        var push: (host: String, port: Int, authentication: PushAuthentication)?
-        var api: (host: String, port: Int, authentication: APIAuthentication)?
-        /// `api.max_subscribers`, or fewer when the open-file limit holds fewer beside the push listener.
+        var push: PushListener?
+        var api: APIListener?
+        /// `api.max_subscribers`, or fewer when the API listener holds fewer connections.
         var maximumSubscribers: Int
 
         init(_ configuration: OrderliveConfiguration, logger: Logger) throws(AgentStartError) {
@@ -46,22 +48,45 @@ public enum AgentBuilder {
             api = try apiSettings(configuration.api)
             for (key, address) in [("ingest.listen", push.map { ($0.host, $0.port) }), ("api.listen", api.map { ($0.host, $0.port) })] {
                 guard let (host, port) = address, let problem = ListenCheck.problem(host: host, port: port) else { continue }
-                throw AgentStartError("cannot listen on \(host):\(port) ('\(key)'): \(problem); stop what holds it or choose another address")
+                throw AgentStartError(ListenFailure(key: key, host: host, port: port, problem: problem).description)
             }
-            // Subscribers take what the open-file limit leaves beside the push listener (never a
-            // refusal for the default on a machine with a low hard limit; see OpenFileLimit).
+            // The descriptor budget: the push listener's connections first (all of them, or no
+            // start), the orders API's what the open-file limit leaves beside them and the reserve
+            // (the store, the stream, curl, logs). Neither listener can then take the other's
+            // descriptors, nor the reserve: admission closes what is over its share.
+            let pushConnections = push == nil ? 0 : configuration.ingest.maximumConnections
+            if push != nil { try OpenFileLimit.ensure(connections: pushConnections) }
             maximumSubscribers = configuration.api.maximumSubscribers
             guard api != nil else { return }
-            maximumSubscribers = try OpenFileLimit.subscribers(
-                requested: maximumSubscribers, beside: push == nil ? 0 : configuration.ingest.maximumConnections)
-            if maximumSubscribers < configuration.api.maximumSubscribers {
-                logger.warning("the open-file limit holds fewer subscribers than api.max_subscribers; more get 503", metadata: [
-                    "api.max_subscribers": "\(configuration.api.maximumSubscribers)",
+            let apiConnections = try OpenFileLimit.share(requested: configuration.api.maximumConnections, beside: pushConnections)
+            api?.maximumConnections = apiConnections
+            maximumSubscribers = min(maximumSubscribers, apiConnections)
+            if apiConnections < configuration.api.maximumConnections {
+                logger.warning("the open-file limit holds fewer orders API connections than api.max_connections", metadata: [
+                    "api.max_connections": "\(configuration.api.maximumConnections)",
+                    "api.connections_held": "\(apiConnections)",
                     "api.subscribers_held": "\(maximumSubscribers)",
-                    "hint": "raise the open-file limit (LimitNOFILE= in the systemd unit, ulimit -n) or lower api.max_subscribers",
+                    "hint": "raise the open-file limit (LimitNOFILE= in the systemd unit, ulimit -n) or lower api.max_connections",
                 ])
             }
         }
+    }
+
+    /// The push listener as checked: its address, authentication and TLS.
+    struct PushListener {
+        var host: String
+        var port: Int
+        var authentication: PushAuthentication
+        var tls: ListenerTLS?
+    }
+
+    /// The orders API listener as checked; `maximumConnections` is its share of the descriptors.
+    struct APIListener {
+        var host: String
+        var port: Int
+        var authentication: APIAuthentication
+        var tls: ListenerTLS?
+        var maximumConnections = 0
     }
 
     /// What every component shares: the store on its engine, the session and its HTTP loop, the
@@ -160,7 +185,7 @@ public enum AgentBuilder {
     }
 
     /// The push listener and its endpoint, journaling through the group commit.
-    static func makePushServer(_ push: (host: String, port: Int, authentication: PushAuthentication), _ parts: Parts) -> PushServer {
+    static func makePushServer(_ push: PushListener, _ parts: Parts) -> PushServer {
         let ingest = parts.configuration.ingest
         let wake = parts.wake
         let journal = PushJournal(
@@ -171,15 +196,17 @@ public enum AgentBuilder {
             journal: journal, metrics: PushMetrics(factory: parts.metrics.factory), logger: parts.logger)
         return PushServer(
             configuration: .init(host: push.host, port: push.port, readTimeout: ingest.readTimeout,
-                                 maximumBodyBytes: ingest.maximumBodyBytes, maximumConnections: ingest.maximumConnections),
+                                 maximumBodyBytes: ingest.maximumBodyBytes, maximumConnections: ingest.maximumConnections,
+                                 allowFrom: ingest.allowedRanges, tls: push.tls),
             endpoint: endpoint,
             operations: AgentOperations(session: parts.session, store: parts.store, state: parts.state, metrics: parts.metrics),
+            listenerMetrics: ListenerMetrics(listener: "push", factory: parts.metrics.factory),
             logger: parts.logger)
     }
 
     /// The orders API and its change hub.
     static func makeOrdersAPI(
-        _ api: (host: String, port: Int, authentication: APIAuthentication), maximumSubscribers: Int, _ parts: Parts
+        _ api: APIListener, maximumSubscribers: Int, _ parts: Parts
     ) -> OrdersAPIServer {
         let settings = parts.configuration.api
         let hub = ChangeHub(
@@ -187,6 +214,9 @@ public enum AgentBuilder {
                                  heartbeat: settings.heartbeat, historyChanges: settings.historyChanges),
             store: parts.store, wake: parts.feedWake, metrics: FeedMetrics(factory: parts.metrics.factory), logger: parts.logger)
         return OrdersAPIServer(
-            configuration: .init(host: api.host, port: api.port, authentication: api.authentication), hub: hub, logger: parts.logger)
+            configuration: .init(host: api.host, port: api.port, authentication: api.authentication,
+                                 readTimeout: settings.readTimeout, maximumConnections: api.maximumConnections,
+                                 allowFrom: settings.allowedRanges, tls: api.tls),
+            hub: hub, listenerMetrics: ListenerMetrics(listener: "api", factory: parts.metrics.factory), logger: parts.logger)
     }
 }

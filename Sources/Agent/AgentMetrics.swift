@@ -1,5 +1,6 @@
 import AsyncSignals
 import AuthSession
+import LocalHTTP
 import OrderStore
 import StoreModel
 import PostgresStore
@@ -131,6 +132,7 @@ public final class AgentMetrics: Sendable {
 
     /// The `# HELP` text of the families made through the swift-metrics factory, which carries none.
     static let factoryHelp = PushMetrics.help.merging(FeedMetrics.help) { first, _ in first }
+        .merging(ListenerMetrics.help) { first, _ in first }
 
     /// `text` with a `# HELP` line before each family's `# TYPE` line that has none (Prometheus'
     /// text format wants both; `promtool check metrics` fails without HELP).

@@ -47,7 +47,7 @@ public struct AgentProgram: Sendable {
     private let running = RunningGroup()
 
     /// Runs every service until graceful shutdown: ``shutdown()``, or with `handlingSignals`
-    /// SIGTERM/SIGINT. A second signal exits the process at once (the journal is durable at every
+    /// SIGTERM/SIGINT (SIGHUP reloads the listeners' TLS files instead). A second signal exits the process at once (the journal is durable at every
     /// commit). A graceful shutdown that takes longer than 9 s is escalated to cancellation, and if
     /// that has not ended the process 0.8 s later, it exits with status 1, so the process is gone
     /// within 10 s whatever a dependency does.
@@ -67,10 +67,15 @@ public struct AgentProgram: Sendable {
         let store = self.store
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             if handlingSignals {
-                let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+                let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint, .sighup)
+                let (pushServer, apiServer) = (self.pushServer, self.apiServer)
                 tasks.addTask {
                     var seen = 0
-                    for await _ in signals {
+                    for await signal in signals {
+                        if signal == .sighup {
+                            Self.reload(pushServer: pushServer, apiServer: apiServer, logger: logger)
+                            continue
+                        }
                         seen += 1
                         if seen == 1 {
                             logger.info("stopping: pushes now get 503; finishing the job in hand")
@@ -88,6 +93,15 @@ public struct AgentProgram: Sendable {
         }
         let pending = (try? await store.counts().journalDepth).map { "\($0)" } ?? "unknown"
         logger.info("stopped", metadata: ["sync.journal_depth": "\(pending)"])
+    }
+
+    /// SIGHUP: both listeners load their TLS files again. New handshakes use the new material;
+    /// connections already open keep theirs; a file that does not load leaves the material in use
+    /// (logged naming the key and path, counted in `orderlive_tls_reload_failures_total`).
+    static func reload(pushServer: PushServer?, apiServer: OrdersAPIServer?, logger: Logger) {
+        logger.notice("SIGHUP: reloading the listeners' TLS certificates and keys")
+        pushServer?.reloadTLS()
+        apiServer?.reloadTLS()
     }
 
     /// Starts graceful shutdown of a running ``run(handlingSignals:)``, as SIGTERM does.

@@ -5,7 +5,7 @@ import Darwin
 #endif
 
 /// The process's open-file limit (`RLIMIT_NOFILE`), raised at start-up so that
-/// `ingest.max_connections` and `api.max_subscribers` can really be held: each connection is a file
+/// `ingest.max_connections` and `api.max_connections` can really be held: each connection is a file
 /// descriptor, and running out of them would stop the listeners accepting anyone, the supervisor's
 /// health checks included.
 enum OpenFileLimit {
@@ -40,18 +40,18 @@ enum OpenFileLimit {
             + "(LimitNOFILE= in the systemd unit, ulimit -n)")
     }
 
-    /// How many change-feed subscribers fit beside `pushConnections`, having raised the limit as far
+    /// How many orders API connections fit beside `pushConnections`, having raised the limit as far
     /// as the hard limit allows: `requested` when they all fit, else what the limit leaves (as Redis
-    /// does with `maxclients`). The default `api.max_subscribers` of 10,000 must not stop an agent
-    /// from starting on a machine whose hard limit is 4,096; a subscriber over the reduced cap gets
-    /// 503 with `Retry-After`, as one over the configured cap would. Throws when not even one fits.
-    static func subscribers(requested: Int, beside pushConnections: Int) throws(AgentStartError) -> Int {
+    /// does with `maxclients`). The defaults (10,240 API connections) must not stop an agent from
+    /// starting on a machine whose hard limit is 4,096; a connection over the reduced share is
+    /// handled as one over the configured limit. Throws when not even one fits.
+    static func share(requested: Int, beside pushConnections: Int) throws(AgentStartError) -> Int {
         let limit = raise(toHold: pushConnections > Int(Int32.max) - requested ? Int(Int32.max) : pushConnections + requested)
         let room = limit - reserve - pushConnections
         if room >= requested { return requested }
         guard room >= 1 else {
-            throw AgentStartError("'api.max_subscribers' is \(requested), but the open-file limit is \(limit), which leaves no "
-                + "descriptor for a subscriber beside ingest.max_connections (\(pushConnections)) and \(reserve) for the agent: "
+            throw AgentStartError("'api.max_connections' is \(requested), but the open-file limit is \(limit), which leaves no "
+                + "descriptor for the orders API beside ingest.max_connections (\(pushConnections)) and \(reserve) for the agent: "
                 + "raise the limit (LimitNOFILE= in the systemd unit, ulimit -n) or lower ingest.max_connections")
         }
         return room

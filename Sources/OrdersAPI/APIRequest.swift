@@ -12,10 +12,13 @@ public enum APIAuthentication: Sendable {
     case bearer(tokens: [String])
 
     /// `api.auth: none` is refused unless the listener is on loopback.
-    public static func refusal(host: String, authentication: APIAuthentication) -> String? {
-        guard case .none = authentication else { return nil }
+    /// A client certificate required by the listener (`api.tls.client_ca_file`, mTLS) counts as
+    /// authentication: then `none` may listen beyond loopback.
+    public static func refusal(host: String, authentication: APIAuthentication, mutualTLS: Bool = false) -> String? {
+        guard case .none = authentication, !mutualTLS else { return nil }
         return Listener.isLoopback(host) ? nil : "api.auth is none but api.listen is not a loopback address (\(host)): "
-            + "set api.auth to bearer with api.tokens_file, or listen on 127.0.0.1"
+            + "set api.auth to bearer with api.tokens_file, require client certificates with api.tls.client_ca_file, "
+            + "or listen on 127.0.0.1"
     }
 
     /// Why `request` is refused, or nil when it may read. Every token is compared, each in constant

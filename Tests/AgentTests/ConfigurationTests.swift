@@ -103,6 +103,35 @@ import Testing
         #expect(missing == "no error")
     }
 
+    @Test func listenerTLSAndAllowListsReadFromTheFileGroupAndTheEnvironment() async throws {
+        let pem = try file("-----BEGIN CERTIFICATE-----\n")  // readable is all the loader checks; the agent loads it
+        defer { try? FileManager.default.removeItem(atPath: pem) }
+        let configuration = try await load(
+            "ingest:\n  allow_from: \"10.0.0.0/8, 2001:db8::/32\"\n  tls:\n    certificate_file: \(pem)\n    key_file: \(pem)\n",
+            environment: ["ORDERLIVE_API_TLS_CERTIFICATE_FILE": pem, "ORDERLIVE_API_TLS_KEY_FILE": pem,
+                          "ORDERLIVE_API_TLS_CLIENT_CA_FILE": pem, "ORDERLIVE_API_MAX_CONNECTIONS": "300"])
+        #expect(configuration.ingest.tls.certificateFile == pem && configuration.ingest.tls.keyFile == pem)
+        #expect(configuration.ingest.tls.clientCAFile.isEmpty && configuration.ingest.tls.isEnabled)
+        #expect(configuration.ingest.allowedRanges.map(\.description) == ["10.0.0.0/8", "2001:db8::/32"])
+        #expect(configuration.api.tls.clientCAFile == pem && configuration.api.maximumConnections == 300)
+        #expect(!OrderliveConfiguration().ingest.tls.isEnabled, "TLS is off by default")
+    }
+
+    @Test func listenerTLSAndAllowListMistakesNameTheirKey() async throws {
+        let pem = try file("x")
+        defer { try? FileManager.default.removeItem(atPath: pem) }
+        #expect(await failure("ingest:\n  tls:\n    certificate_file: \(pem)\n")
+            == "'ingest.tls.certificate_file' is set but 'ingest.tls.key_file' is not: TLS needs both (PEM files)")
+        #expect(await failure("api:\n  tls:\n    client_ca_file: \(pem)\n").contains("'api.tls.client_ca_file' is set but the listener has no TLS"))
+        #expect(await failure("ingest:\n  tls:\n    key_file: /nonexistent/key.pem\n").contains("'ingest.tls.key_file': cannot read /nonexistent/key.pem"))
+        #expect(await failure("ingest:\n  tls:\n    certfile: x\n").contains("unknown key 'ingest.tls.certfile'"))
+        #expect(await failure("ingest:\n  tls: yes\n").contains("'ingest.tls'"))
+        #expect(await failure("api:\n  allow_from: \"10.0.0.0/8, everyone\"\n")
+            .contains("'api.allow_from': 'everyone' is not an IPv4 or IPv6 address or a CIDR range"))
+        #expect(await failure(nil, environment: ["ORDERLIVE_INGEST_TLS_CERTFILE": "x"])
+            .contains("unknown environment variable ORDERLIVE_INGEST_TLS_CERTFILE"))
+    }
+
     @Test func missingExplicitFileIsAnError() async {
         do {
             _ = try await ConfigurationLoader.load(file: "/nonexistent/orderlive.yaml", environment: home)

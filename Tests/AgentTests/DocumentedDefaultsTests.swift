@@ -14,12 +14,20 @@ import Testing
         let text = try String(contentsOf: root.appendingPathComponent("Config/orderlive.yaml"), encoding: .utf8)
         var defaults: [String: String] = [:]
         var section = ""
+        var group = ""
         for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.hasPrefix("#") { continue }
             if !line.hasPrefix(" "), line.hasSuffix(":") {
-                section = String(line.dropLast())
+                (section, group) = (String(line.dropLast()), "")
                 continue
             }
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            // A group of keys (`  tls:`): its keys are indented by four.
+            if line.hasPrefix("  "), !line.hasPrefix("   "), trimmed.hasSuffix(":") {
+                group = String(trimmed.dropLast()) + "."
+                continue
+            }
+            if !line.hasPrefix("    ") { group = "" }
             guard let colon = trimmed.firstIndex(of: ":") else { continue }
             var value = trimmed[trimmed.index(after: colon)...].trimmingCharacters(in: .whitespaces)
             if value.hasPrefix("\"") {
@@ -27,7 +35,7 @@ import Testing
             } else {
                 value = String(value.prefix { $0 != "#" }).trimmingCharacters(in: .whitespaces)
             }
-            defaults[section + "." + trimmed[..<colon]] = value
+            defaults[section + "." + group + trimmed[..<colon]] = value
         }
         return defaults
     }
@@ -66,7 +74,7 @@ import Testing
         let section = try #require(text.components(separatedBy: "\n## Configuration\n").last?
             .components(separatedBy: "\n## Operations\n").first)
         for key in try Self.yamlDefaults().keys.sorted() {
-            let name = String(key.split(separator: ".").last ?? "")
+            let name = String(key.split(separator: ".").dropFirst().joined(separator: "."))
             #expect(section.contains("`\(name)`") || section.contains("`\(key)`") || section.contains("`\(key.split(separator: ".").first ?? "").\(name)"),
                     "\(key) is in Config/orderlive.yaml but not in the README's Configuration section")
         }

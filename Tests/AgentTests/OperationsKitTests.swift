@@ -122,7 +122,7 @@ import TestKit
         }
 
         let keys = Set(ConfigurationLoader.keys)
-        let named = Set(Self.matches(#"\b((?:upstream|auth|stream|ingest|sync|store|api|log)\.[a-z_]+)\b"#, in: text))
+        let named = Set(Self.matches(#"\b((?:upstream|auth|stream|ingest|sync|store|api|log)(?:\.[a-z_]+)+)\b"#, in: text))
         #expect(named.count >= 10, "\(named.sorted())")
         for key in named { #expect(keys.contains(key), "\(key) is named in Deploy/ but is no configuration key") }
         let variables = Set(keys.map(ConfigurationLoader.environmentName(for:)) + [ConfigurationLoader.passwordVariable])

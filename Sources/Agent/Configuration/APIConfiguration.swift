@@ -1,3 +1,4 @@
+import LocalHTTP
 import OrdersAPI
 
 /// How consumers of the orders API authenticate.
@@ -24,6 +25,16 @@ public struct APIConfiguration: Sendable, Hashable {
     public var subscriberBuffer = ChangeHub.Configuration().subscriberBuffer
     /// A comment line on every idle stream that was sent nothing for this long.
     public var heartbeat = ChangeHub.Configuration().heartbeat
+    /// A request head must arrive within this time of the connection opening or of the previous
+    /// answer (keep-alive idle).
+    public var readTimeout = OrdersAPIServer.Configuration().readTimeout
+    /// Connections held at once, change feeds included; at the limit a new one closes the oldest idle
+    /// connection (or one that sent no complete head), and is refused only when all are busy.
+    public var maximumConnections = OrdersAPIServer.Configuration().maximumConnections
+    /// Who may connect: comma-separated CIDR ranges or addresses, IPv4 and IPv6; "" for everyone.
+    public var allowFrom = ""
+    /// TLS on the orders API; with a client CA, mTLS also counts as authentication.
+    public var tls = ListenerTLSConfiguration()
 
     /// `listen` as host and port; nil when empty or not `host:port`.
     public var listenAddress: (host: String, port: Int)? { IngestConfiguration.hostAndPort(listen) }
@@ -32,7 +43,8 @@ public struct APIConfiguration: Sendable, Hashable {
     public init() {}
 
     /// Reads and validates `api.listen` (`host:port` or ""), `auth`, `tokens_file` (readable),
-    /// `history_changes`, `max_subscribers`, `subscriber_buffer` and `heartbeat_s`.
+    /// `history_changes`, `max_subscribers`, `subscriber_buffer`, `heartbeat_s`, `read_timeout_ms`,
+    /// `max_connections`, `allow_from` and `tls.*`.
     public init(reading section: ConfigurationSection) throws(ConfigurationError) {
         listen = section.string("listen", default: listen)
         if !listen.isEmpty, listenAddress == nil {
@@ -44,5 +56,12 @@ public struct APIConfiguration: Sendable, Hashable {
         maximumSubscribers = try section.integer("max_subscribers", minimum: 1, maximum: 1_000_000, default: maximumSubscribers)
         subscriberBuffer = try section.integer("subscriber_buffer", minimum: 1, maximum: 1_000_000, default: subscriberBuffer)
         heartbeat = try section.seconds("heartbeat_s", minimum: 1, maximum: 3_600, default: heartbeat)
+        readTimeout = try section.milliseconds("read_timeout_ms", minimum: 1, default: readTimeout)
+        maximumConnections = try section.integer("max_connections", minimum: 1, maximum: 1_000_000, default: maximumConnections)
+        allowFrom = try IngestConfiguration.allowList(section, default: allowFrom)
+        tls = try ListenerTLSConfiguration(reading: section)
     }
+
+    /// `allow_from` as ranges (checked when read).
+    public var allowedRanges: [AddressRange] { (try? AddressRange.list(allowFrom).get()) ?? [] }
 }

@@ -109,14 +109,24 @@ public enum ConfigurationLoader {
             guard let fields = content.mapping else {
                 throw ConfigurationError("section '\(section)' in \(file) must be a mapping of keys")
             }
-            for (nameNode, value) in fields {
-                let key = "\(section).\(nameNode.string ?? "\(nameNode)")"
-                guard keys.contains(key) else {
-                    throw ConfigurationError("unknown key '\(key)' in \(file)\(suggestion(for: key, among: keys))")
-                }
-                if value.mapping != nil || value.sequence != nil {
-                    throw ConfigurationError("'\(key)' in \(file) must be a single value, not a list or mapping")
-                }
+            try checkKeys(fields, under: section, file: file)
+        }
+    }
+
+    /// Checks the keys of one mapping: each must be known and a single value, or a group of keys
+    /// (`ingest.tls:` holding `certificate_file`, ...) whose own keys are checked the same way.
+    private static func checkKeys(_ fields: Node.Mapping, under prefix: String, file: String) throws(ConfigurationError) {
+        for (nameNode, value) in fields {
+            let key = "\(prefix).\(nameNode.string ?? "\(nameNode)")"
+            if let group = value.mapping, keys.contains(where: { $0.hasPrefix(key + ".") }) {
+                try checkKeys(group, under: key, file: file)
+                continue
+            }
+            guard keys.contains(key) else {
+                throw ConfigurationError("unknown key '\(key)' in \(file)\(suggestion(for: key, among: keys))")
+            }
+            if value.mapping != nil || value.sequence != nil {
+                throw ConfigurationError("'\(key)' in \(file) must be a single value, not a list or mapping")
             }
         }
     }

@@ -1,3 +1,4 @@
+import LocalHTTP
 import PushIngest
 
 /// How the push endpoint authenticates senders.
@@ -28,8 +29,13 @@ public struct IngestConfiguration: Sendable, Hashable {
     public var highWaterJobs = 100_000
     /// A request head, and then its body, must each arrive within this time (else close / 408).
     public var readTimeout = PushServer.Configuration().readTimeout
-    /// Connections the push listener holds open at once; more are closed as soon as accepted.
+    /// Connections the push listener holds open at once; at the limit a new one closes the oldest
+    /// idle connection (or one that sent no complete head), and is refused only when all are busy.
     public var maximumConnections = PushServer.Configuration().maximumConnections
+    /// Who may connect: comma-separated CIDR ranges or addresses, IPv4 and IPv6; "" for everyone.
+    public var allowFrom = ""
+    /// TLS on the push listener.
+    public var tls = ListenerTLSConfiguration()
 
     /// `listen` as host (IPv6 brackets removed) and port; nil when empty or not `host:port`.
     public var listenAddress: (host: String, port: Int)? { Self.hostAndPort(listen) }
@@ -49,7 +55,7 @@ public struct IngestConfiguration: Sendable, Hashable {
 
     /// Reads and validates `ingest.listen` (`host:port` or ""), `auth`,
     /// `secret_file` (readable), `max_body_bytes`, `max_notifications`, `dedupe_window_s`,
-    /// `high_water_jobs`, `read_timeout_ms` and `max_connections`.
+    /// `high_water_jobs`, `read_timeout_ms`, `max_connections`, `allow_from` and `tls.*`.
     public init(reading section: ConfigurationSection) throws(ConfigurationError) {
         listen = section.string("listen", default: listen)
         if !listen.isEmpty, listenAddress == nil {
@@ -65,5 +71,20 @@ public struct IngestConfiguration: Sendable, Hashable {
         readTimeout = try section.milliseconds("read_timeout_ms", minimum: 1, default: readTimeout)
         maximumConnections = try section.integer(
             "max_connections", minimum: 1, maximum: 1_000_000, default: maximumConnections)
+        allowFrom = try Self.allowList(section, default: allowFrom)
+        tls = try ListenerTLSConfiguration(reading: section)
     }
+
+    /// `allow_from` of `section`, checked: every entry an address or a CIDR range.
+    static func allowList(_ section: ConfigurationSection, default value: String) throws(ConfigurationError) -> String {
+        let text = section.string("allow_from", default: value)
+        if case .failure(let error) = AddressRange.list(text) {
+            throw ConfigurationError("'\(section.name).allow_from': '\(error.entry)' is not an IPv4 or IPv6 address or a CIDR range "
+                + "(for example 10.0.0.0/8, 192.0.2.7, fd00::/8)")
+        }
+        return text
+    }
+
+    /// `allow_from` as ranges (checked when read).
+    public var allowedRanges: [AddressRange] { (try? AddressRange.list(allowFrom).get()) ?? [] }
 }
