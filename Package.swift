@@ -270,7 +270,7 @@ let package = Package(
             name: "TestHarnesses",
             dependencies: [
                 "AsyncSignals", "StoreModel", "AuthSession", "CurlHTTP", "EventStream", "OrderStore", "OrderSync", "PushIngest", "Sandbox",
-                "OrdersAPI", "ServerSentEvents", "TestKit",
+                "OrdersAPI", "ServerSentEvents", "TestKit", "LocalHTTP",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             path: "Tests/TestHarnesses",
@@ -351,7 +351,7 @@ let package = Package(
         .testTarget(
             name: "PushIngestTests",
             dependencies: [
-                "PushIngest", "StoreModel", "AsyncSignals", "JSONToolkit", "OrderStore", "CurlHTTP", "TestHarnesses", "TestKit",
+                "PushIngest", "StoreModel", "AsyncSignals", "JSONToolkit", "OrderStore", "CurlHTTP", "LocalHTTP", "TestHarnesses", "TestKit",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             exclude: ["Fixtures"],

@@ -1,5 +1,6 @@
 import CurlHTTP
 import Foundation
+import LocalHTTP
 import Logging
 import OrderStore
 import StoreModel
@@ -41,6 +42,8 @@ public struct PushServerHarness: Sendable {
         highWaterJobs: Int = 100_000,
         readTimeout: Duration = PushServer.Configuration().readTimeout,
         maximumConnections: Int = PushServer.Configuration().maximumConnections,
+        allowFrom: [AddressRange] = [],
+        tls: ListenerTLS? = nil,
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         prepare: (OrderStore) throws -> Void = { _ in },
         _ body: (PushServerHarness) async throws -> Result
@@ -61,8 +64,9 @@ public struct PushServerHarness: Sendable {
             logger: logger)
         let server = PushServer(
             configuration: .init(host: "127.0.0.1", port: 0, readTimeout: readTimeout, maximumBodyBytes: maximumBodyBytes,
-                                 maximumConnections: maximumConnections),
-            endpoint: endpoint, operations: TestOperations(registry: registry), logger: logger)
+                                 maximumConnections: maximumConnections, allowFrom: allowFrom, tls: tls),
+            endpoint: endpoint, operations: TestOperations(registry: registry),
+            listenerMetrics: ListenerMetrics(listener: "push", factory: PrometheusMetricsFactory(registry: registry)), logger: logger)
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await server.run() }
             let port = await server.port

@@ -12,10 +12,12 @@ public struct ToolRun: Sendable {
     }
 }
 
-/// Runs `path` with `arguments` to its end. The output is read and the process waited for on a plain
-/// thread, so a test never blocks the shared task pool on a child process.
+/// Runs `path` with `arguments` to its end, `input` on its standard input (then closed; nothing
+/// when nil). The output is read and the process waited for on a plain thread, so a test never blocks
+/// the shared task pool on a child process; one still running after `deadline` is killed.
 public func runTool(_ path: String, _ arguments: [String], directory: URL? = nil,
-                    environment: [String: String]? = nil) async throws -> ToolRun {
+                    environment: [String: String]? = nil, input: String? = nil,
+                    deadline: Duration = .seconds(120)) async throws -> ToolRun {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
@@ -24,12 +26,20 @@ public func runTool(_ path: String, _ arguments: [String], directory: URL? = nil
     let output = Pipe()
     process.standardOutput = output
     process.standardError = output
+    let standardInput = Pipe()
+    process.standardInput = standardInput
     return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ToolRun, any Error>) in
         do {
             try process.run()
         } catch {
             continuation.resume(throwing: error)
             return
+        }
+        if let input { standardInput.fileHandleForWriting.write(Data(input.utf8)) }
+        try? standardInput.fileHandleForWriting.close()
+        let (pid, seconds) = (process.processIdentifier, Double(deadline.components.seconds))
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+            if process.isRunning { kill(pid, SIGKILL) }
         }
         Thread.detachNewThread {
             let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
