@@ -352,7 +352,7 @@ let package = Package(
             name: "PushIngestTests",
             dependencies: [
                 "PushIngest", "StoreModel", "AsyncSignals", "JSONToolkit", "OrderStore", "CurlHTTP", "LocalHTTP", "TestHarnesses", "TestKit",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDB", package: "GRDB.swift"), .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             exclude: ["Fixtures"],
             swiftSettings: strict
@@ -387,6 +387,7 @@ let package = Package(
                 "Agent", "StoreModel", "AsyncSignals", "AuthSession", "Sandbox", "OrderStore", "CurlHTTP", "EventStream", "ServerSentEvents",
                 "PushIngest",
                 "TestHarnesses", "TestKit", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),

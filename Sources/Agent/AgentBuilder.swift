@@ -25,6 +25,7 @@ public enum AgentBuilder {
         let parts = try Parts(configuration: configuration, logger: logger, environment: environment)
         var services: [any Service] = [CurlLoopService(loop: parts.loop)]
         services += syncServices(parts)
+        services.append(StoreHealthProbe(store: parts.store, changed: parts.healthWake, logger: logger))
         let pushServer = listeners.push.map { makePushServer($0, parts) }
         if let pushServer { services.append(pushServer) }
         let apiServer = listeners.api.map { makeOrdersAPI($0, maximumSubscribers: listeners.maximumSubscribers, parts) }
@@ -100,6 +101,8 @@ public enum AgentBuilder {
         let wake = WakeSignal()
         /// Signalled by the store after every commit that appended changes: the change feed's hub wakes.
         let feedWake = WakeSignal()
+        /// Signalled when the store's write health changes: the probe wakes.
+        let healthWake = WakeSignal()
         let store: any OrderStoreEngine
         /// The same store when it is on PostgreSQL.
         let postgres: PostgresOrderStore?
@@ -116,7 +119,8 @@ public enum AgentBuilder {
                 throw AgentStartError(error.message)
             }
             (store, postgres) = try ConfiguredStore.openForAgent(
-                configuration, environment: environment, metrics: metrics, feedWake: feedWake, logger: logger)
+                configuration, environment: environment, metrics: metrics, feedWake: feedWake, healthWake: healthWake,
+                logger: logger)
             let (metrics, state) = (self.metrics, self.state)
             do {
                 loop = try CurlLoop(logger: logger)

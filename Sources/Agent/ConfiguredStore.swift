@@ -10,13 +10,14 @@ import PostgresStore
 /// outside one (`orders`, `status`, `logout --wipe`). The one place the backend is switched on.
 public enum ConfiguredStore {
     /// Opens the agent's store. Its write health is logged once per change, never per failed write
-    /// (DESIGN §10); every commit that appended changes signals `feedWake`; on SQLite, whole-order
+    /// (DESIGN §10), and each change signals `healthWake` (the ``StoreHealthProbe``); every commit that appended changes signals `feedWake`; on SQLite, whole-order
     /// jobs that find the journal empty are applied as they are committed and counted as completed.
     static func openForAgent(
         _ configuration: OrderliveConfiguration, environment: [String: String], metrics: AgentMetrics,
-        feedWake: WakeSignal, logger: Logger
+        feedWake: WakeSignal, healthWake: WakeSignal, logger: Logger
     ) throws(AgentStartError) -> (store: any OrderStoreEngine, postgres: PostgresOrderStore?) {
         let healthChanged: @Sendable (StoreWriteHealth) -> Void = { health in
+            healthWake.signal()
             if let reason = health.reason {
                 logger.error("the order store cannot be written; pushes get 503 and the stream waits",
                              metadata: ["store.reason": "\(reason)"])

@@ -6,6 +6,17 @@ extension OrderStore {
     /// The store's write health now.
     public var writeHealth: StoreWriteHealth { health.withLock { $0 } }
 
+    /// Tries a small write and notes its outcome in ``writeHealth`` (DESIGN §10: readiness clears by
+    /// itself). It writes 16 KiB and deletes it in one transaction, so it needs room to grow the file
+    /// as a full disk denies it, and commits, so a read-only or locked database fails it; it leaves no
+    /// row. The agent calls it only while the store is unwritable.
+    public func probeWrite() async {
+        _ = try? recordedWrite { db in
+            try db.execute(sql: "INSERT INTO health_probe (filler) VALUES (zeroblob(16384))")
+            try db.execute(sql: "DELETE FROM health_probe")
+        }
+    }
+
     /// `writer.write` (one transaction, its control statements cached), with the outcome noted in
     /// ``writeHealth``.
     func recordedWrite<T>(_ updates: (Database) throws -> T) throws -> T {

@@ -100,6 +100,11 @@ extension OrderStore {
                 """)
             try db.execute(sql: "INSERT INTO change_log (id, floor) VALUES (1, ?)", arguments: [randomBase()])
         }
+        migrator.registerMigration("v4-health-probe") { db in
+            // Where the write probe (``OrderStore/probeWrite()``) grows the file and gives the room back,
+            // so an unwritable store is noticed writable again with nothing else written.
+            try db.execute(sql: "CREATE TABLE health_probe (id INTEGER PRIMARY KEY, filler BLOB NOT NULL)")
+        }
         return migrator
     }
 }

@@ -6,7 +6,7 @@ import PostgresNIO
 
 /// The PostgreSQL engine of the store. ``run()`` must be running (it runs the connection pool) for
 /// anything else to answer; ``prepare()`` migrates the schema and opens this account's rows.
-public final class PostgresOrderStore: Sendable {
+public final class PostgresOrderStore: Sendable, WriteProbe {
     /// This agent's partition of the database.
     public let account: String
     let client: PostgresClient
@@ -58,6 +58,16 @@ public final class PostgresOrderStore: Sendable {
 
     /// The store's write health now (DESIGN §10).
     public var writeHealth: StoreWriteHealth { health.withLock { $0 } }
+
+    /// Tries a small write and notes its outcome in ``writeHealth``: a transaction that takes a
+    /// transaction id commits a WAL record, so an unreachable, read-only (a standby) or full database
+    /// fails it; it changes no row. The agent calls it only while the store is unwritable.
+    public func probeWrite() async {
+        let logger = self.logger
+        _ = try? await write { connection in
+            _ = try await connection.query("SELECT txid_current()", logger: logger).get()
+        }
+    }
 
     /// Applies must hold `epoch` from now on (nil: stop fencing).
     public func fence(epoch: Int64?) {

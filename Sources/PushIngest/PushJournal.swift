@@ -120,9 +120,15 @@ public final class PushJournal: Sendable {
 
     /// Takes the commit slots that leading requests hand off, each on a child task of its own, until
     /// ``stopCarrying()`` is called or the task is cancelled; then finishes the slots handed off so
-    /// far and returns once every batch they carry is committed and answered.
+    /// far and returns once every batch they carry is committed and answered. While one runs, a
+    /// second call returns at once.
     public func carryCommits() async {
-        state.withLock { $0.carrierRunning = true }
+        // One carrier per journal: a second one returns at once (the signal has one waiter).
+        guard state.withLock({ state in
+            if state.carrierRunning { return false }
+            state.carrierRunning = true
+            return true
+        }) else { return }
         await withDiscardingTaskGroup { group in
             while true {
                 let (slots, stopping) = state.withLock { state in

@@ -101,4 +101,13 @@ public protocol ChangeFeedSource: Sendable {
 }
 
 /// Every capability: what the agent holds, whichever engine keeps the store.
-public typealias OrderStoreEngine = JobJournal & JobApplier & OrderReader & ChangeFeedSource
+public typealias OrderStoreEngine = JobJournal & JobApplier & OrderReader & ChangeFeedSource & WriteProbe
+
+/// Trying the store while it is unwritable (DESIGN §10): readiness clears by itself when the cause
+/// goes away, with no push and no stream event to make a write.
+public protocol WriteProbe: Sendable {
+    /// Makes the smallest write that fails as the store's writes fail (a full disk, a read-only file or
+    /// database, a lock, an unreachable database) and notes its outcome in the store's write health;
+    /// it leaves nothing behind.
+    func probeWrite() async
+}

@@ -125,8 +125,9 @@ import Glibc
     }
 
     /// A machine whose hard open-file limit is 4,096 (soft 1,024) cannot hold the default 1,024 push
-    /// connections and 10,000 subscribers. The agent still starts with its defaults, holding the
-    /// subscribers that fit and saying so; a push limit that cannot fit is still refused, by name.
+    /// connections and 10,240 orders API connections. The agent still starts with its defaults, the
+    /// API holding the connections (and subscribers) that fit and saying so; a push limit that cannot
+    /// fit is still refused, by name.
     @Test func aLowOpenFileLimitShrinksTheSubscriberCapButNeverThePushListeners() async throws {
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-nofile-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: state) }
@@ -135,8 +136,10 @@ import Glibc
             "ORDERLIVE_LOG_FORMAT": "json", "ORDERLIVE_UPSTREAM_BASE_URL": "http://127.0.0.1:9",
         ]
         let agent = try RunningAgent([], environment: environment, openFiles: (soft: 1_024, hard: 4_096))
-        let warning = try #require(await agent.logs.wait(message: "the open-file limit holds fewer subscribers than api.max_subscribers; more get 503"))
-        #expect(warning.line["api.max_subscribers"] == "10000")
+        let warning = try #require(await agent.logs.wait(
+            message: "the open-file limit holds fewer orders API connections than api.max_connections"))
+        #expect(warning.line["api.max_connections"] == "10240")
+        #expect(warning.line["api.connections_held"] == "\(4_096 - 128 - 1_024)")
         #expect(warning.line["api.subscribers_held"] == "\(4_096 - 128 - 1_024)")
         let listening = try #require(await agent.logs.wait(message: "orders API listening"))
         let loop = try CurlLoop(logger: quietLogger)

@@ -154,8 +154,8 @@ extension PostgresFailoverTests {
             let signalled = Date()
             agent.child.signal(SIGTERM)
             let (status, _) = await agent.child.waitForExit()
-            #expect(status == 0)
             await agent.reader.value
+            #expect(status == 0, "the agent's last lines: \(agent.logs.raw.suffix(12).joined(separator: "\n"))")
             let errors = agent.logs.lines.filter { line in
                 line["level"] == "error" && (time.date(from: line["time"] ?? "").map { $0 >= signalled } ?? true)
             }

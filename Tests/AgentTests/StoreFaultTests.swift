@@ -1,7 +1,9 @@
 import Agent
+import AsyncSignals
 import AuthSession
 import CurlHTTP
 import Foundation
+import ServiceLifecycle
 import GRDB
 import OrderStore
 import StoreModel
@@ -74,6 +76,66 @@ import Testing
             let after = try #require(prometheusSamples(await operations.metricsText()))
             #expect(after["orderlive_store_writable"] == 1)
             #expect(after["orderlive_store_write_failures_total"] == metrics["orderlive_store_write_failures_total"])
+        }
+    }
+
+    @Test func aFullDatabaseClearsByItselfWithinFiveSecondsWithNoTraffic() async throws {
+        let temporary = try TemporaryStore()
+        let queue = try DatabaseQueue(path: temporary.directory + "/fault.sqlite")
+        try await CurlLoop.withLoop(logger: quietLogger) { loop in
+            let (store, operations, changes) = try operations(queue, directory: temporary.directory, loop: loop)
+            let wake = WakeSignal()
+            let (healths, sink) = AsyncStream.makeStream(of: StoreWriteHealth.self)
+            let forward = Task {
+                for await health in changes {
+                    sink.yield(health)
+                    wake.signal()
+                }
+            }
+            defer { forward.cancel() }
+            let probe = Task { await StoreHealthProbe(store: store, changed: wake, logger: quietLogger).run() }
+            defer { probe.cancel() }
+            var health = healths.makeAsyncIterator()
+            try await queue.writeWithoutTransaction { db in
+                let pages = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 1
+                try db.execute(sql: "PRAGMA max_page_count = \(pages)")
+            }
+            for _ in 0..<20 { _ = try? store.journal(jobs(50)) }
+            #expect(try #require(await health.next()).writable == false)
+            let failures = store.writeHealth.failures
+            // The first probe (after 1 s) still finds the disk full: it stays unready.
+            let clock = ContinuousClock()
+            let deadline = clock.now.advanced(by: .seconds(10))
+            while store.writeHealth.failures == failures, clock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            let stillFull = await operations.readiness()
+            #expect(store.writeHealth.failures > failures && !stillFull.isReady)
+            // Space returns; nothing writes. Ready again within 5 s, by the probe alone.
+            try await queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA max_page_count = 1073741823") }
+            let cleared = clock.now
+            #expect(try #require(await health.next()).writable)
+            #expect(clock.now - cleared < .seconds(5), "ready again after \(clock.now - cleared)")
+            #expect(await operations.readiness().isReady)
+            #expect(try store.counts().journalDepth == 0, "the probe journaled nothing")
+        }
+    }
+
+    /// A graceful shutdown while the store is unwritable (the probe sleeping between tries) ends the
+    /// probe without an error: a thrown `CancellationError` failed the whole service group, and the
+    /// agent exited 1 on SIGTERM.
+    @Test func theProbeEndsQuietlyAtShutdownWhileTheStoreIsUnwritable() async throws {
+        let temporary = try TemporaryStore()
+        let queue = try DatabaseQueue(path: temporary.directory + "/fault.sqlite")
+        try await CurlLoop.withLoop(logger: quietLogger) { loop in
+            let (store, _, _) = try operations(queue, directory: temporary.directory, loop: loop)
+            try await queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA query_only = ON") }
+            #expect(throws: (any Error).self) { try store.journal(jobs(1)) }
+            #expect(!store.writeHealth.writable)
+            let group = ServiceGroup(configuration: .init(
+                services: [.init(service: StoreHealthProbe(store: store, changed: WakeSignal(), first: .seconds(30), logger: quietLogger))],
+                logger: quietLogger))
+            let running = Task { try await group.run() }
+            await group.triggerGracefulShutdown()
+            try await running.value
         }
     }
 

@@ -1,5 +1,7 @@
+import CoreMetrics
 import CurlHTTP
 import Foundation
+import LocalHTTP
 import PushIngest
 import TestHarnesses
 import TestKit
@@ -154,8 +156,13 @@ import Glibc
     @Test func aListenerFullOfIdleConnectionsClosesTheOldestForARealRequest() async throws {
         try await PushServerHarness.with(readTimeout: .seconds(600), maximumConnections: 8) { harness in
             // Four connections that sent nothing, then four that were answered and sit idle.
+            // One at a time, each admitted before the next connects: the listener's event loops
+            // may accept connections made at once in any order.
             var held: [RawConnection] = []
-            for _ in 0..<4 { held.append(try RawConnection(port: harness.port)) }
+            for index in 0..<4 {
+                held.append(try RawConnection(port: harness.port))
+                try await waitUntil { harness.server.admission.current == index + 1 }
+            }
             for _ in 0..<4 {
                 let connection = try RawConnection(port: harness.port)
                 connection.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -171,6 +178,26 @@ import Glibc
             held[5].send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(await held[5].readResponseHead().hasPrefix("HTTP/1.1 200"))
             held.removeAll()
+        }
+    }
+
+    /// Two agents started at once both pass the start-up check; the one that loses the bind must end
+    /// with the same error, naming the key, not with the raw `bind(...) (errno 98)`.
+    @Test func aLostBindRaceIsTheErrorThatNamesTheKey() async throws {
+        try await PushServerHarness.with { harness in
+            let journal = PushJournal(store: harness.store, dedupeWindow: .seconds(60), highWaterJobs: 100)
+            let second = PushServer(
+                configuration: .init(host: "127.0.0.1", port: harness.port),
+                endpoint: PushEndpoint(configuration: .init(authentication: .none), journal: journal,
+                                       metrics: PushMetrics(factory: NOOPMetricsHandler.instance), logger: quietLogger),
+                operations: TestOperations(registry: harness.registry), logger: quietLogger)
+            do {
+                try await second.run()
+                Issue.record("a second server bound the same port")
+            } catch let failure as ListenFailure {
+                #expect(failure.description
+                    == "cannot listen on 127.0.0.1:\(harness.port) ('ingest.listen'): the port is in use; stop what holds it or choose another address")
+            }
         }
     }
 

@@ -368,7 +368,13 @@ import Testing
                     #expect(clock.now - started < .seconds(4), "a call waited \(clock.now - started) (connect timeout 2 s)")
                 }
                 #expect(!store.writeHealth.writable)
+                await store.probeWrite()
+                #expect(!store.writeHealth.writable, "a probe while the database is gone fails too")
                 try await server.start()
+                // The probe alone, with nothing else written, finds the database back (issue 37).
+                for _ in 0..<20 where !store.writeHealth.writable { await store.probeWrite() }
+                #expect(store.writeHealth.writable, "the probe cleared the fault")
+                #expect(try await store.order(id: "1")?.version == 1, "the probe wrote nothing")
                 var recovered = false
                 for _ in 0..<20 where !recovered {
                     recovered = (try? await store.applyUpsert(try order(1, version: 3), completing: nil)) == .applied

@@ -141,7 +141,7 @@ public final class PostgresServer: Sendable {
         // A free port: the kernel picks one for a socket bound to port 0, which is then closed.
         var lastOutput = ""
         for _ in 0..<5 {
-            let port = try freePort()
+            let port = try freeLoopbackPort()
             let options = "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off "
                 + "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300"
             let started = try await server("pg_ctl", [
@@ -220,26 +220,6 @@ public final class PostgresServer: Sendable {
         let spawned = posix_spawn(&child, arguments[0], &actions, &attributes, &argv, environ)
         guard spawned == 0 else { throw Failure(description: "could not start \(arguments[0]): error \(spawned)") }
         return child
-    }
-
-    private static func freePort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw Failure(description: "socket() failed") }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0 else { throw Failure(description: "bind() failed") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let named = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-        }
-        guard named == 0 else { throw Failure(description: "getsockname() failed") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
 

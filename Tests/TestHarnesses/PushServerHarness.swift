@@ -17,6 +17,11 @@ import TestKit
 public struct TestOperations: OperationsProvider {
     public let registry: PrometheusCollectorRegistry
 
+    /// Operations reporting `registry`'s metrics.
+    public init(registry: PrometheusCollectorRegistry) {
+        self.registry = registry
+    }
+
     public func readiness() async -> Readiness { Readiness(isReady: true, json: #"{"ready":true}"#) }
     public func statusJSON() async -> String { #"{"test":true}"# }
     public func metricsText() async -> String { registry.emitToString() }
