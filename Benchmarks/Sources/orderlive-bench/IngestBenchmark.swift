@@ -62,12 +62,12 @@ func milliseconds(_ text: Substring) -> Double? {
 }
 
 /// Runs wrk against `port`; nil when wrk is not installed.
-func runWrk(port: Int, seconds: Int, connections: Int, script: String) throws -> LoadResult? {
+func runWrk(port: Int, seconds: Int, connections: Int, script: String, scheme: String = "http") throws -> LoadResult? {
     guard let wrk = ["/usr/bin/wrk", "/usr/local/bin/wrk"].first(where: { FileManager.default.isExecutableFile(atPath: $0) })
     else { return nil }
     let process = Process()
     process.executableURL = URL(fileURLWithPath: wrk)
-    process.arguments = ["-t2", "-c\(connections)", "-d\(seconds)s", "--latency", "-s", script, "http://127.0.0.1:\(port)/api/push"]
+    process.arguments = ["-t2", "-c\(connections)", "-d\(seconds)s", "--latency", "-s", script, "\(scheme)://127.0.0.1:\(port)/api/push"]
     let output = Pipe()
     process.standardOutput = output
     let cpuBefore = processCPUSeconds()
@@ -119,8 +119,8 @@ func withBareServer<T: Sendable>(_ body: @Sendable @escaping (Int) async throws 
 
 /// The agent as `orderlive run` builds it, in a fresh state directory; returns wrk's result and how
 /// many orders and jobs the store holds afterwards (every acknowledged request must be one of them).
-func withAgent(durability: StoreDurability, _ body: @Sendable @escaping (Int) async throws -> LoadResult?)
-    async throws -> (LoadResult?, stored: Int)
+func withAgent(durability: StoreDurability, tls: (certificate: String, key: String)? = nil,
+               _ body: @Sendable @escaping (Int) async throws -> LoadResult?) async throws -> (LoadResult?, stored: Int)
 {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-ingest-bench-\(UUID().uuidString)").path
     defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -130,6 +130,10 @@ func withAgent(durability: StoreDurability, _ body: @Sendable @escaping (Int) as
     configuration.ingest.listen = "127.0.0.1:0"
     configuration.api.listen = ""
     configuration.ingest.highWaterJobs = 10_000_000
+    if let tls {
+        configuration.ingest.tls.certificateFile = tls.certificate
+        configuration.ingest.tls.keyFile = tls.key
+    }
     // No backend: the stream backs off quietly; pushes carrying whole orders need none.
     configuration.upstream.baseURL = "http://127.0.0.1:1"
     // As `orderlive run` logs in production: JSON lines at info (nothing per accepted push), on stderr.
@@ -155,6 +159,8 @@ func ingestBenchmark() async throws {
     let script = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-push-\(getpid()).lua").path
     try Data(wrkScript.utf8).write(to: URL(fileURLWithPath: script))
     defer { try? FileManager.default.removeItem(atPath: script) }
+    let tls = try makeBenchCertificate()
+    defer { try? FileManager.default.removeItem(atPath: tls.directory) }
     print("")
     print("push ingest: wrk -t2 -c\(connections) -d\(seconds)s, one-notification Gorush requests with a whole order")
     print("| round | server | requests/s | p50 ms | p99 ms | CPU µs/request | errors | stored/acknowledged | ratio to bare | process RSS MB before → after (peak) |")
@@ -178,5 +184,31 @@ func ingestBenchmark() async throws {
             line("orderlive push endpoint, durability \(durability.rawValue)", result,
                  stored: "\(stored) / \(result.requests - result.errors)\(stored >= result.requests - result.errors ? "" : " LOST")")
         }
+        // The same over TLS (ECDSA P-256, keep-alive connections as the backend keeps them), against the
+        // same plain reference: what serving HTTPS costs (issue 37).
+        let (result, stored) = try await withAgent(durability: .normal, tls: (tls.certificate, tls.key)) { port in
+            try runWrk(port: port, seconds: seconds, connections: connections, script: script, scheme: "https")
+        }
+        if let result {
+            line("orderlive push endpoint over TLS, durability normal", result,
+                 stored: "\(stored) / \(result.requests - result.errors)\(stored >= result.requests - result.errors ? "" : " LOST")")
+        }
     }
+}
+
+/// A self-signed ECDSA certificate for 127.0.0.1, made with the `openssl` tool in a temporary directory.
+func makeBenchCertificate() throws -> (directory: String, certificate: String, key: String) {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-bench-tls-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    let (certificate, key) = (directory + "/cert.pem", directory + "/key.pem")
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                         "-keyout", key, "-out", certificate, "-days", "1", "-subj", "/CN=127.0.0.1",
+                         "-addext", "subjectAltName=IP:127.0.0.1"]
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    return (directory, certificate, key)
 }
