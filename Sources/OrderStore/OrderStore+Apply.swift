@@ -123,7 +123,7 @@ extension OrderStore {
         try recordedWrite { db in
             var letter = DeadLetterRecord(
                 kind: job.kind.rawValue, orderID: job.orderID, raw: job.payload ?? "", reason: reason,
-                attempts: job.attempts, createdAt: now)
+                attempts: job.attempts, createdAt: now, firstAttemptAt: job.createdAt, version: job.version)
             try Self.complete(job.id, in: db)
             try letter.insert(db)
         }

@@ -27,6 +27,16 @@ extension OrderStore {
         try writer.read { db in try DeadLetterRecord.order(Column("id")).fetchAll(db) }
     }
 
+    /// One dead letter, if kept.
+    public func deadLetter(id: Int64) throws -> DeadLetterRecord? {
+        try writer.read { db in try DeadLetterRecord.fetchOne(db, key: id) }
+    }
+
+    /// Up to `limit` jobs waiting in the journal, in the order they will be applied.
+    public func pendingJobs(limit: Int) throws -> [JobRecord] {
+        try headJobs(limit: limit)
+    }
+
     /// Counts for `status`.
     public func counts() throws -> StoreCounts {
         try writer.read { db in

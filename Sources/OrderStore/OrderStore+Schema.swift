@@ -105,6 +105,12 @@ extension OrderStore {
             // so an unwritable store is noticed writable again with nothing else written.
             try db.execute(sql: "CREATE TABLE health_probe (id INTEGER PRIMARY KEY, filler BLOB NOT NULL)")
         }
+        migrator.registerMigration("v5-dead-letter-origin") { db in
+            // What `orderlive dead-letters` shows and a retry needs: when the job was first journaled,
+            // and the version it asked for.
+            try db.execute(sql: "ALTER TABLE dead_letter ADD COLUMN first_attempt_at REAL")
+            try db.execute(sql: "ALTER TABLE dead_letter ADD COLUMN version INTEGER")
+        }
         return migrator
     }
 }

@@ -111,7 +111,7 @@ extension PostgresOrderStore: JobApplier {
     public func deadLetter(job: JobRecord, reason: String) async throws {
         let letter = DeadLetterRecord(
             kind: job.kind.rawValue, orderID: job.orderID, raw: job.payload ?? "", reason: reason,
-            attempts: job.attempts, createdAt: now())
+            attempts: job.attempts, createdAt: now(), firstAttemptAt: job.createdAt, version: job.version)
         try await write(fenced: true) { [self] connection in
             if let id = job.id {
                 let deleted = try await connection.query(

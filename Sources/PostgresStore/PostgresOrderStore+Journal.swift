@@ -159,9 +159,10 @@ extension PostgresOrderStore: JobJournal {
         _ letter: DeadLetterRecord, account: String, on connection: PostgresConnection, logger: Logger
     ) async throws {
         try await connection.query("""
-            INSERT INTO orderlive_dead_letter (account, kind, order_id, raw, reason, attempts, created_at)
+            INSERT INTO orderlive_dead_letter (account, kind, order_id, raw, reason, attempts, created_at,
+                                               first_attempt_at, version)
             VALUES (\(account), \(letter.kind), \(letter.orderID), \(letter.raw), \(letter.reason),
-                    \(Int64(letter.attempts)), \(letter.createdAt))
+                    \(Int64(letter.attempts)), \(letter.createdAt), \(letter.firstAttemptAt), \(letter.version))
             """, logger: logger)
     }
 }

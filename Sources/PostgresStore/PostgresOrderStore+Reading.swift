@@ -40,20 +40,36 @@ extension PostgresOrderStore: OrderReader, ChangeFeedSource {
     }
 
     public func deadLetters() async throws -> [DeadLetterRecord] {
+        try await deadLetters(id: nil)
+    }
+
+    public func deadLetter(id: Int64) async throws -> DeadLetterRecord? {
+        try await deadLetters(id: id).first
+    }
+
+    /// This account's dead letters, oldest first, or the one with `id`.
+    private func deadLetters(id: Int64?) async throws -> [DeadLetterRecord] {
         try await read { [self] connection in
             var letters: [DeadLetterRecord] = []
             let rows = try await connection.query("""
-                SELECT kind, order_id, raw, reason, attempts, created_at FROM orderlive_dead_letter
-                WHERE account = \(self.account) ORDER BY id
+                SELECT id, kind, order_id, raw, reason, attempts, created_at, first_attempt_at, version
+                FROM orderlive_dead_letter WHERE account = \(self.account) AND (\(id)::bigint IS NULL OR id = \(id))
+                ORDER BY id
                 """, logger: self.logger)
-            for try await (kind, orderID, raw, reason, attempts, createdAt) in rows.decode(
-                (String, String?, String, String, Int64, Double).self) {
-                letters.append(DeadLetterRecord(
+            for try await (rowID, kind, orderID, raw, reason, attempts, createdAt, firstAttemptAt, version) in rows.decode(
+                (Int64, String, String?, String, String, Int64, Double, Double?, Int64?).self) {
+                var letter = DeadLetterRecord(
                     kind: kind, orderID: orderID, raw: raw, reason: reason, attempts: Int(clamping: attempts),
-                    createdAt: createdAt))
+                    createdAt: createdAt, firstAttemptAt: firstAttemptAt, version: version)
+                letter.id = rowID
+                letters.append(letter)
             }
             return letters
         }
+    }
+
+    public func pendingJobs(limit: Int) async throws -> [JobRecord] {
+        try await headJobs(limit: limit)
     }
 
     public func counts() async throws -> StoreCounts {

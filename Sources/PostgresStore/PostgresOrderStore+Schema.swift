@@ -81,6 +81,11 @@ extension PostgresOrderStore {
             """,
             "CREATE INDEX orderlive_job_applied_job ON orderlive_job_applied (account, job_id)",
         ]),
+        // What `orderlive dead-letters` shows and a retry needs: when the job was first journaled,
+        // and the version it asked for.
+        Migration(version: "3", statements: [
+            "ALTER TABLE orderlive_dead_letter ADD COLUMN first_attempt_at double precision, ADD COLUMN version bigint",
+        ]),
     ]
 
     /// The key of the advisory lock migrations run under ("orderliv" in ASCII).

@@ -73,6 +73,10 @@ public protocol OrderReader: Sendable {
     func tombstone(id: String) async throws -> TombstoneRecord?
     /// Dead letters, oldest first.
     func deadLetters() async throws -> [DeadLetterRecord]
+    /// One dead letter, if kept.
+    func deadLetter(id: Int64) async throws -> DeadLetterRecord?
+    /// Up to `limit` jobs waiting in the journal, in the order they will be applied.
+    func pendingJobs(limit: Int) async throws -> [JobRecord]
     /// Counts for `status` and `/metrics`.
     func counts() async throws -> StoreCounts
     /// The user the data belongs to.

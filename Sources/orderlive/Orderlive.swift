@@ -17,7 +17,10 @@ struct Orderlive: AsyncParsableCommand {
         commandName: "orderlive",
         abstract: "Keeps a delivery business's orders live: SSE stream, push ingestion, local store.",
         version: OrderliveVersion.current,
-        subcommands: [Run.self, Inspect.self, Login.self, Logout.self, Status.self, Orders.self, Push.self, SandboxCommand.self, DemoCommand.self]
+        subcommands: [
+            Run.self, Inspect.self, Login.self, Logout.self, Status.self, Orders.self, DeadLetters.self, Journal.self, Push.self,
+            SandboxCommand.self, DemoCommand.self,
+        ]
     )
 }
 
