@@ -26,7 +26,8 @@ import Testing
         try await Sandbox.withRunning(configuration) { sandbox in
             var environment = workspace.environment(baseURL: await sandbox.baseURL)
             environment["SWIFT_BACKTRACE"] = setting
-            let agent = try RunningAgent(["--config", workspace.configFile], environment: environment)
+            // Symbolicating at the lowest priority on a loaded machine has taken over a minute.
+            let agent = try RunningAgent(["--config", workspace.configFile], environment: environment, limit: .seconds(170))
             let (child, logs) = (agent.child, agent.logs)
             // The backtracer it starts when it crashes inherits its priority: symbolicating the debug
             // binary takes a core for half a minute, which must not starve the tests beside it.
@@ -35,7 +36,7 @@ import Testing
             // SIGILL is one of the signals the backtracer reports as a crash; once it has written
             // its report the process is killed for good.
             child.signal(SIGILL)
-            let report = try #require(await logs.waitForRaw { $0.contains("Backtrace took") })
+            let report = try #require(await logs.waitForRaw(within: .seconds(160)) { $0.contains("Backtrace took") })
             child.signal(SIGKILL)
             _ = await agent.finish()
             let text = logs.raw.joined(separator: "\n")
