@@ -51,6 +51,15 @@ public enum ConfiguredStore {
         environment: [String: String] = ProcessInfo.processInfo.environment,
         _ body: @Sendable (any OrderReader) async throws -> T
     ) async throws -> T? {
+        try await withRepairs(configuration, logger: logger, environment: environment) { try await body($0) }
+    }
+
+    /// ``withReader(_:logger:environment:_:)`` with the operator's repairs too (`dead-letters drop`).
+    public static func withRepairs<T: Sendable>(
+        _ configuration: OrderliveConfiguration, logger: Logger,
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        _ body: @Sendable (any OrderReader & DeadLetterRepair) async throws -> T
+    ) async throws -> T? {
         switch configuration.store.backend {
         case .sqlite:
             guard let store = try StateDirectory(configuration.store.stateDirectory).openExistingStore() else { return nil }

@@ -16,7 +16,7 @@ public enum StoreDurability: String, Sendable, Hashable, CaseIterable {
 /// `AppDatabase`): a `DatabasePool` on a file in production, a `DatabaseQueue` where a test wants one.
 /// Its capabilities are split by concern: `+Schema`, `+Journal`, `+Submission`, `+Apply`,
 /// `+Reading`, `+Ownership`; callers see them through ``JobJournal``, ``JobApplier`` and ``OrderReader``.
-public final class OrderStore: Sendable, JobJournal, JobApplier, OrderReader, ChangeFeedSource, WriteProbe {
+public final class OrderStore: Sendable, JobJournal, JobApplier, OrderReader, ChangeFeedSource, WriteProbe, DeadLetterRepair {
     /// The database file ("" for an in-memory database).
     public var path: String { writer.path }
     let writer: any DatabaseWriter

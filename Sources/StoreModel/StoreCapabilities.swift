@@ -105,7 +105,22 @@ public protocol ChangeFeedSource: Sendable {
 }
 
 /// Every capability: what the agent holds, whichever engine keeps the store.
-public typealias OrderStoreEngine = JobJournal & JobApplier & OrderReader & ChangeFeedSource & WriteProbe
+public typealias OrderStoreEngine = JobJournal & JobApplier & OrderReader & ChangeFeedSource & WriteProbe & DeadLetterRepair
+
+/// What an operator does to dead letters (`orderlive dead-letters`, issue 38).
+public protocol DeadLetterRepair: Sendable {
+    /// Removes the dead letters `ids` (every one when nil) in one transaction. When any of `ids` is
+    /// not kept, nothing is removed and those ids are returned as unknown.
+    func dropDeadLetters(_ ids: [Int64]?) async throws -> DeadLetterChange
+}
+
+/// What a change to dead letters did.
+public enum DeadLetterChange: Sendable, Hashable {
+    /// Done to these dead letters.
+    case done([DeadLetterRecord])
+    /// These ids are not kept; nothing was changed.
+    case unknown([Int64])
+}
 
 /// Trying the store while it is unwritable (DESIGN §10): readiness clears by itself when the cause
 /// goes away, with no push and no stream event to make a write.

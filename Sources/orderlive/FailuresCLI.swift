@@ -2,14 +2,19 @@ import Agent
 import ArgumentParser
 import CheckedInput
 import Foundation
+import Logging
 import StoreModel
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `orderlive dead-letters`: what the agent gave up on, and why.
 struct DeadLetters: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dead-letters",
         abstract: "See what the agent gave up on (jobs that failed sync.max_attempts times, data it could not read) and why.",
-        subcommands: [List.self, Show.self]
+        subcommands: [List.self, Show.self, Drop.self]
     )
 
     /// `orderlive dead-letters list`
@@ -63,6 +68,76 @@ struct DeadLetters: AsyncParsableCommand {
             }
         }
     }
+}
+
+extension DeadLetters {
+    /// `orderlive dead-letters drop ID… | --all`
+    struct Drop: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Remove dead letters for good, each logged (id, kind, order); --all asks first on a terminal.")
+
+        @OptionGroup var config: ConfigOption
+
+        @Argument(help: "The dead letters' ids (`orderlive dead-letters list` shows them).")
+        var ids: [String] = []
+
+        @Flag(help: "Every dead letter.")
+        var all = false
+
+        @Flag(help: "With --all, do not ask on a terminal.")
+        var yes = false
+
+        func validate() throws {
+            if all == !ids.isEmpty {
+                throw ValidationError(all ? "give ids or --all, not both" : "name the dead letters to drop (ids), or --all")
+            }
+            for id in ids where Checked.int64(decimal: id).map({ $0 > 0 }) != true {
+                throw ValidationError("'\(id)' is not a dead letter id: ids are positive whole numbers (see `orderlive dead-letters list`)")
+            }
+        }
+
+        func run() async throws {
+            let configuration = try await config.load()
+            let wanted: [Int64]? = all ? nil : ids.compactMap { Checked.int64(decimal: $0) }
+            if all, !yes, isatty(0) == 1 {
+                let count = try await readStore(config) { try await $0.deadLetters().count } ?? 0
+                LineWriter.standardOutput.write(line: "Drop all \(count) dead letters for good? [y/N] ")
+                guard let answer = readLine(strippingNewline: true), ["y", "yes"].contains(answer.lowercased()) else {
+                    LineWriter.standardOutput.write(line: "Nothing dropped.")
+                    return
+                }
+            }
+            let change: DeadLetterChange?
+            do {
+                change = try await ConfiguredStore.withRepairs(configuration, logger: authCommandLogger()) { store in
+                    try await store.dropDeadLetters(wanted)
+                }
+            } catch {
+                throw RuntimeFailure(description: "cannot change the order database: \(error)")
+            }
+            switch change ?? .done([]) {
+            case .unknown(let unknown):
+                throw RuntimeFailure(description: "no dead letter \(unknown.map(String.init).joined(separator: ", ")) in the local store; "
+                    + "nothing was dropped; `orderlive dead-letters list` shows the ids")
+            case .done(let dropped):
+                let logger = noticeLogger()
+                for letter in dropped {
+                    logger.notice("dead letter dropped", metadata: [
+                        "dead_letter.id": "\(letter.id ?? 0)", "dead_letter.kind": "\(letter.kind)",
+                        "order_id": "\(letter.orderID ?? "-")",
+                    ])
+                }
+                LineWriter.standardOutput.write(line: "Dropped \(dropped.count) dead letter\(dropped.count == 1 ? "" : "s").")
+            }
+        }
+    }
+}
+
+/// Notice lines on stderr: what an operator's repair did, one line per thing changed.
+private func noticeLogger() -> Logger {
+    var logger = Logger(label: "orderlive") { StreamLogHandler.standardError(label: $0) }
+    logger.logLevel = .notice
+    return logger
 }
 
 /// `orderlive journal`: the jobs waiting to be applied.

@@ -77,6 +77,32 @@ import TestKit
         }
     }
 
+    @Test func droppedDeadLettersAreGoneAndEachIsLoggedAndAnUnknownIDChangesNothing() async throws {
+        let directory = try Self.stand()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (_, json) = try await Self.run(["dead-letters", "list", "--json"], in: directory)
+        let ids = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String: Any]]).compactMap { $0["id"] as? Int }
+        #expect(ids.count == 2)
+
+        let (unknown, refused) = try await Self.run(["dead-letters", "drop", "\(ids[0])", "999"], in: directory)
+        #expect(unknown == 1 && refused.contains("no dead letter 999 in the local store; nothing was dropped"), "\(refused)")
+        #expect(try await Self.run(["dead-letters", "list", "--json"], in: directory).output.contains("\"id\":\(ids[0])"))
+
+        let (dropped, said) = try await Self.run(["dead-letters", "drop", "\(ids[1])"], in: directory)
+        #expect(dropped == 0 && said.contains("Dropped 1 dead letter."), "\(said)")
+        #expect(said.contains("dead letter dropped") && said.contains("dead_letter.id=\(ids[1])") && said.contains("order_id=7"),
+                "one notice line per job, with its id, kind and order: \(said)")
+        let (_, left) = try await Self.run(["dead-letters", "list", "--json"], in: directory)
+        #expect(!left.contains("\"id\":\(ids[1])") && left.contains("\"id\":\(ids[0])"), "\(left)")
+
+        let (usage, what) = try await Self.run(["dead-letters", "drop"], in: directory)
+        #expect(usage == 2 && what.contains("name the dead letters to drop (ids), or --all"), "\(what)")
+        // Not on a terminal, --all asks nothing.
+        let (all, gone) = try await Self.run(["dead-letters", "drop", "--all"], in: directory)
+        #expect(all == 0 && gone.contains("Dropped 1 dead letter."), "\(gone)")
+        #expect(try await Self.run(["dead-letters", "list"], in: directory).output.contains("No dead letters."))
+    }
+
     @Test func theJournalListsPendingJobsWithTheirNextAttempt() async throws {
         let directory = try Self.stand()
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -47,6 +47,37 @@ import Testing
     }
 }
 
+extension FailureRecordsTests {
+    @Test(arguments: StoreEngine.allCases)
+    func droppingAnUnknownIDChangesNothingAndDroppingRemovesOnlyWhatWasNamed(_ engine: StoreEngine) async throws {
+        func body(_ store: any AnyOrderStore & DeadLetterRepair) async throws {
+            let letters = (1...3).map {
+                DeadLetterRecord(kind: "event", orderID: "\($0)", raw: "x", reason: "unreadable", attempts: 0, createdAt: 1_000)
+            }
+            try await store.journal([], cursor: nil, deadLetters: letters)
+            let ids = try await store.deadLetters().compactMap(\.id)
+            #expect(ids.count == 3)
+            #expect(try await store.dropDeadLetters([ids[0], 999_999]) == .unknown([999_999]))
+            #expect(try await store.deadLetters().count == 3, "nothing changed")
+            guard case .done(let dropped) = try await store.dropDeadLetters([ids[1]]) else {
+                Issue.record("one known id was not dropped")
+                return
+            }
+            #expect(dropped.map(\.id) == [ids[1]] && dropped.first?.orderID == "2")
+            #expect(try await store.deadLetters().compactMap(\.id) == [ids[0], ids[2]])
+            guard case .done(let rest) = try await store.dropDeadLetters(nil) else {
+                Issue.record("--all did not drop")
+                return
+            }
+            let remaining = try await store.deadLetters()
+            #expect(rest.count == 2 && remaining.isEmpty)
+        }
+        try await withStore(engine) { store in
+            try await body(try #require(store as? any AnyOrderStore & DeadLetterRepair))
+        }
+    }
+}
+
 /// A wall clock the test sets, shared with a store.
 final class WallSeconds: Sendable {
     private let value: Mutex<Double>
