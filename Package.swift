@@ -159,7 +159,7 @@ let package = Package(
             // The one HTTP floor under both listeners: HTTP/1 child channel, bounds, limits, errors, routes.
             name: "LocalHTTP",
             dependencies: [
-                "CheckedInput", "COpenSSL", "JSONToolkit",
+                "CheckedInput", "CoalescedLogging", "COpenSSL", "JSONToolkit",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -177,7 +177,7 @@ let package = Package(
         .target(
             name: "OrdersAPI",
             dependencies: [
-                "AsyncSignals", "StoreModel", "CheckedInput", "CoalescedLogging", "JSONToolkit", "LocalHTTP", "ServerSentEvents",
+                "AsyncSignals", "StoreModel", "CheckedInput", "JSONToolkit", "LocalHTTP", "ServerSentEvents",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),

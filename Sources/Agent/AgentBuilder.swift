@@ -201,7 +201,7 @@ public enum AgentBuilder {
         return PushServer(
             configuration: .init(host: push.host, port: push.port, readTimeout: ingest.readTimeout,
                                  maximumBodyBytes: ingest.maximumBodyBytes, maximumConnections: ingest.maximumConnections,
-                                 allowFrom: ingest.allowedRanges, tls: push.tls),
+                                 allowFrom: ingest.allowFrom, tls: push.tls),
             endpoint: endpoint,
             operations: AgentOperations(session: parts.session, store: parts.store, state: parts.state, metrics: parts.metrics),
             listenerMetrics: ListenerMetrics(listener: "push", factory: parts.metrics.factory),
@@ -220,7 +220,7 @@ public enum AgentBuilder {
         return OrdersAPIServer(
             configuration: .init(host: api.host, port: api.port, authentication: api.authentication,
                                  readTimeout: settings.readTimeout, maximumConnections: api.maximumConnections,
-                                 allowFrom: settings.allowedRanges, tls: api.tls),
+                                 allowFrom: settings.allowFrom, tls: api.tls),
             hub: hub, listenerMetrics: ListenerMetrics(listener: "api", factory: parts.metrics.factory), logger: parts.logger)
     }
 }

@@ -50,7 +50,7 @@ public struct AddressRange: Sendable, Hashable, CustomStringConvertible {
         return "\(address)/\(prefix)"
     }
 
-    /// Parses a comma-separated list; throws the first entry that is not a range.
+    /// Parses a comma-separated list (empty entries skipped); fails on the first entry that is not a range.
     public static func list(_ text: String) -> Result<[AddressRange], InvalidEntry> {
         var ranges: [AddressRange] = []
         for entry in text.split(separator: ",") {

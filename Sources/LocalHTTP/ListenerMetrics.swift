@@ -3,6 +3,8 @@ import CoreMetrics
 /// A listener's own metrics, through an injected factory (nothing bootstrapped globally): the
 /// connections it closed itself and why, and its TLS certificate's expiry and failed reloads.
 public struct ListenerMetrics: Sendable {
+    /// The `listener` label (`push`, `api`).
+    public let listener: String
     private let closed: [ConnectionClosure: Counter]
     /// Reloads (SIGHUP) whose files did not load; the material in use stayed.
     let tlsReloadFailures: Counter
@@ -11,6 +13,7 @@ public struct ListenerMetrics: Sendable {
 
     /// The metrics of listener `listener` (`push`, `api`) in `factory`.
     public init(listener: String, factory: any MetricsFactory) {
+        self.listener = listener
         var closed: [ConnectionClosure: Counter] = [:]
         for reason in ConnectionClosure.allCases {
             closed[reason] = Counter(label: "orderlive_connections_closed_total",

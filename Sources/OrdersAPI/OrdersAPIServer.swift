@@ -1,5 +1,4 @@
 import AsyncSignals
-import CoalescedLogging
 import CoreMetrics
 import HTTPTypes
 import Hummingbird
@@ -70,24 +69,10 @@ public final class OrdersAPIServer: Service, Sendable {
         self.hub = hub
         self.logger = logger
         self.listenerMetrics = listenerMetrics
-        let refusals = LogCoalescer(logger: logger, interval: .seconds(10))
-        let limit = configuration.maximumConnections
-        admission = ConnectionAdmission(limit: limit, allowFrom: configuration.allowFrom) { reason in
-            listenerMetrics.record(reason)
-            switch reason {
-            case .refused:
-                refusals.log(.warning, "orders API listener full: refusing new connections", key: "connections-full",
-                             metadata: ["api.max_connections": "\(limit)"])
-            case .evicted:
-                refusals.log(.notice, "orders API listener full: closing the oldest idle connection for a new one",
-                             key: "connections-evicted", metadata: ["api.max_connections": "\(limit)"])
-            case .notAllowed:
-                refusals.log(.notice, "orders API connection from outside api.allow_from closed", key: "connections-not-allowed")
-            case .tlsHandshake:
-                refusals.log(.notice, "orders API connection closed: the TLS handshake failed", key: "connections-tls")
-            case .headTimeout, .idleTimeout:
-                break
-            }
+        let closures = ConnectionClosureLog(title: "orders API", section: "api", limit: configuration.maximumConnections,
+                                            metrics: listenerMetrics, logger: logger)
+        admission = ConnectionAdmission(limit: configuration.maximumConnections, allowFrom: configuration.allowFrom) {
+            closures.record($0)
         }
         if let tls = configuration.tls { listenerMetrics.recordCertificateExpiry(tls.expiry) }
     }

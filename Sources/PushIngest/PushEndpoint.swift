@@ -70,24 +70,10 @@ public final class PushEndpoint: Sendable {
 
     /// Counts a connection refused because the listener was full, and says so in the log at most
     /// once every ten seconds (a flood of refused connections must not become a flood of lines).
-    /// Counts and logs (at most once per interval for each reason) a connection the listener
-    /// closed itself.
-    func connectionClosed(_ reason: ConnectionClosure, limit: Int) {
-        switch reason {
-        case .refused:
-            metrics.connectionsRefused.increment()
-            refusals.log(.warning, "push listener full: refusing new connections", key: "connections-full",
-                         metadata: ["push.max_connections": "\(limit)"])
-        case .evicted:
-            refusals.log(.notice, "push listener full: closing the oldest idle connection for a new one", key: "connections-evicted",
-                         metadata: ["push.max_connections": "\(limit)"])
-        case .notAllowed:
-            refusals.log(.notice, "push connection from outside ingest.allow_from closed", key: "connections-not-allowed")
-        case .tlsHandshake:
-            refusals.log(.notice, "push connection closed: the TLS handshake failed", key: "connections-tls")
-        case .headTimeout, .idleTimeout:
-            break
-        }
+    /// Counts a connection the listener refused because every place was busy
+    /// (`orderlive_push_connections_refused_total`; the listener logs it).
+    func connectionRefused() {
+        metrics.connectionsRefused.increment()
     }
 
     /// Answers one request.

@@ -102,10 +102,11 @@ public final class PushServer: Service, Sendable {
         self.operations = operations
         self.logger = logger
         self.listenerMetrics = listenerMetrics
-        let limit = configuration.maximumConnections
-        admission = ConnectionAdmission(limit: limit, allowFrom: configuration.allowFrom) { reason in
-            listenerMetrics.record(reason)
-            endpoint.connectionClosed(reason, limit: limit)
+        let closures = ConnectionClosureLog(title: "push", section: "ingest", limit: configuration.maximumConnections,
+                                            metrics: listenerMetrics, logger: logger)
+        admission = ConnectionAdmission(limit: configuration.maximumConnections, allowFrom: configuration.allowFrom) { reason in
+            closures.record(reason)
+            if reason == .refused { endpoint.connectionRefused() }
         }
         if let tls = configuration.tls { listenerMetrics.recordCertificateExpiry(tls.expiry) }
     }

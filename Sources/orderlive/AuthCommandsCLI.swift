@@ -26,9 +26,7 @@ struct ConfigOption: ParsableArguments {
 
 /// Quiet logging for the auth commands: their own messages say what happened.
 func authCommandLogger() -> Logger {
-    var logger = Logger(label: "orderlive") { StreamLogHandler.standardError(label: $0) }
-    logger.logLevel = .critical
-    return logger
+    commandLogger("orderlive", level: .critical)
 }
 
 /// `orderlive login`

@@ -120,7 +120,8 @@ extension DeadLetters {
                 throw RuntimeFailure(description: "no dead letter \(unknown.map(String.init).joined(separator: ", ")) in the local store; "
                     + "nothing was dropped; `orderlive dead-letters list` shows the ids")
             case .done(let dropped):
-                let logger = noticeLogger()
+                // Notice lines on stderr: what the repair did, one line per dead letter.
+                let logger = commandLogger("orderlive", level: .notice)
                 for letter in dropped {
                     logger.notice("dead letter dropped", metadata: [
                         "dead_letter.id": "\(letter.id ?? 0)", "dead_letter.kind": "\(letter.kind)",
@@ -131,13 +132,6 @@ extension DeadLetters {
             }
         }
     }
-}
-
-/// Notice lines on stderr: what an operator's repair did, one line per thing changed.
-private func noticeLogger() -> Logger {
-    var logger = Logger(label: "orderlive") { StreamLogHandler.standardError(label: $0) }
-    logger.logLevel = .notice
-    return logger
 }
 
 /// `orderlive journal`: the jobs waiting to be applied.
@@ -175,18 +169,5 @@ struct Journal: AsyncParsableCommand {
                 for line in FailureOutput.journalLines(jobs, now: now) { LineWriter.standardOutput.write(line: line) }
             }
         }
-    }
-}
-
-/// Reads the configured store (either engine; nil when there is no SQLite file yet), the error
-/// naming what could not be read.
-private func readStore<T: Sendable>(
-    _ config: ConfigOption, _ body: @escaping @Sendable (any OrderReader) async throws -> T
-) async throws -> T? {
-    let configuration = try await config.load()
-    do {
-        return try await ConfiguredStore.withReader(configuration, logger: authCommandLogger(), body)
-    } catch {
-        throw RuntimeFailure(description: "cannot read the order database: \(error)")
     }
 }

@@ -4,6 +4,7 @@ import CurlHTTP
 import EventStream
 import Logging
 import Sandbox
+import StoreModel
 
 #if canImport(Glibc)
 import Glibc
@@ -69,9 +70,22 @@ enum Main {
     }
 }
 
-/// Logging for commands whose own output is the product: warnings and errors only, on stderr.
-func commandLogger(_ label: String) -> Logger {
+/// Logging for commands whose own output is the product: on stderr, warnings and errors unless `level` says otherwise.
+func commandLogger(_ label: String, level: Logger.Level = .warning) -> Logger {
     var logger = Logger(label: label) { label in StreamLogHandler.standardError(label: label) }
-    logger.logLevel = .warning
+    logger.logLevel = level
     return logger
+}
+
+/// Reads the configured store (either engine; nil when there is no SQLite file yet), the error
+/// naming what could not be read.
+func readStore<T: Sendable>(
+    _ config: ConfigOption, _ body: @escaping @Sendable (any OrderReader) async throws -> T
+) async throws -> T? {
+    let configuration = try await config.load()
+    do {
+        return try await ConfiguredStore.withReader(configuration, logger: authCommandLogger(), body)
+    } catch {
+        throw RuntimeFailure(description: "cannot read the order database: \(error)")
+    }
 }

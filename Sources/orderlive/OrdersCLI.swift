@@ -23,16 +23,8 @@ struct Orders: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            let configuration = try await config.load()
-            let orders: [OrderRecord]
-            do {
-                let status = self.status
-                orders = try await ConfiguredStore.withReader(configuration, logger: authCommandLogger()) { store in
-                    try await store.orders(status: status)
-                } ?? []
-            } catch {
-                throw RuntimeFailure(description: "cannot read the order database: \(error)")
-            }
+            let status = self.status
+            let orders = try await readStore(config) { try await $0.orders(status: status) } ?? []
             if json {
                 LineWriter.standardOutput.write(line: OrderOutput.listJSON(orders))
             } else if orders.isEmpty {
@@ -56,17 +48,8 @@ struct Orders: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            let configuration = try await config.load()
-            let found: OrderRecord?
-            do {
-                let id = self.id
-                found = try await ConfiguredStore.withReader(configuration, logger: authCommandLogger()) { store in
-                    try await store.order(id: id)
-                } ?? nil
-            } catch {
-                throw RuntimeFailure(description: "cannot read the order database: \(error)")
-            }
-            guard let order = found else {
+            let id = self.id
+            guard let order = try await readStore(config, { try await $0.order(id: id) }) ?? nil else {
                 throw RuntimeFailure(description: "no order \(id) in the local store")
             }
             if json {

@@ -112,7 +112,7 @@ import Testing
                           "ORDERLIVE_API_TLS_CLIENT_CA_FILE": pem, "ORDERLIVE_API_MAX_CONNECTIONS": "300"])
         #expect(configuration.ingest.tls.certificateFile == pem && configuration.ingest.tls.keyFile == pem)
         #expect(configuration.ingest.tls.clientCAFile.isEmpty && configuration.ingest.tls.isEnabled)
-        #expect(configuration.ingest.allowedRanges.map(\.description) == ["10.0.0.0/8", "2001:db8::/32"])
+        #expect(configuration.ingest.allowFrom.map(\.description) == ["10.0.0.0/8", "2001:db8::/32"])
         #expect(configuration.api.tls.clientCAFile == pem && configuration.api.maximumConnections == 300)
         #expect(!OrderliveConfiguration().ingest.tls.isEnabled, "TLS is off by default")
     }

@@ -31,8 +31,8 @@ public struct APIConfiguration: Sendable, Hashable {
     /// Connections held at once, change feeds included; at the limit a new one closes the oldest idle
     /// connection (or one that sent no complete head), and is refused only when all are busy.
     public var maximumConnections = OrdersAPIServer.Configuration().maximumConnections
-    /// Who may connect: comma-separated CIDR ranges or addresses, IPv4 and IPv6; "" for everyone.
-    public var allowFrom = ""
+    /// Who may connect (`allow_from`: comma-separated CIDR ranges or addresses, IPv4 and IPv6); empty for everyone.
+    public var allowFrom: [AddressRange] = []
     /// TLS on the orders API; with a client CA, mTLS also counts as authentication.
     public var tls = ListenerTLSConfiguration()
 
@@ -61,7 +61,4 @@ public struct APIConfiguration: Sendable, Hashable {
         allowFrom = try IngestConfiguration.allowList(section, default: allowFrom)
         tls = try ListenerTLSConfiguration(reading: section)
     }
-
-    /// `allow_from` as ranges (checked when read).
-    public var allowedRanges: [AddressRange] { (try? AddressRange.list(allowFrom).get()) ?? [] }
 }

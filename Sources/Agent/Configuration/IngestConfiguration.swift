@@ -32,8 +32,8 @@ public struct IngestConfiguration: Sendable, Hashable {
     /// Connections the push listener holds open at once; at the limit a new one closes the oldest
     /// idle connection (or one that sent no complete head), and is refused only when all are busy.
     public var maximumConnections = PushServer.Configuration().maximumConnections
-    /// Who may connect: comma-separated CIDR ranges or addresses, IPv4 and IPv6; "" for everyone.
-    public var allowFrom = ""
+    /// Who may connect (`allow_from`: comma-separated CIDR ranges or addresses, IPv4 and IPv6); empty for everyone.
+    public var allowFrom: [AddressRange] = []
     /// TLS on the push listener.
     public var tls = ListenerTLSConfiguration()
 
@@ -75,16 +75,15 @@ public struct IngestConfiguration: Sendable, Hashable {
         tls = try ListenerTLSConfiguration(reading: section)
     }
 
-    /// `allow_from` of `section`, checked: every entry an address or a CIDR range.
-    static func allowList(_ section: ConfigurationSection, default value: String) throws(ConfigurationError) -> String {
-        let text = section.string("allow_from", default: value)
-        if case .failure(let error) = AddressRange.list(text) {
+    /// `allow_from` of `section` as ranges: every entry an address or a CIDR range.
+    static func allowList(_ section: ConfigurationSection, default value: [AddressRange]) throws(ConfigurationError) -> [AddressRange] {
+        guard let text = section.raw("allow_from") else { return value }
+        switch AddressRange.list(text) {
+        case .success(let ranges):
+            return ranges
+        case .failure(let error):
             throw ConfigurationError("'\(section.name).allow_from': '\(error.entry)' is not an IPv4 or IPv6 address or a CIDR range "
                 + "(for example 10.0.0.0/8, 192.0.2.7, fd00::/8)")
         }
-        return text
     }
-
-    /// `allow_from` as ranges (checked when read).
-    public var allowedRanges: [AddressRange] { (try? AddressRange.list(allowFrom).get()) ?? [] }
 }
