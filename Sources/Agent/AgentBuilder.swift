@@ -146,23 +146,34 @@ public enum AgentBuilder {
         let (configuration, logger, metrics, state, store, wake) =
             (parts.configuration, parts.logger, parts.metrics, parts.state, parts.store, parts.wake)
         let upstream = configuration.upstream
+        let deadLettered = WakeSignal()
+        let retention = DeadLetterRetention(
+            store: store, limit: configuration.sync.deadLetterLimit, made: deadLettered, pruned: metrics.deadLettersPruned,
+            logger: logger)
         let executor = SyncExecutor(
             store: store,
             source: OrdersClient(
                 loop: parts.loop, session: parts.session, baseURL: upstream.baseURL, ordersPath: upstream.ordersPath,
                 connectTimeout: upstream.connectTimeout, requestTimeout: upstream.requestTimeout, tls: upstream.tls),
             configuration: .init(maximumAttempts: configuration.sync.maximumAttempts, pageSize: configuration.sync.pageSize),
-            observe: { kind, outcome in metrics.record(kind, outcome) },
+            observe: { kind, outcome in
+                metrics.record(kind, outcome)
+                if outcome == .deadLettered { deadLettered.signal() }
+            },
             logger: logger)
         let stream = StreamService(
             source: streamSource(configuration), loop: parts.loop, session: parts.session, store: store, wake: wake,
             observer: AgentStreamObserver(state: state, metrics: metrics), logger: logger)
-        let executorService = ExecutorService(executor: executor, wake: wake, running: { running in
+        // On SQLite another process (`orderlive dead-letters retry`) can journal jobs and cannot wake
+        // this executor: it looks at the journal four times a second while idle. On PostgreSQL
+        // every journal write notifies the jobs channel, which wakes it.
+        let lookEvery: Duration? = parts.postgres == nil ? .milliseconds(250) : nil
+        let executorService = ExecutorService(executor: executor, wake: wake, lookEvery: lookEvery, running: { running in
             state.update { $0.executorRunning = running }
         })
         let recorder = StreamStatusRecorder(state: state, stateDirectory: configuration.store.stateDirectory, logger: logger)
         guard let postgres = parts.postgres else {
-            return [SessionRefreshService(session: parts.session), recorder, stream, executorService]
+            return [SessionRefreshService(session: parts.session), recorder, stream, executorService, retention]
         }
         // The pool is stopped after every service that uses it (the group stops in reverse order).
         let account = postgres.account
@@ -184,7 +195,7 @@ public enum AgentBuilder {
             recorder,
             PostgresNotificationService(notifications: PostgresNotifications(
                 store: postgres, changes: { feedWake.signal() }, jobs: { wake.signal() }, logger: logger)),
-            LeaderOnlyService(leadership: leadership, work: [stream, executorService], logger: logger),
+            LeaderOnlyService(leadership: leadership, work: [stream, executorService, retention], logger: logger),
         ]
     }
 

@@ -26,6 +26,7 @@ public final class AgentMetrics: Sendable {
     let journalDepth: Prometheus.Gauge
     let oldestJobAge: Prometheus.Gauge
     let deadLetters: Prometheus.Gauge
+    let deadLettersPruned: Prometheus.Counter
     let orders: Prometheus.Gauge
     let authenticated: Prometheus.Gauge
     let storeWritable: Prometheus.Gauge
@@ -52,6 +53,8 @@ public final class AgentMetrics: Sendable {
         journalDepth = registry.makeGauge(descriptor: Self.name("orderlive_journal_depth", "Jobs waiting in the journal"))
         oldestJobAge = registry.makeGauge(descriptor: Self.name("orderlive_journal_oldest_job_age_seconds", "Age of the oldest journaled job"))
         deadLetters = registry.makeGauge(descriptor: Self.name("orderlive_dead_letters", "Dead letters kept"))
+        deadLettersPruned = registry.makeCounter(descriptor: Self.name(
+            "orderlive_dead_letters_pruned_total", "Oldest dead letters removed beyond sync.dead_letter_limit"))
         orders = registry.makeGauge(descriptor: Self.name("orderlive_orders", "Orders in the local store"))
         authenticated = registry.makeGauge(descriptor: Self.name("orderlive_auth_authenticated", "1 while the session has usable credentials"))
         storeWritable = registry.makeGauge(descriptor: Self.name("orderlive_store_writable", "1 while the order store's writes succeed"))

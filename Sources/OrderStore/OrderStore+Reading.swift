@@ -37,20 +37,6 @@ extension OrderStore {
         try headJobs(limit: limit)
     }
 
-    /// Removes the dead letters `ids` (all when nil) in one transaction, or none when one is unknown.
-    public func dropDeadLetters(_ ids: [Int64]?) throws -> DeadLetterChange {
-        try recordedWrite { db in
-            let letters = try ids.map { try DeadLetterRecord.fetchAll(db, keys: $0) } ?? DeadLetterRecord.fetchAll(db)
-            if let ids {
-                let kept = Set(letters.compactMap(\.id))
-                let unknown = ids.filter { !kept.contains($0) }
-                if !unknown.isEmpty { return .unknown(unknown) }
-            }
-            for letter in letters { _ = try letter.delete(db) }
-            return .done(letters.sorted { ($0.id ?? 0) < ($1.id ?? 0) })
-        }
-    }
-
     /// Counts for `status`.
     public func counts() throws -> StoreCounts {
         try writer.read { db in

@@ -6,13 +6,18 @@ import ServiceLifecycle
 public struct ExecutorService: Service {
     let executor: SyncExecutor
     let wake: WakeSignal
+    let lookEvery: Duration?
     let running: @Sendable (Bool) -> Void
 
     /// Creates the service. `running` is told `true` when the executor's loop starts and `false`
-    /// when it ends (for readiness).
-    public init(executor: SyncExecutor, wake: WakeSignal, running: @escaping @Sendable (Bool) -> Void = { _ in }) {
+    /// when it ends (for readiness); `lookEvery` as ``SyncExecutor/run(wake:lookEvery:until:)`` says.
+    public init(
+        executor: SyncExecutor, wake: WakeSignal, lookEvery: Duration? = nil,
+        running: @escaping @Sendable (Bool) -> Void = { _ in }
+    ) {
         self.executor = executor
         self.wake = wake
+        self.lookEvery = lookEvery
         self.running = running
     }
 
@@ -25,7 +30,7 @@ public struct ExecutorService: Service {
         defer { thread.stop() }
         await withGracefulShutdownHandler {
             await withTaskExecutorPreference(thread) {
-                await executor.run(wake: wake, until: { stopping.isStopped })
+                await executor.run(wake: wake, lookEvery: lookEvery, until: { stopping.isStopped })
             }
         } onGracefulShutdown: {
             stopping.stop()

@@ -120,8 +120,12 @@ public final class SyncExecutor: Sendable {
     /// Runs until the task is cancelled or `stopping` says so: applies ready jobs, then waits for
     /// `wake` or the head job's retry time. `stopping` is checked between jobs, so the job in hand
     /// finishes (signal `wake` after setting it); cancellation interrupts the job in hand, which then
-    /// stays journaled as it was.
-    public func run(wake: WakeSignal, until stopping: @escaping @Sendable () -> Bool = { false }) async {
+    /// stays journaled as it was. With `lookEvery`, it also looks at the journal that often while it
+    /// waits: jobs another process journals (`orderlive dead-letters retry` beside a SQLite store)
+    /// signal no `wake` of this one.
+    public func run(
+        wake: WakeSignal, lookEvery: Duration? = nil, until stopping: @escaping @Sendable () -> Bool = { false }
+    ) async {
         let clock = ContinuousClock()
         while !Task.isCancelled && !stopping() {
             let progress: Progress
@@ -138,6 +142,10 @@ public final class SyncExecutor: Sendable {
             if let head {
                 // `not_before` is read back from the state directory: any Double, NaN included.
                 deadline = clock.now.advanced(by: Checked.duration(seconds: head.notBefore - now(), maximum: .seconds(3600)))
+            }
+            if let lookEvery {
+                let look = clock.now.advanced(by: lookEvery)
+                deadline = deadline.map { min($0, look) } ?? look
             }
             if stopping() { return }
             if Self.coalescing > .zero, progress.completed > 0, head == nil {

@@ -48,7 +48,7 @@ extension PostgresOrderStore: OrderReader, ChangeFeedSource {
     }
 
     /// This account's dead letters, oldest first, or the one with `id`.
-    private func deadLetters(id: Int64?) async throws -> [DeadLetterRecord] {
+    func deadLetters(id: Int64?) async throws -> [DeadLetterRecord] {
         try await read { [self] connection in
             var letters: [DeadLetterRecord] = []
             let rows = try await connection.query("""
@@ -70,28 +70,6 @@ extension PostgresOrderStore: OrderReader, ChangeFeedSource {
 
     public func pendingJobs(limit: Int) async throws -> [JobRecord] {
         try await headJobs(limit: limit)
-    }
-
-    /// Removes this account's dead letters `ids` (all when nil) in one transaction, or none when one is unknown.
-    public func dropDeadLetters(_ ids: [Int64]?) async throws -> DeadLetterChange {
-        let letters = try await deadLetters(id: nil)
-        let chosen = ids.map { wanted in letters.filter { letter in letter.id.map(wanted.contains) ?? false } } ?? letters
-        if let ids {
-            let kept = Set(chosen.compactMap(\.id))
-            let unknown = ids.filter { !kept.contains($0) }
-            if !unknown.isEmpty { return .unknown(unknown) }
-        }
-        let chosenIDs = chosen.compactMap(\.id)
-        let removed = try await write { [self] connection in
-            let rows = try await connection.query(
-                "DELETE FROM orderlive_dead_letter WHERE account = \(account) AND id = ANY(\(chosenIDs)) RETURNING id",
-                logger: logger)
-            var removed: Set<Int64> = []
-            for try await id in rows.decode(Int64.self) { removed.insert(id) }
-            return removed
-        }
-        // Another process may have removed some meanwhile: what this call removed is what it reports.
-        return .done(chosen.filter { $0.id.map(removed.contains) ?? false })
     }
 
     public func counts() async throws -> StoreCounts {

@@ -6,7 +6,7 @@ import PostgresNIO
 
 /// The PostgreSQL engine of the store. ``run()`` must be running (it runs the connection pool) for
 /// anything else to answer; ``prepare()`` migrates the schema and opens this account's rows.
-public final class PostgresOrderStore: Sendable, WriteProbe, DeadLetterRepair {
+public final class PostgresOrderStore: Sendable, WriteProbe {
     /// This agent's partition of the database.
     public let account: String
     let client: PostgresClient

@@ -112,6 +112,14 @@ public protocol DeadLetterRepair: Sendable {
     /// Removes the dead letters `ids` (every one when nil) in one transaction. When any of `ids` is
     /// not kept, nothing is removed and those ids are returned as unknown.
     func dropDeadLetters(_ ids: [Int64]?) async throws -> DeadLetterChange
+    /// Turns the dead letters `ids` (every one when nil) back into jobs at the journal's tail, with no
+    /// attempts made (``DeadLetterRecord/retryJob(source:)``), and removes them, in one transaction
+    /// that wakes the executor of a running agent. When any of `ids` is not kept, nothing changes and
+    /// those ids are returned as unknown.
+    func retryDeadLetters(_ ids: [Int64]?) async throws -> DeadLetterChange
+    /// Removes the oldest dead letters beyond the newest `keeping` (`sync.dead_letter_limit`);
+    /// returns how many went.
+    func pruneDeadLetters(keeping: Int) async throws -> Int
 }
 
 /// What a change to dead letters did.

@@ -14,7 +14,7 @@ struct DeadLetters: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dead-letters",
         abstract: "See what the agent gave up on (jobs that failed sync.max_attempts times, data it could not read) and why.",
-        subcommands: [List.self, Show.self, Drop.self]
+        subcommands: [List.self, Show.self, Retry.self, Drop.self]
     )
 
     /// `orderlive dead-letters list`
@@ -71,13 +71,38 @@ struct DeadLetters: AsyncParsableCommand {
 }
 
 extension DeadLetters {
+    /// `orderlive dead-letters retry ID… | --all`
+    struct Retry: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Put dead letters back in the journal with no attempts made; a running agent applies them within a second.")
+
+        @OptionGroup var config: ConfigOption
+        @OptionGroup var chosen: ChosenDeadLetters
+
+        func validate() throws { try chosen.validate(verb: "retry") }
+
+        func run() async throws {
+            try await repair(config, chosen, verb: "retry", confirm: "Retry all") { try await $0.retryDeadLetters($1) }
+        }
+    }
+
     /// `orderlive dead-letters drop ID… | --all`
     struct Drop: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Remove dead letters for good, each logged (id, kind, order); --all asks first on a terminal.")
 
         @OptionGroup var config: ConfigOption
+        @OptionGroup var chosen: ChosenDeadLetters
 
+        func validate() throws { try chosen.validate(verb: "drop") }
+
+        func run() async throws {
+            try await repair(config, chosen, verb: "drop", confirm: "Drop all") { try await $0.dropDeadLetters($1) }
+        }
+    }
+
+    /// The dead letters a repair is for: ids, or `--all`.
+    struct ChosenDeadLetters: ParsableArguments {
         @Argument(help: "The dead letters' ids (`orderlive dead-letters list` shows them).")
         var ids: [String] = []
 
@@ -87,49 +112,63 @@ extension DeadLetters {
         @Flag(help: "With --all, do not ask on a terminal.")
         var yes = false
 
-        func validate() throws {
+        func validate(verb: String) throws {
             if all == !ids.isEmpty {
-                throw ValidationError(all ? "give ids or --all, not both" : "name the dead letters to drop (ids), or --all")
+                throw ValidationError(all ? "give ids or --all, not both" : "name the dead letters to \(verb) (ids), or --all")
             }
             for id in ids where Checked.int64(decimal: id).map({ $0 > 0 }) != true {
                 throw ValidationError("'\(id)' is not a dead letter id: ids are positive whole numbers (see `orderlive dead-letters list`)")
             }
         }
 
-        func run() async throws {
-            let configuration = try await config.load()
-            let wanted: [Int64]? = all ? nil : ids.compactMap { Checked.int64(decimal: $0) }
-            if all, !yes, isatty(0) == 1 {
-                let count = try await readStore(config) { try await $0.deadLetters().count } ?? 0
-                LineWriter.standardOutput.write(line: "Drop all \(count) dead letters for good? [y/N] ")
-                guard let answer = readLine(strippingNewline: true), ["y", "yes"].contains(answer.lowercased()) else {
-                    LineWriter.standardOutput.write(line: "Nothing dropped.")
-                    return
-                }
+        /// The ids, or nil for every one.
+        var wanted: [Int64]? { all ? nil : ids.compactMap { Checked.int64(decimal: $0) } }
+    }
+
+    /// Runs one repair on the configured store: asks first for `--all` on a terminal, names unknown ids
+    /// (nothing changed, exit 1), and writes one notice line per dead letter it acted on.
+    static func repair(
+        _ config: ConfigOption, _ chosen: ChosenDeadLetters, verb: String, confirm: String,
+        _ change: @escaping @Sendable (any DeadLetterRepair, [Int64]?) async throws -> DeadLetterChange
+    ) async throws {
+        let configuration = try await config.load()
+        let wanted = chosen.wanted
+        if chosen.all, !chosen.yes, isatty(0) == 1 {
+            let count = try await readStore(config) { try await $0.deadLetters().count } ?? 0
+            LineWriter.standardOutput.write(line: "\(confirm) \(count) dead letters? [y/N] ")
+            guard let answer = readLine(strippingNewline: true), ["y", "yes"].contains(answer.lowercased()) else {
+                LineWriter.standardOutput.write(line: "Nothing changed.")
+                return
             }
-            let change: DeadLetterChange?
-            do {
-                change = try await ConfiguredStore.withRepairs(configuration, logger: authCommandLogger()) { store in
-                    try await store.dropDeadLetters(wanted)
-                }
-            } catch {
-                throw RuntimeFailure(description: "cannot change the order database: \(error)")
+        }
+        let outcome: DeadLetterChange?
+        do {
+            outcome = try await ConfiguredStore.withRepairs(configuration, logger: authCommandLogger()) { store in
+                try await change(store, wanted)
             }
-            switch change ?? .done([]) {
-            case .unknown(let unknown):
-                throw RuntimeFailure(description: "no dead letter \(unknown.map(String.init).joined(separator: ", ")) in the local store; "
-                    + "nothing was dropped; `orderlive dead-letters list` shows the ids")
-            case .done(let dropped):
-                // Notice lines on stderr: what the repair did, one line per dead letter.
-                let logger = commandLogger("orderlive", level: .notice)
-                for letter in dropped {
-                    logger.notice("dead letter dropped", metadata: [
-                        "dead_letter.id": "\(letter.id ?? 0)", "dead_letter.kind": "\(letter.kind)",
-                        "order_id": "\(letter.orderID ?? "-")",
-                    ])
-                }
-                LineWriter.standardOutput.write(line: "Dropped \(dropped.count) dead letter\(dropped.count == 1 ? "" : "s").")
+        } catch {
+            throw RuntimeFailure(description: "cannot change the order database: \(error)")
+        }
+        switch outcome ?? .done([]) {
+        case .unknown(let unknown):
+            throw RuntimeFailure(description: "no dead letter \(unknown.map(String.init).joined(separator: ", ")) in the local store; "
+                + "nothing was changed; `orderlive dead-letters list` shows the ids")
+        case .done(let letters):
+            // Notice lines on stderr: what the repair did, one line per dead letter.
+            let logger = commandLogger("orderlive", level: .notice)
+            let done = verb == "retry" ? "retried" : "dropped"
+            for letter in letters {
+                var metadata: Logger.Metadata = [
+                    "dead_letter.id": "\(letter.id ?? 0)", "dead_letter.kind": "\(letter.kind)",
+                    "order_id": "\(letter.orderID ?? "-")",
+                ]
+                if verb == "retry" { metadata["job.kind"] = "\(letter.retryJob().kind.rawValue)" }
+                logger.notice("dead letter \(done)", metadata: metadata)
             }
+            let noun = "dead letter\(letters.count == 1 ? "" : "s")"
+            LineWriter.standardOutput.write(line: verb == "retry"
+                ? "Retried \(letters.count) \(noun): back in the journal with no attempts made."
+                : "Dropped \(letters.count) \(noun).")
         }
     }
 }
