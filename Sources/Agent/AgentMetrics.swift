@@ -26,7 +26,7 @@ public final class AgentMetrics: Sendable {
     let journalDepth: Prometheus.Gauge
     let oldestJobAge: Prometheus.Gauge
     let deadLetters: Prometheus.Gauge
-    let deadLettersPruned: Prometheus.Counter
+    package let deadLettersPruned: Prometheus.Counter
     let orders: Prometheus.Gauge
     let authenticated: Prometheus.Gauge
     let storeWritable: Prometheus.Gauge

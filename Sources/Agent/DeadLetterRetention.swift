@@ -17,7 +17,7 @@ public struct DeadLetterRetention: Service {
     let logger: Logger
 
     /// Retention of `store`'s dead letters at `limit`, woken by `made`, counting into `pruned`.
-    init(store: any DeadLetterRepair, limit: Int, made: WakeSignal, pruned: Prometheus.Counter, logger: Logger) {
+    package init(store: any DeadLetterRepair, limit: Int, made: WakeSignal, pruned: Prometheus.Counter, logger: Logger) {
         self.store = store
         self.limit = limit
         self.made = made
@@ -37,7 +37,7 @@ public struct DeadLetterRetention: Service {
     }
 
     /// One turn: removes what is beyond the limit.
-    func prune() async {
+    package func prune() async {
         do {
             let removed = try await store.pruneDeadLetters(keeping: limit)
             guard removed > 0 else { return }
