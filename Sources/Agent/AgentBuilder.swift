@@ -33,7 +33,7 @@ public enum AgentBuilder {
         services.append(ShutdownMarker(state: parts.state))
         return AgentProgram(
             services: services, pushServer: pushServer, apiServer: apiServer, state: parts.state, metrics: parts.metrics,
-            store: parts.store, session: parts.session, logger: logger)
+            store: parts.store, session: parts.session, stateLock: parts.stateLock, logger: logger)
     }
 
     /// The listeners' settings, checked: secrets readable, TLS files loaded, addresses free,
@@ -106,6 +106,8 @@ public enum AgentBuilder {
         let store: any OrderStoreEngine
         /// The same store when it is on PostgreSQL.
         let postgres: PostgresOrderStore?
+        /// The state directory's lock, held shared while the agent lives (SQLite).
+        let stateLock: StateLock?
         let loop: CurlLoop
         let session: Session
 
@@ -118,7 +120,7 @@ public enum AgentBuilder {
             } catch {
                 throw AgentStartError(error.message)
             }
-            (store, postgres) = try ConfiguredStore.openForAgent(
+            (store, postgres, stateLock) = try ConfiguredStore.openForAgent(
                 configuration, environment: environment, metrics: metrics, feedWake: feedWake, healthWake: healthWake,
                 logger: logger)
             let (metrics, state) = (self.metrics, self.state)

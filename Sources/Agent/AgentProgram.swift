@@ -42,6 +42,8 @@ public struct AgentProgram: Sendable {
     public let store: any OrderStoreEngine
     /// The session.
     public let session: Session
+    /// The state directory's lock (SQLite), held as long as the program is: released when the process ends.
+    let stateLock: StateLock?
     let logger: Logger
 
     private let running = RunningGroup()
@@ -63,6 +65,8 @@ public struct AgentProgram: Sendable {
         let group = ServiceGroup(configuration: configuration)
         running.set(group)
         defer { running.set(nil) }
+        // Stopped: a restore may now replace the store (the process may live on, as a test does).
+        defer { stateLock?.release() }
         let logger = self.logger
         let store = self.store
         try await withThrowingTaskGroup(of: Void.self) { tasks in

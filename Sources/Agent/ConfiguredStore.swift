@@ -15,7 +15,7 @@ public enum ConfiguredStore {
     static func openForAgent(
         _ configuration: OrderliveConfiguration, environment: [String: String], metrics: AgentMetrics,
         feedWake: WakeSignal, healthWake: WakeSignal, logger: Logger
-    ) throws(AgentStartError) -> (store: any OrderStoreEngine, postgres: PostgresOrderStore?) {
+    ) throws(AgentStartError) -> (store: any OrderStoreEngine, postgres: PostgresOrderStore?, lock: StateLock?) {
         let healthChanged: @Sendable (StoreWriteHealth) -> Void = { health in
             healthWake.signal()
             if let reason = health.reason {
@@ -27,12 +27,25 @@ public enum ConfiguredStore {
         }
         switch configuration.store.backend {
         case .sqlite:
+            let directory = StateDirectory(configuration.store.stateDirectory)
+            // Held for the agent's life: `orderlive store restore` refuses to swap the store under it.
+            let lock: StateLock?
             do {
-                let store = try StateDirectory(configuration.store.stateDirectory).openStore(
+                try FileManager.default.createDirectory(atPath: directory.path, withIntermediateDirectories: true)
+                lock = try StateLock.take(directory, exclusive: false)
+            } catch {
+                throw AgentStartError("cannot use the state directory \(directory.path): \(error)")
+            }
+            guard let lock else {
+                throw AgentStartError("`orderlive store restore` is replacing the store in \(directory.path); "
+                    + "start the agent again when it has finished")
+            }
+            do {
+                let store = try directory.openStore(
                     durability: configuration.store.durability, healthChanged: healthChanged,
                     changesCommitted: { _ in feedWake.signal() },
                     immediateApply: ImmediateApply { kind, count in metrics.record(kind, .completed, count: count) })
-                return (store, nil)
+                return (store, nil, lock)
             } catch {
                 throw AgentStartError("cannot open the order database in \(configuration.store.stateDirectory): \(error)")
             }
@@ -40,7 +53,7 @@ public enum ConfiguredStore {
             let engine = PostgresOrderStore(
                 configuration: try AgentBuilder.postgresSettings(configuration, environment: environment), logger: logger,
                 healthChanged: healthChanged, changesCommitted: { _ in feedWake.signal() })
-            return (engine, engine)
+            return (engine, engine, nil)
         }
     }
 

@@ -19,7 +19,8 @@ struct Orderlive: AsyncParsableCommand {
         abstract: "Keeps a delivery business's orders live: SSE stream, push ingestion, local store.",
         version: OrderliveVersion.current,
         subcommands: [
-            Run.self, Inspect.self, Login.self, Logout.self, Status.self, Orders.self, DeadLetters.self, Journal.self, Push.self,
+            Run.self, Inspect.self, Login.self, Logout.self, Status.self, Orders.self, DeadLetters.self, Journal.self, StoreCommand.self,
+            Push.self,
             SandboxCommand.self, DemoCommand.self,
         ]
     )
