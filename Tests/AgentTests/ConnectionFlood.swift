@@ -49,24 +49,22 @@ final class ConnectionFlood: Sendable {
         print("reopened", reopened, flush=True)
         """
 
-    private let process: Process
-    private let input: Pipe
-    private let output: Pipe
+    private let process: ChildProcess
+    private let input: FileHandle
+    private let output: FileHandle
 
     /// Starts the flood against 127.0.0.1:`port` and waits until every first connection is open. A
     /// flood still running after `lifetime` is killed, so it never outlives a broken test.
     init(port: Int, idle: Int, slow: Int, lifetime: Duration = .seconds(240)) async throws {
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", Self.script, "\(port)", "\(idle)", "\(slow)"]
-        input = Pipe()
-        output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        let (pid, running) = (process.processIdentifier, process)
+        let process = try ChildProcess(
+            "/usr/bin/env", ["python3", "-c", Self.script, "\(port)", "\(idle)", "\(slow)"], input: .pipe, output: .pipe,
+            error: .inherit)
+        guard let input = process.standardInput, let output = process.standardOutput else {
+            throw ChildProcessError("the flood's pipes", EBADF)
+        }
+        (self.process, self.input, self.output) = (process, input, output)
         DispatchQueue.global().asyncAfter(deadline: .now() + Double(lifetime.components.seconds)) {
-            if running.isRunning { kill(pid, SIGKILL) }
+            process.signal(SIGKILL)
         }
         opened = await Self.line(of: output)
     }
@@ -76,19 +74,19 @@ final class ConnectionFlood: Sendable {
 
     /// Stops the flood; returns how many connections it reopened after the listener closed them.
     func stop() async -> String {
-        try? input.fileHandleForWriting.close()
+        try? input.close()
         let output = self.output
         let process = self.process
         let said = await Self.line(of: output)
-        await offThePool { process.waitUntilExit() }
+        _ = await offThePool { process.waitUntilExit() }
         return said
     }
 
-    private static func line(of pipe: Pipe) async -> String {
+    private static func line(of handle: FileHandle) async -> String {
         await offThePool {
             var buffer = Data()
             while !buffer.contains(0x0A) {
-                let chunk = pipe.fileHandleForReading.availableData
+                let chunk = handle.availableData
                 if chunk.isEmpty { break }
                 buffer.append(chunk)
             }

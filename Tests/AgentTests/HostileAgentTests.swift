@@ -50,22 +50,16 @@ import TestKit
 
         // 2,000 idle connections from another process; a further client is still served.
         let port = try #require(address.split(separator: ":").last.map(String.init))
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        holder.arguments = ["python3", "-c", Self.holder, "2000", port]
-        let holderInput = Pipe()
-        let holderOutput = Pipe()
-        holder.standardInput = holderInput
-        holder.standardOutput = holderOutput
-        try holder.run()
-        let ready = await Self.firstLine(of: holderOutput)
+        let holder = try ChildProcess(
+            "/usr/bin/env", ["python3", "-c", Self.holder, "2000", port], input: .pipe, output: .pipe, error: .inherit)
+        let ready = await Self.firstLine(of: try #require(holder.standardOutput))
         #expect(ready == "ready 2000", "the holder said \(ready)")
         let health = try await AgentHTTP(loop: loop).get(base + "/healthz")
         #expect(health.status == 200)
         let ready2 = try await AgentHTTP(loop: loop).get(base + "/readyz")
         #expect(ready2.status == 200, "\(ready2.body)")
-        try holderInput.fileHandleForWriting.close()
-        await offThePool { holder.waitUntilExit() }
+        try holder.standardInput?.close()
+        _ = await offThePool { holder.waitUntilExit() }
 
         await loop.shutdown()
         agent.child.signal(SIGTERM)
@@ -75,12 +69,12 @@ import TestKit
     }
 
     /// The first line a pipe gives, read on a thread of its own.
-    private static func firstLine(of pipe: Pipe) async -> String {
+    private static func firstLine(of handle: FileHandle) async -> String {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread {
                 var buffer = Data()
                 while !buffer.contains(0x0A) {
-                    let chunk = pipe.fileHandleForReading.availableData
+                    let chunk = handle.availableData
                     if chunk.isEmpty { break }
                     buffer.append(chunk)
                 }

@@ -3,9 +3,10 @@ import TestKit
 
 /// The built `orderlive` executable, run as a user would run it.
 struct OrderliveProcess {
-    let process = Process()
+    let process: ChildProcess
     let lines: AsyncStream<String>
-    private let errorPipe = Pipe()
+    /// True when ``lines`` are the child's stderr (its stdout then goes nowhere).
+    let linesAreStandardError: Bool
 
     /// The executable next to the test bundle (both are products of the same build).
     static var executable: URL {
@@ -18,43 +19,38 @@ struct OrderliveProcess {
     /// the watchdog task each test used to start beside its child).
     init(_ arguments: [String], environment: [String: String] = [:], input: String? = nil, readStandardError: Bool = false,
          openFiles: (soft: Int, hard: Int)? = nil, lifetime: Duration = .seconds(180)) throws {
+        let (path, words): (String, [String])
         if let openFiles {
-            process.executableURL = URL(fileURLWithPath: "/bin/sh")
-            process.arguments = ["-c", "ulimit -Sn \(openFiles.soft) && ulimit -Hn \(openFiles.hard) && exec \"$0\" \"$@\"",
-                                 Self.executable.path] + arguments
+            path = "/bin/sh"
+            words = ["-c", "ulimit -Sn \(openFiles.soft) && ulimit -Hn \(openFiles.hard) && exec \"$0\" \"$@\"",
+                     Self.executable.path] + arguments
         } else {
-            process.executableURL = Self.executable
-            process.arguments = arguments
+            (path, words) = (Self.executable.path, arguments)
         }
         // Tests run agents side by side: the orders API takes a free port unless a test picks one.
-        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ORDERLIVE_") }
+        let environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ORDERLIVE_") }
             .merging(["ORDERLIVE_API_LISTEN": "127.0.0.1:0"]) { $1 }
             .merging(environment) { $1 }
+        let process = try ChildProcess(
+            path, words, environment: environment, input: input == nil ? .null : .pipe,
+            output: readStandardError ? .null : .pipe, error: .pipe)
         if let input {
-            let stdin = Pipe()
-            process.standardInput = stdin
-            stdin.fileHandleForWriting.write(Data(input.utf8))
-            try? stdin.fileHandleForWriting.close()
+            process.standardInput?.write(Data(input.utf8))
+            try? process.standardInput?.close()
         }
-        let output = Pipe()
-        if readStandardError {
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = output
-        } else {
-            process.standardOutput = output
-            process.standardError = errorPipe
-        }
+        self.process = process
+        linesAreStandardError = readStandardError
         let (stream, continuation) = AsyncStream.makeStream(of: String.self)
         lines = stream
-        try process.run()
-        let (pid, running) = (process.processIdentifier, process)
         let seconds = Double(lifetime.components.seconds) + Double(lifetime.components.attoseconds) / 1e18
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
-            if running.isRunning { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { process.signal(SIGKILL) }
+        // With readStandardError the lines are the child's stderr; else its stdout, and stderr is
+        // what ``waitForExit()`` returns.
+        guard let reader = readStandardError ? process.standardError : process.standardOutput else {
+            continuation.finish()
+            return
         }
-        let reader = output.fileHandleForReading
-        let process = self.process
-        // A plain thread reads the child's stdout, so the test can wait on each line as it arrives.
+        // A plain thread reads the child's output, so the test can wait on each line as it arrives.
         Thread.detachNewThread {
             var buffer = Data()
             Self.drain(reader, untilExitOf: process) { chunk in
@@ -71,7 +67,7 @@ struct OrderliveProcess {
     /// Reads `handle` until its end, or until `process` has exited and nothing more arrives: a
     /// process the child started can hold the pipe open after it (the crash backtracer does, and
     /// was seen to hang for minutes), and waiting for the end of the file then never returns.
-    static func drain(_ handle: FileHandle, untilExitOf process: Process, _ chunk: (Data) -> Void) {
+    static func drain(_ handle: FileHandle, untilExitOf process: ChildProcess, _ chunk: (Data) -> Void) {
         var descriptor = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
         var bytes = [UInt8](repeating: 0, count: 65_536)
         while true {
@@ -90,21 +86,19 @@ struct OrderliveProcess {
     }
 
     func signal(_ number: Int32) {
-        kill(process.processIdentifier, number)
+        process.signal(number)
     }
 
-    /// Waits for exit; returns the status and everything written to stderr. The wait blocks, so it
-    /// runs off the cooperative pool (``offThePool(_:)``).
+    /// Waits for exit; returns the status and everything written to stderr (when not read as lines).
+    /// The wait blocks, so it runs off the cooperative pool (``offThePool(_:)``).
     func waitForExit() async -> (status: Int32, stderr: String) {
         let process = self.process
-        let errorPipe = self.errorPipe
+        let errors = self.linesAreStandardError ? nil : process.standardError
         return await offThePool {
-            var errors = Data()
-            if process.standardError as? Pipe === errorPipe {
-                Self.drain(errorPipe.fileHandleForReading, untilExitOf: process) { errors.append($0) }
-            }
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: errors, as: UTF8.self))
+            var text = Data()
+            if let errors { Self.drain(errors, untilExitOf: process) { text.append($0) } }
+            let status = process.waitUntilExit()
+            return (status, String(decoding: text, as: UTF8.self))
         }
     }
 }

@@ -21,18 +21,15 @@ private struct TLSServer: Sendable {
         let pin = try shell("openssl x509 -in '\(certificate)' -pubkey -noout | openssl pkey -pubin -outform der "
             + "| openssl dgst -sha256 -binary | base64").trimming(" \n")
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl", "s_server", "-accept", "127.0.0.1:0", "-cert", certificate, "-key", key, "-www"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess(
+            "/usr/bin/env", ["openssl", "s_server", "-accept", "127.0.0.1:0", "-cert", certificate, "-key", key, "-www"],
+            output: .pipe, error: .null)
+        guard let output = process.standardOutput else { throw CocoaError(.fileReadUnknown) }
         // Wait for the line that names the port, not for a while.
         var buffer = Data()
         var port: Int?
         while port == nil {
-            let chunk = output.fileHandleForReading.availableData
+            let chunk = output.availableData
             if chunk.isEmpty { break }
             buffer.append(chunk)
             for line in String(decoding: buffer, as: UTF8.self).split(separator: "\n") where line.hasPrefix("ACCEPT ") {
@@ -40,13 +37,13 @@ private struct TLSServer: Sendable {
             }
         }
         guard let port else {
-            process.terminate()
+            process.signal(SIGKILL)
             throw CocoaError(.fileReadUnknown)
         }
         return TLSServer(process: process, directory: directory, port: port, certificate: certificate, pin: pin)
     }
 
-    init(process: Process, directory: URL, port: Int, certificate: String, pin: String) {
+    init(process: ChildProcess, directory: URL, port: Int, certificate: String, pin: String) {
         self.directory = directory
         self.port = port
         self.certificate = certificate
@@ -54,26 +51,18 @@ private struct TLSServer: Sendable {
         self.processReference = process
     }
 
-    private let processReference: Process
+    private let processReference: ChildProcess
 
     func stop() {
-        // A plain SIGKILL: Foundation's terminate()/waitUntilExit() spun forever here on Linux.
-        kill(processReference.processIdentifier, SIGKILL)
+        processReference.signal(SIGKILL)
         try? FileManager.default.removeItem(at: directory)
     }
 
     @discardableResult
     static func shell(_ command: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", command]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw CocoaError(.executableLoad) }
+        let process = try ChildProcess("/bin/sh", ["-c", command], output: .pipe, error: .null)
+        let data = process.standardOutput?.readDataToEndOfFile() ?? Data()
+        guard process.waitUntilExit() == 0 else { throw CocoaError(.executableLoad) }
         return String(decoding: data, as: UTF8.self)
     }
 }

@@ -18,33 +18,18 @@ public struct ToolRun: Sendable {
 public func runTool(_ path: String, _ arguments: [String], directory: URL? = nil,
                     environment: [String: String]? = nil, input: String? = nil,
                     deadline: Duration = .seconds(120)) async throws -> ToolRun {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    if let directory { process.currentDirectoryURL = directory }
-    if let environment { process.environment = environment }
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    let standardInput = Pipe()
-    process.standardInput = standardInput
-    return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ToolRun, any Error>) in
-        do {
-            try process.run()
-        } catch {
-            continuation.resume(throwing: error)
-            return
-        }
-        if let input { standardInput.fileHandleForWriting.write(Data(input.utf8)) }
-        try? standardInput.fileHandleForWriting.close()
-        let (pid, seconds) = (process.processIdentifier, Double(deadline.components.seconds))
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
-            if process.isRunning { kill(pid, SIGKILL) }
-        }
+    let child = try ChildProcess(
+        path, arguments, environment: environment, directory: directory?.path, input: .pipe, output: .pipe,
+        error: .standardOutput)
+    if let input { child.standardInput?.write(Data(input.utf8)) }
+    try? child.standardInput?.close()
+    let seconds = Double(deadline.components.seconds)
+    DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { child.signal(SIGKILL) }
+    return await withCheckedContinuation { (continuation: CheckedContinuation<ToolRun, Never>) in
         Thread.detachNewThread {
-            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            continuation.resume(returning: ToolRun(status: process.terminationStatus, output: text))
+            let text = String(decoding: child.standardOutput?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
+            let status = child.waitUntilExit()
+            continuation.resume(returning: ToolRun(status: status, output: text))
         }
     }
 }

@@ -4,25 +4,22 @@ import Foundation
 /// One TLS connection held open by `openssl s_client` (its stdin and stdout piped): a test sends
 /// requests on it over time, to show that a connection made before something changed still works.
 public final class TLSClient: Sendable {
-    private let process: Process
+    private let process: ChildProcess
     private let input: FileHandle
     private let received = Locked(Data())
     private let arrived = WakeSignal()
 
     /// Connects to 127.0.0.1:`port`, trusting `caFile`; `extra` are further `s_client` options.
     public init(port: Int, caFile: String, extra: [String] = []) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl", "s_client", "-connect", "127.0.0.1:\(port)", "-CAfile", caFile, "-quiet", "-crlf"] + extra
-        let (stdin, stdout) = (Pipe(), Pipe())
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess(
+            "/usr/bin/env", ["openssl", "s_client", "-connect", "127.0.0.1:\(port)", "-CAfile", caFile, "-quiet", "-crlf"] + extra,
+            input: .pipe, output: .pipe, error: .null)
         self.process = process
-        input = stdin.fileHandleForWriting
+        guard let input = process.standardInput, let reader = process.standardOutput else {
+            throw ChildProcessError("openssl s_client's pipes", EBADF)
+        }
+        self.input = input
         let (received, arrived) = (self.received, self.arrived)
-        let reader = stdout.fileHandleForReading
         Thread.detachNewThread {
             while true {
                 let chunk = reader.availableData
@@ -52,6 +49,6 @@ public final class TLSClient: Sendable {
     /// Closes the connection and ends the process.
     public func close() {
         try? input.close()
-        kill(process.processIdentifier, SIGKILL)
+        process.signal(SIGKILL)
     }
 }
