@@ -103,16 +103,23 @@ extension OrderStore {
         return (outcomes, intake)
     }
 
+    /// Read and written directly (``DirectStatement``): through GRDB's `fetchOne` and
+    /// `StatementArguments` each key cost about 27,000 instructions, two keys a keyed push (issue 39).
     private static func acceptedResponse(for key: String, since: Double, in db: Database) throws -> String? {
-        try String.fetchOne(
-            db.cachedStatement(sql: "SELECT response FROM dedupe_key WHERE id = ? AND accepted_at >= ?"),
-            arguments: [key, since])
+        try DirectStatement("SELECT response FROM dedupe_key WHERE id = ? AND accepted_at >= ?", in: db).first({ values in
+            try values.bind(key)
+            try values.bind(since)
+        }, read: { try $0.text(0) }) ?? nil
     }
 
     private static func remember(_ key: String, response: String, at now: Double, in db: Database) throws {
-        try db.cachedStatement(sql: """
+        try DirectStatement("""
             INSERT INTO dedupe_key (id, response, accepted_at) VALUES (?, ?, ?)
             ON CONFLICT(id) DO UPDATE SET response = excluded.response, accepted_at = excluded.accepted_at
-            """).execute(arguments: [key, response, now])
+            """, in: db).execute { values in
+            try values.bind(key)
+            try values.bind(response)
+            try values.bind(now)
+        }
     }
 }

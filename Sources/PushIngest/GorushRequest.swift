@@ -22,8 +22,8 @@ public struct GorushNotification: Sendable, Hashable {
     public var pushType: String?
     /// A topic; Gorush counts it as one more target.
     public var topic: String?
-    /// The app's own payload: where order pushes say what changed.
-    public var data: [String: JSONValue]?
+    /// The app's own payload, as far as orderlive reads it: where order pushes say what changed.
+    public var data: PushData?
     /// The sender's id for this notification (used for idempotency).
     public var notifID: String?
     /// APNs id.
@@ -36,10 +36,6 @@ public struct GorushNotification: Sendable, Hashable {
     public var production: Bool?
     /// APNs development flag.
     public var development: Bool?
-
-    /// The exact text of `data.order` when it is an object, kept so the stored order is what the
-    /// sender sent.
-    var orderText: String?
 
     /// The fingerprint of this notification's bytes as sent, when it has a `notif_id`: what tells a
     /// resent notification from a different one under a reused id (``ContentFingerprint``).
@@ -72,20 +68,13 @@ public struct GorushNotification: Sendable, Hashable {
             case "production": production = try reader.optionalBool()
             case "development": development = try reader.optionalBool()
             case "data":
-                if reader.consumeNull() { data = nil; orderText = nil; return }
-                var fields: [String: JSONValue] = [:]
-                var order: String?
-                try reader.object { (reader, key) throws(JSONReader.Failure) in
-                    reader.skipWhitespace()
-                    let start = reader.index
-                    let value = try reader.value(depth: 2)
-                    if key == "order" {
-                        order = if case .object = value { reader.text(start..<reader.index) } else { nil }
-                    }
-                    fields[key] = value
+                if reader.consumeNull() { data = nil; return }
+                reader.skipWhitespace()
+                guard reader.peek() == 0x7B else {
+                    // Not an object: Gorush's bind fails, as it did when this was a dictionary.
+                    throw JSONReader.Failure()
                 }
-                data = fields
-                orderText = order
+                data = try PushData(reading: &reader, depth: 1)
             default:
                 _ = try reader.value(depth: 1)
             }

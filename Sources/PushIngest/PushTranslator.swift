@@ -8,30 +8,28 @@ public enum PushTranslator {
     /// The jobs one notification makes (empty for a notification about something else).
     public static func jobs(for notification: GorushNotification, now: Double) -> [NewJob] {
         guard let data = notification.data else { return [] }
-        let type: String? = if case .string(let value)? = data["type"] { value } else { nil }
-        if type == "orders.resync" { return [NewJob(kind: .fullSync, source: "push")] }
-        let orderID = data["order_id"]?.identifier
-        guard type?.hasPrefix("order.") == true || orderID != nil else { return [] }
-        if let order = fullOrder(data["order"], text: notification.orderText, now: now) {
+        if data.type == "orders.resync" { return [NewJob(kind: .fullSync, source: "push")] }
+        guard data.type?.hasPrefix("order.") == true || data.orderID != nil else { return [] }
+        if let order = fullOrder(data.order, now: now) {
             return [NewJob(kind: .upsert, orderID: order.id, order: order, source: "push")]
         }
-        let id = orderID ?? data["order"]?.object?["id"]?.identifier
+        var id = data.orderID
+        if id == nil, case .object(let members, _)? = data.order { id = members.first??.identifier }
         guard let id else { return [NewJob(kind: .fullSync, source: "push")] }
-        return [NewJob(kind: .fetch, orderID: id, version: data["version"]?.integer, source: "push")]
+        return [NewJob(kind: .fetch, orderID: id, version: data.version, source: "push")]
     }
 
     /// `data.order` as an object (stored as the exact text received), or as a JSON string (FCM
     /// delivers data values as strings). Nil unless the one order decoder accepts it (DESIGN §3).
-    static func fullOrder(_ value: JSONValue?, text: String?, now: Double) -> OrderRecord? {
-        switch value {
-        case .object(let fields)?:
-            guard let text else { return nil }
+    static func fullOrder(_ order: PushData.Order?, now: Double) -> OrderRecord? {
+        switch order {
+        case .object(let members, let text)?:
             // An order the decoder refuses (no id or status, a version out of range) is no usable
             // whole order: the push becomes a fetch.
-            return try? OrderRecord.decode(fields, text: text, appliedAt: now)
-        case .string(let string)?:
+            return try? OrderRecord.decode(members: members, text: text, appliedAt: now)
+        case .text(let string)?:
             return try? OrderRecord.decode(text: string, appliedAt: now)
-        default:
+        case .other?, nil:
             return nil
         }
     }

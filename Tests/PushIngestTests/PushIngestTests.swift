@@ -54,7 +54,7 @@ let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appen
         let body = #"{"notifications":[{"tokens":["a","b"],"platform":1,"topic":"com.x","legacy":true},{"platform":2,"tokens":["c"],"data":{"order_id":"12","n":[1,{"x":null}]}}]}"#
         let request = try GorushRequest.parse(Array(body.utf8), maximumNotifications: 100).get()
         #expect(request.counts == 4)
-        #expect(request.notifications[1].data?["order_id"] == .string("12"))
+        #expect(request.notifications[1].data?.orderID == "12")
     }
 }
 
