@@ -43,4 +43,31 @@ import Testing
         #expect(request.notifications[0].tokens == nil && request.notifications[0].platform == nil)
         #expect(request.notifications[0].data == nil)
     }
+
+    /// `data` is read into its typed fields with a dictionary's rules: the last of a repeated key wins,
+    /// a field of another type reads as absent (a version may be a decimal string), the order may be an object or a string, and what
+    /// orderlive does not read is checked (a malformed value anywhere fails) but never kept.
+    @Test func dataIsReadIntoItsTypedFieldsWithADictionarysRules() throws {
+        func data(_ text: String) throws -> PushData? {
+            let body = #"{"notifications":[{"tokens":["t"],"platform":2,"data":\#(text)}]}"#
+            return try GorushRequest.parse(Array(body.utf8), maximumNotifications: 10).get().notifications[0].data
+        }
+        let typed = try data(#"{"type":"order.x","order_id":7,"version":3,"extra":{"a":[1,2,{"b":null}]},"type":"order.updated"}"#)
+        #expect(typed == PushData(type: "order.updated", orderID: "7", version: 3))
+        #expect(try data(#"{"type":5,"order_id":"","version":"x"}"#) == PushData())
+        #expect(try data(#"{"version":"3"}"#)?.version == 3, "a decimal string is an integer hint, as before")
+        #expect(try data(#"{"order":"{\"id\":4,\"status\":\"created\"}"}"#)?.order == .text(#"{"id":4,"status":"created"}"#))
+        #expect(try data(#"{"order":[1]}"#)?.order == .other)
+        guard case .object(let members, let text)? = try data(#"{"order":{"id":9, "status":"x","more":{}}}"#)?.order else {
+            Issue.record("an order object was not kept as one")
+            return
+        }
+        #expect(members.first??.identifier == "9" && text == #"{"id":9, "status":"x","more":{}}"#)
+        for malformed in [#"{"extra":[1,}"#, #"{"order":{"id":1,}}"#, #""text""#, "7"] {
+            let body = #"{"notifications":[{"tokens":["t"],"data":\#(malformed)}]}"#
+            if case .success = GorushRequest.parse(Array(body.utf8), maximumNotifications: 10) {
+                Issue.record("accepted data \(malformed)")
+            }
+        }
+    }
 }
