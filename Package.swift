@@ -190,9 +190,23 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            name: "WebhookSigning",
+            dependencies: ["CheckedInput", "COpenSSL"],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "WebhookDelivery",
+            dependencies: [
+                "AsyncSignals", "CheckedInput", "CurlHTTP", "JSONToolkit", "StoreModel", "WebhookSigning",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
             name: "PushIngest",
             dependencies: [
-                "AsyncSignals", "StoreModel", "CheckedInput", "COpenSSL", "CoalescedLogging", "JSONToolkit", "LocalHTTP",
+                "AsyncSignals", "StoreModel", "CheckedInput", "COpenSSL", "CoalescedLogging", "JSONToolkit", "LocalHTTP", "WebhookSigning",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -232,6 +246,8 @@ let package = Package(
                 "OrderSync",
                 "PushIngest",
                 "OrdersAPI",
+                "WebhookSigning",
+                "WebhookDelivery",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -270,8 +286,9 @@ let package = Package(
             name: "TestHarnesses",
             dependencies: [
                 "AsyncSignals", "StoreModel", "AuthSession", "CurlHTTP", "EventStream", "OrderStore", "OrderSync", "PushIngest", "Sandbox",
-                "OrdersAPI", "ServerSentEvents", "TestKit", "LocalHTTP",
+                "OrdersAPI", "ServerSentEvents", "TestKit", "LocalHTTP", "WebhookSigning",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Hummingbird", package: "hummingbird"),
             ],
             path: "Tests/TestHarnesses",
             swiftSettings: strict
@@ -352,6 +369,7 @@ let package = Package(
             name: "PushIngestTests",
             dependencies: [
                 "PushIngest", "StoreModel", "AsyncSignals", "JSONToolkit", "OrderStore", "CurlHTTP", "LocalHTTP", "TestHarnesses", "TestKit",
+                "WebhookSigning",
                 .product(name: "GRDB", package: "GRDB.swift"), .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             exclude: ["Fixtures"],
@@ -385,7 +403,7 @@ let package = Package(
             name: "AgentTests",
             dependencies: [
                 "Agent", "StoreModel", "AsyncSignals", "AuthSession", "Sandbox", "OrderStore", "CurlHTTP", "EventStream", "ServerSentEvents",
-                "PushIngest",
+                "PushIngest", "WebhookDelivery",
                 "TestHarnesses", "TestKit", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -405,7 +423,7 @@ if ProcessInfo.processInfo.environment["ORDERLIVE_FUZZ"] != nil {
             name: "InputFuzz",
             dependencies: [
                 "Agent", "AuthSession", "CurlHTTP", "EventStream", "JSONToolkit", "OrderStore", "OrderSync", "PushIngest", "StoreModel",
-                "ServerSentEvents",
+                "ServerSentEvents", "WebhookSigning",
             ],
             path: "Fuzz/Sources/InputFuzz"
         ),

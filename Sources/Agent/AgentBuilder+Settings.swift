@@ -4,6 +4,7 @@ import LocalHTTP
 import OrdersAPI
 import PostgresStore
 import PushIngest
+import WebhookSigning
 
 /// What `build` reads from the configuration beyond its own checks: the listeners' addresses and
 /// authentication, the secret files they name, the PostgreSQL settings, the event source.

@@ -11,6 +11,7 @@ import OrdersAPI
 import PostgresStore
 import PushIngest
 import ServiceLifecycle
+import WebhookDelivery
 
 /// The composition root (STYLE 2): builds the whole agent from the typed configuration, one step per
 /// component, each below.
@@ -103,6 +104,8 @@ public enum AgentBuilder {
         let feedWake = WakeSignal()
         /// Signalled when the store's write health changes: the probe wakes.
         let healthWake = WakeSignal()
+        /// Signalled by the store after every commit that appended changes: outgoing webhooks wake.
+        let webhookWake = WakeSignal()
         let store: any OrderStoreEngine
         /// The same store when it is on PostgreSQL.
         let postgres: PostgresOrderStore?
@@ -121,8 +124,8 @@ public enum AgentBuilder {
                 throw AgentStartError(error.message)
             }
             (store, postgres, stateLock) = try ConfiguredStore.openForAgent(
-                configuration, environment: environment, metrics: metrics, feedWake: feedWake, healthWake: healthWake,
-                logger: logger)
+                configuration, environment: environment, metrics: metrics, feedWake: feedWake, webhookWake: webhookWake,
+                healthWake: healthWake, logger: logger)
             let (metrics, state) = (self.metrics, self.state)
             do {
                 loop = try CurlLoop(logger: logger)
@@ -175,7 +178,13 @@ public enum AgentBuilder {
         })
         let recorder = StreamStatusRecorder(state: state, stateDirectory: configuration.store.stateDirectory, logger: logger)
         guard let postgres = parts.postgres else {
-            return [SessionRefreshService(session: parts.session), recorder, stream, executorService, retention]
+            var services: [any Service] = [SessionRefreshService(session: parts.session), recorder, stream, executorService, retention]
+            if let outbox = store as? any WebhookOutbox & ChangeFeedSource {
+                services.append(WebhookDeliverer(
+                    store: outbox, loop: parts.loop, settings: configuration.webhooks.settings, changed: parts.webhookWake,
+                    observe: { endpoint, attempt in metrics.record(endpoint, attempt) }, logger: logger))
+            }
+            return services
         }
         // The pool is stopped after every service that uses it (the group stops in reverse order).
         let account = postgres.account

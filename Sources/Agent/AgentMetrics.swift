@@ -1,3 +1,4 @@
+import Foundation
 import AsyncSignals
 import AuthSession
 import LocalHTTP
@@ -8,6 +9,7 @@ import OrderSync
 import OrdersAPI
 import PushIngest
 import Prometheus
+import WebhookDelivery
 
 /// The agent's metrics in one Prometheus registry (DESIGN §4 `/metrics`; issue 6): stream state and
 /// reconnects, event-to-commit lag, journal depth and oldest job age, jobs by kind and outcome, auth
@@ -96,6 +98,19 @@ public final class AgentMetrics: Sendable {
         .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
         .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1), .seconds(5),
     ]
+
+    /// Counts one webhook attempt, and the endpoint's last success (issue 40).
+    func record(_ endpoint: WebhookEndpoint, _ attempt: WebhookAttempt) {
+        let label = [("endpoint", "\(endpoint.id)")]
+        registry.makeCounter(
+            descriptor: Self.name("orderlive_webhook_deliveries_total", "Outgoing webhook attempts by endpoint and outcome"),
+            labels: label + [("outcome", attempt.rawValue)]).increment()
+        if attempt == .delivered {
+            registry.makeGauge(
+                descriptor: Self.name("orderlive_webhook_last_success_timestamp_seconds", "When the endpoint last answered 2xx"),
+                labels: label).set(Date().timeIntervalSince1970)
+        }
+    }
 
     /// Counts one job outcome.
     func record(_ kind: JobKind, _ outcome: SyncExecutor.Outcome, count: Int = 1) {

@@ -14,7 +14,7 @@ public enum ConfiguredStore {
     /// jobs that find the journal empty are applied as they are committed and counted as completed.
     static func openForAgent(
         _ configuration: OrderliveConfiguration, environment: [String: String], metrics: AgentMetrics,
-        feedWake: WakeSignal, healthWake: WakeSignal, logger: Logger
+        feedWake: WakeSignal, webhookWake: WakeSignal, healthWake: WakeSignal, logger: Logger
     ) throws(AgentStartError) -> (store: any OrderStoreEngine, postgres: PostgresOrderStore?, lock: StateLock?) {
         let healthChanged: @Sendable (StoreWriteHealth) -> Void = { health in
             healthWake.signal()
@@ -43,7 +43,10 @@ public enum ConfiguredStore {
             do {
                 let store = try directory.openStore(
                     durability: configuration.store.durability, healthChanged: healthChanged,
-                    changesCommitted: { _ in feedWake.signal() },
+                    changesCommitted: { _ in
+                        feedWake.signal()
+                        webhookWake.signal()
+                    },
                     immediateApply: ImmediateApply { kind, count in metrics.record(kind, .completed, count: count) })
                 return (store, nil, lock)
             } catch {

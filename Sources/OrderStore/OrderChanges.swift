@@ -164,8 +164,13 @@ extension OrderStore {
         try recordedWrite { db in
             guard let oldest = try Int64.fetchOne(db, sql: "SELECT MIN(seq) FROM order_change") else { return 0 }
             let head = try Self.changeHead(in: db)
-            guard let end = ChangeLogRules.pruneEnd(oldest: oldest, head: head, keeping: keeping, batch: batch) else {
+            guard var end = ChangeLogRules.pruneEnd(oldest: oldest, head: head, keeping: keeping, batch: batch) else {
                 return 0
+            }
+            // What an enabled webhook endpoint has not handled yet stays: the change log is its outbox.
+            if let owed = try Int64.fetchOne(db, sql: "SELECT MIN(cursor) FROM webhook_endpoint WHERE enabled = 1") {
+                end = min(end, owed.addingReportingOverflow(1).overflow ? end : owed + 1)
+                if end <= oldest { return 0 }
             }
             try db.execute(sql: "DELETE FROM order_change WHERE seq < ?", arguments: [end])
             return db.changesCount

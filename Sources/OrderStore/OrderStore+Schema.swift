@@ -111,6 +111,27 @@ extension OrderStore {
             try db.execute(sql: "ALTER TABLE dead_letter ADD COLUMN first_attempt_at REAL")
             try db.execute(sql: "ALTER TABLE dead_letter ADD COLUMN version INTEGER")
         }
+        migrator.registerMigration("v6-webhooks") { db in
+            // Outgoing webhooks (issue 40): each endpoint's cursor in the change log, which is the outbox.
+            try db.execute(sql: """
+                CREATE TABLE webhook_endpoint (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    url TEXT NOT NULL,
+                    secret TEXT NOT NULL,
+                    events TEXT NOT NULL DEFAULT '',
+                    store_ids TEXT NOT NULL DEFAULT '',
+                    enabled INTEGER NOT NULL DEFAULT 1,
+                    disabled_reason TEXT,
+                    cursor INTEGER NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    next_attempt_at REAL NOT NULL DEFAULT 0,
+                    last_error TEXT,
+                    last_error_at REAL,
+                    last_success_at REAL,
+                    created_at REAL NOT NULL
+                )
+                """)
+        }
         return migrator
     }
 }

@@ -20,7 +20,7 @@ struct Orderlive: AsyncParsableCommand {
         version: OrderliveVersion.current,
         subcommands: [
             Run.self, Inspect.self, Login.self, Logout.self, Status.self, Orders.self, DeadLetters.self, Journal.self, StoreCommand.self,
-            Push.self,
+            Webhooks.self, Push.self,
             SandboxCommand.self, DemoCommand.self,
         ]
     )

@@ -20,7 +20,7 @@ import Testing
         let running: Task<Void, any Error>
         let pushURL: String
 
-        init(_ sandbox: Sandbox, directory: String) async throws {
+        init(_ sandbox: Sandbox, directory: String, configure: (inout OrderliveConfiguration) -> Void = { _ in }) async throws {
             var configuration = OrderliveConfiguration()
             configuration.upstream.baseURL = await sandbox.baseURL
             configuration.auth.identifier = SandboxUser.demo.identifier
@@ -28,6 +28,7 @@ import Testing
             configuration.api.listen = ""
             configuration.store.stateDirectory = directory
             configuration.sync.maximumAttempts = 1
+            configure(&configuration)
             let program = try AgentBuilder.build(
                 configuration: configuration, logger: quietLogger, environment: ["ORDERLIVE_AUTH_PASSWORD": SandboxUser.demo.password])
             self.program = program

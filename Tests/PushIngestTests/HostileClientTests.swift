@@ -9,6 +9,7 @@ import Testing
 
 #if canImport(Glibc)
 import Glibc
+import WebhookSigning
 #endif
 
 /// Issue 11: hostile input against the real listener. Whatever a client sends, the agent stays up

@@ -6,6 +6,7 @@ import StoreModel
 import PushIngest
 import Testing
 import TestHarnesses
+import WebhookSigning
 
 @Suite(.timeLimit(.minutes(3))) struct PushEndpointTests {
     private static let gorushDirectory = fixtures.appendingPathComponent("gorush")

@@ -3,6 +3,7 @@ import OrderStore
 import StoreModel
 import PushIngest
 import Testing
+import WebhookSigning
 
 /// Copies of `shared/fixtures` (Gorush's own request bodies, the Standard Webhooks vectors), kept
 /// beside this file so the tests run wherever the repository is.

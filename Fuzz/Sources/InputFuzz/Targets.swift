@@ -9,6 +9,7 @@ import StoreModel
 import OrderSync
 import PushIngest
 import ServerSentEvents
+import WebhookSigning
 
 enum Targets {
     static let day = Duration.seconds(86_400)

@@ -16,6 +16,8 @@ public struct OrderliveConfiguration: Sendable, Hashable {
     public var store = StoreConfiguration()
     /// `log.*`
     public var log = LogConfiguration()
+    /// `webhooks.*`
+    public var webhooks = WebhooksConfiguration()
     /// The file it was read from, if any.
     public var sourceFile: String?
 
@@ -33,5 +35,6 @@ public struct OrderliveConfiguration: Sendable, Hashable {
         sync = try SyncConfiguration(reading: reader.scoped(to: "sync"))
         store = try StoreConfiguration(reading: reader.scoped(to: "store"))
         log = try LogConfiguration(reading: reader.scoped(to: "log"))
+        webhooks = try WebhooksConfiguration(reading: reader.scoped(to: "webhooks"))
     }
 }

