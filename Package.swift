@@ -403,7 +403,7 @@ let package = Package(
             name: "AgentTests",
             dependencies: [
                 "Agent", "StoreModel", "AsyncSignals", "AuthSession", "Sandbox", "OrderStore", "CurlHTTP", "EventStream", "ServerSentEvents",
-                "PushIngest", "WebhookDelivery",
+                "PushIngest", "WebhookDelivery", "WebhookSigning",
                 "TestHarnesses", "TestKit", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

@@ -177,14 +177,11 @@ public enum AgentBuilder {
             state.update { $0.executorRunning = running }
         })
         let recorder = StreamStatusRecorder(state: state, stateDirectory: configuration.store.stateDirectory, logger: logger)
+        let webhooks = WebhookDeliverer(
+            store: store, loop: parts.loop, settings: configuration.webhooks.settings, changed: parts.webhookWake,
+            observe: { endpoint, attempt in metrics.record(endpoint, attempt) }, logger: logger)
         guard let postgres = parts.postgres else {
-            var services: [any Service] = [SessionRefreshService(session: parts.session), recorder, stream, executorService, retention]
-            if let outbox = store as? any WebhookOutbox & ChangeFeedSource {
-                services.append(WebhookDeliverer(
-                    store: outbox, loop: parts.loop, settings: configuration.webhooks.settings, changed: parts.webhookWake,
-                    observe: { endpoint, attempt in metrics.record(endpoint, attempt) }, logger: logger))
-            }
-            return services
+            return [SessionRefreshService(session: parts.session), recorder, stream, executorService, retention, webhooks]
         }
         // The pool is stopped after every service that uses it (the group stops in reverse order).
         let account = postgres.account
@@ -205,8 +202,11 @@ public enum AgentBuilder {
             SessionRefreshService(session: parts.session),
             recorder,
             PostgresNotificationService(notifications: PostgresNotifications(
-                store: postgres, changes: { feedWake.signal() }, jobs: { wake.signal() }, logger: logger)),
-            LeaderOnlyService(leadership: leadership, work: [stream, executorService, retention], logger: logger),
+                store: postgres, changes: {
+                    feedWake.signal()
+                    parts.webhookWake.signal()
+                }, jobs: { wake.signal() }, logger: logger)),
+            LeaderOnlyService(leadership: leadership, work: [stream, executorService, retention, webhooks], logger: logger),
         ]
     }
 

@@ -99,16 +99,33 @@ public final class AgentMetrics: Sendable {
         .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1), .seconds(5),
     ]
 
-    /// Counts one webhook attempt, and the endpoint's last success (issue 40).
+    /// Counts one webhook attempt (issue 40).
     func record(_ endpoint: WebhookEndpoint, _ attempt: WebhookAttempt) {
-        let label = [("endpoint", "\(endpoint.id)")]
+        deliveries(endpoint.id, attempt).increment()
+    }
+
+    private func deliveries(_ endpoint: Int64, _ attempt: WebhookAttempt) -> Prometheus.Counter {
         registry.makeCounter(
             descriptor: Self.name("orderlive_webhook_deliveries_total", "Outgoing webhook attempts by endpoint and outcome"),
-            labels: label + [("outcome", attempt.rawValue)]).increment()
-        if attempt == .delivered {
-            registry.makeGauge(
-                descriptor: Self.name("orderlive_webhook_last_success_timestamp_seconds", "When the endpoint last answered 2xx"),
-                labels: label).set(Date().timeIntervalSince1970)
+            labels: [("endpoint", "\(endpoint)"), ("outcome", attempt.rawValue)])
+    }
+
+    /// The endpoints as the store holds them, when `/metrics` is read: each one's state, backlog (changes
+    /// after its cursor), the age of the oldest change it has not had, and its last 2xx.
+    func record(webhooks: [(endpoint: WebhookEndpoint, backlog: Int64, oldestAge: Double)]) {
+        for (endpoint, backlog, oldestAge) in webhooks {
+            let label = [("endpoint", "\(endpoint.id)")]
+            for attempt in [WebhookAttempt.delivered, .failed, .disabled] { _ = deliveries(endpoint.id, attempt) }
+            registry.makeGauge(descriptor: Self.name("orderlive_webhook_enabled", "1 while the webhook endpoint is enabled"), labels: label)
+                .set(Int64(endpoint.enabled ? 1 : 0))
+            registry.makeGauge(descriptor: Self.name("orderlive_webhook_backlog", "Changes the webhook endpoint has not had yet"), labels: label)
+                .set(backlog)
+            registry.makeGauge(descriptor: Self.name(
+                "orderlive_webhook_oldest_undelivered_age_seconds", "Age of the oldest change the webhook endpoint has not had"), labels: label)
+                .set(oldestAge)
+            registry.makeGauge(descriptor: Self.name(
+                "orderlive_webhook_last_success_timestamp_seconds", "When the webhook endpoint last answered 2xx (0: never)"), labels: label)
+                .set(endpoint.lastSuccessAt ?? 0)
         }
     }
 

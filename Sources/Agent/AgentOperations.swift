@@ -1,3 +1,4 @@
+import CheckedInput
 import AuthSession
 import Foundation
 import JSONToolkit
@@ -8,12 +9,12 @@ import PushIngest
 /// `/readyz`, `/api/status` and `/metrics` of the running agent.
 public struct AgentOperations: OperationsProvider {
     let session: Session
-    let store: any OrderReader
+    let store: any OrderReader & WebhookOutbox & ChangeFeedSource
     let state: AgentState
     let metrics: AgentMetrics
 
     /// The operations of an agent made of these parts.
-    public init(session: Session, store: any OrderReader, state: AgentState, metrics: AgentMetrics) {
+    public init(session: Session, store: any OrderReader & WebhookOutbox & ChangeFeedSource, state: AgentState, metrics: AgentMetrics) {
         self.session = session
         self.store = store
         self.state = state
@@ -67,8 +68,25 @@ public struct AgentOperations: OperationsProvider {
     /// `/metrics`.
     public func metricsText() async -> String {
         let auth = await session.snapshot
+        metrics.record(webhooks: await webhookProgress(now: Date().timeIntervalSince1970))
         return metrics.text(
             counts: try? await store.counts(), health: store.writeHealth, now: Date().timeIntervalSince1970,
             authenticated: auth.state == .authenticated || auth.state == .refreshing)
+    }
+
+    /// Each webhook endpoint with its backlog and the age of the oldest change it has not had.
+    private func webhookProgress(now: Double) async -> [(endpoint: WebhookEndpoint, backlog: Int64, oldestAge: Double)] {
+        guard let endpoints = try? await store.webhookEndpoints(), !endpoints.isEmpty,
+              let head = try? await store.changeHead() else { return [] }
+        var progress: [(endpoint: WebhookEndpoint, backlog: Int64, oldestAge: Double)] = []
+        for endpoint in endpoints {
+            let backlog = max(0, Checked.difference(head, endpoint.cursor) ?? 0)
+            var age = 0.0
+            if backlog > 0, case .changes(let next)? = try? await store.changes(after: endpoint.cursor, limit: 1), let oldest = next.first {
+                age = max(0, now - oldest.at)
+            }
+            progress.append((endpoint, backlog, age))
+        }
+        return progress
     }
 }

@@ -55,7 +55,10 @@ public enum ConfiguredStore {
         case .postgres:
             let engine = PostgresOrderStore(
                 configuration: try AgentBuilder.postgresSettings(configuration, environment: environment), logger: logger,
-                healthChanged: healthChanged, changesCommitted: { _ in feedWake.signal() })
+                healthChanged: healthChanged, changesCommitted: { _ in
+                    feedWake.signal()
+                    webhookWake.signal()
+                })
             return (engine, engine, nil)
         }
     }
@@ -85,6 +88,29 @@ public enum ConfiguredStore {
             return try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await store.run() }
                 defer { group.cancelAll() }
+                return try await body(store)
+            }
+        }
+    }
+
+    /// Runs `body` with the configured store's webhook endpoints: the SQLite file (created when there is
+    /// none yet), or this account in PostgreSQL (migrated first, its pool running for `body`).
+    public static func withWebhooks<T: Sendable>(
+        _ configuration: OrderliveConfiguration, logger: Logger,
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        _ body: @Sendable (any WebhookOutbox & ChangeFeedSource) async throws -> T
+    ) async throws -> T {
+        switch configuration.store.backend {
+        case .sqlite:
+            let directory = StateDirectory(configuration.store.stateDirectory)
+            try FileManager.default.createDirectory(atPath: directory.path, withIntermediateDirectories: true)
+            return try await body(try directory.openStore())
+        case .postgres:
+            let store = try postgres(configuration, logger: logger, environment: environment)
+            return try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await store.run() }
+                defer { group.cancelAll() }
+                try await store.prepare()
                 return try await body(store)
             }
         }

@@ -86,11 +86,31 @@ public struct StoreStatus: Sendable, Hashable {
     /// Why the store cannot be written now, if it cannot (full disk, read-only, I/O error, locked).
     public var writeProblem: String?
 
+    /// The outgoing webhook endpoints.
+    public var webhooks: [Webhook] = []
+
+    /// One outgoing webhook endpoint as `status` shows it (never its secret).
+    public struct Webhook: Sendable, Hashable {
+        public var id: Int64
+        public var enabled: Bool
+        /// Why it is disabled.
+        public var reason: String?
+        /// Changes it has not had yet.
+        public var backlog: Int64
+        public var lastError: String?
+    }
+
     /// Reads it from a store.
     public init(_ store: any OrderReader) async throws {
         cursor = try await store.streamCursor()
         counts = try await store.counts()
         owner = try await store.owner()
         writeProblem = store.writeHealth.reason
+        if let outbox = store as? any WebhookOutbox & ChangeFeedSource, let endpoints = try? await outbox.webhookEndpoints(),
+           !endpoints.isEmpty, let head = try? await outbox.changeHead() {
+            webhooks = endpoints.map {
+                Webhook(id: $0.id, enabled: $0.enabled, reason: $0.disabledReason, backlog: max(0, head - $0.cursor), lastError: $0.lastError)
+            }
+        }
     }
 }

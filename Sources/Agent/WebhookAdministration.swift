@@ -1,5 +1,6 @@
 import CurlHTTP
 import Foundation
+import Logging
 import OrderStore
 import StoreModel
 import WebhookDelivery
@@ -18,17 +19,12 @@ public enum WebhookAdministration {
         init(_ description: String) { self.description = description }
     }
 
-    /// Runs `body` with the configured store's webhook endpoints (SQLite; the store is created when
-    /// there is none yet).
+    /// Runs `body` with the configured store's webhook endpoints (``ConfiguredStore/withWebhooks(_:logger:environment:_:)``).
     public static func withOutbox<T: Sendable>(
-        _ configuration: OrderliveConfiguration, _ body: (any WebhookOutbox & ChangeFeedSource) async throws -> T
+        _ configuration: OrderliveConfiguration, logger: Logger,
+        _ body: @Sendable (any WebhookOutbox & ChangeFeedSource) async throws -> T
     ) async throws -> T {
-        guard configuration.store.backend == .sqlite else {
-            throw Refusal("outgoing webhooks are kept in the SQLite store in this version; with store.backend: postgres they are not available yet")
-        }
-        let directory = StateDirectory(configuration.store.stateDirectory)
-        try FileManager.default.createDirectory(atPath: directory.path, withIntermediateDirectories: true)
-        return try await body(try directory.openStore())
+        try await ConfiguredStore.withWebhooks(configuration, logger: logger, body)
     }
 
     /// `url` when it is an absolute http(s) URL with a host.

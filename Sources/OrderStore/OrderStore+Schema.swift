@@ -128,7 +128,9 @@ extension OrderStore {
                     last_error TEXT,
                     last_error_at REAL,
                     last_success_at REAL,
-                    created_at REAL NOT NULL
+                    created_at REAL NOT NULL,
+                    previous_secret TEXT,
+                    rotated_at REAL
                 )
                 """)
         }

@@ -33,6 +33,10 @@ extension OrderStore: WebhookOutbox {
             : try changed("UPDATE webhook_endpoint SET enabled = 0, disabled_reason = ? WHERE id = ?", [reason, id])
     }
 
+    public func rotateWebhookSecret(id: Int64, to secret: String) throws -> Bool {
+        try changed("UPDATE webhook_endpoint SET previous_secret = secret, secret = ?, rotated_at = ? WHERE id = ?", [secret, now(), id])
+    }
+
     public func rewindWebhookEndpoint(id: Int64, to seq: Int64) throws -> Bool {
         try changed("UPDATE webhook_endpoint SET cursor = ?, attempts = 0, next_attempt_at = 0 WHERE id = ?", [seq, id])
     }
@@ -73,6 +77,7 @@ extension OrderStore: WebhookOutbox {
             id: row["id"], url: row["url"], secret: row["secret"], events: WebhookEndpoint.split(row["events"]),
             storeIDs: WebhookEndpoint.split(row["store_ids"]), enabled: row["enabled"], disabledReason: row["disabled_reason"],
             cursor: row["cursor"], attempts: row["attempts"], nextAttemptAt: row["next_attempt_at"], lastError: row["last_error"],
-            lastErrorAt: row["last_error_at"], lastSuccessAt: row["last_success_at"], createdAt: row["created_at"])
+            lastErrorAt: row["last_error_at"], lastSuccessAt: row["last_success_at"], createdAt: row["created_at"],
+            previousSecret: row["previous_secret"], rotatedAt: row["rotated_at"])
     }
 }

@@ -62,7 +62,7 @@ extension PostgresOrderStore {
             var removed = 0
             for table in ["orderlive_order", "orderlive_tombstone", "orderlive_job", "orderlive_stream_cursor",
                           "orderlive_dedupe_key", "orderlive_dead_letter", "orderlive_owner", "orderlive_order_change",
-                          "orderlive_job_applied"] {
+                          "orderlive_job_applied", "orderlive_webhook_endpoint"] {
                 for try await count in try await connection.query(PostgresQuery(
                     unsafeSQL: "WITH gone AS (DELETE FROM \(table) WHERE account = $1 RETURNING 1) SELECT COUNT(*) FROM gone",
                     binds: Self.binds(account)), logger: logger).decode(Int64.self) {

@@ -172,9 +172,16 @@ extension PostgresOrderStore: OrderReader, ChangeFeedSource {
             }
             guard let oldest else { return 0 }
             let head = try await Self.changeHead(account: self.account, on: connection, logger: self.logger)
-            guard let end = ChangeLogRules.pruneEnd(oldest: oldest, head: head, keeping: keeping, batch: batch) else {
+            guard var end = ChangeLogRules.pruneEnd(oldest: oldest, head: head, keeping: keeping, batch: batch) else {
                 return 0
             }
+            // What an enabled webhook endpoint has not handled yet stays: the change log is its outbox.
+            for try await owed in try await connection.query(
+                "SELECT MIN(cursor) FROM orderlive_webhook_endpoint WHERE account = \(self.account) AND enabled", logger: self.logger)
+                .decode(Int64?.self) {
+                if let owed, !owed.addingReportingOverflow(1).overflow { end = min(end, owed + 1) }
+            }
+            if end <= oldest { return 0 }
             var removed = 0
             for try await count in try await connection.query("""
                 WITH gone AS (DELETE FROM orderlive_order_change WHERE account = \(self.account) AND seq < \(end)

@@ -86,6 +86,19 @@ extension PostgresOrderStore {
         Migration(version: "3", statements: [
             "ALTER TABLE orderlive_dead_letter ADD COLUMN first_attempt_at double precision, ADD COLUMN version bigint",
         ]),
+        Migration(version: "4", statements: [
+            // Outgoing webhooks (issue 40): each endpoint's cursor in the change log, which is the outbox.
+            """
+            CREATE TABLE orderlive_webhook_endpoint (
+                id bigserial PRIMARY KEY, account text NOT NULL, url text NOT NULL, secret text NOT NULL,
+                events text NOT NULL DEFAULT '', store_ids text NOT NULL DEFAULT '', enabled boolean NOT NULL DEFAULT true,
+                disabled_reason text, cursor bigint NOT NULL, attempts bigint NOT NULL DEFAULT 0,
+                next_attempt_at double precision NOT NULL DEFAULT 0, last_error text, last_error_at double precision,
+                last_success_at double precision, created_at double precision NOT NULL, previous_secret text,
+                rotated_at double precision)
+            """,
+            "CREATE INDEX orderlive_webhook_endpoint_account ON orderlive_webhook_endpoint (account, id)",
+        ]),
     ]
 
     /// The key of the advisory lock migrations run under ("orderliv" in ASCII).

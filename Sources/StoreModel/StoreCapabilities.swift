@@ -106,6 +106,7 @@ public protocol ChangeFeedSource: Sendable {
 
 /// Every capability: what the agent holds, whichever engine keeps the store.
 public typealias OrderStoreEngine = JobJournal & JobApplier & OrderReader & ChangeFeedSource & WriteProbe & DeadLetterRepair
+    & WebhookOutbox
 
 /// What an operator does to dead letters (`orderlive dead-letters`, issue 38).
 public protocol DeadLetterRepair: Sendable {

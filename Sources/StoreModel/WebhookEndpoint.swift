@@ -29,12 +29,16 @@ public struct WebhookEndpoint: Sendable, Hashable {
     public var lastSuccessAt: Double?
     /// When it was added, Unix seconds.
     public var createdAt: Double
+    /// The secret before the last rotation, which still signs beside the new one for 24 hours.
+    public var previousSecret: String?
+    /// When the secret was last rotated, Unix seconds.
+    public var rotatedAt: Double?
 
     /// Creates an endpoint record.
     public init(
         id: Int64, url: String, secret: String, events: Set<String>, storeIDs: Set<String>, enabled: Bool,
         disabledReason: String?, cursor: Int64, attempts: Int, nextAttemptAt: Double, lastError: String?,
-        lastErrorAt: Double?, lastSuccessAt: Double?, createdAt: Double
+        lastErrorAt: Double?, lastSuccessAt: Double?, createdAt: Double, previousSecret: String? = nil, rotatedAt: Double? = nil
     ) {
         self.id = id
         self.url = url
@@ -50,6 +54,15 @@ public struct WebhookEndpoint: Sendable, Hashable {
         self.lastErrorAt = lastErrorAt
         self.lastSuccessAt = lastSuccessAt
         self.createdAt = createdAt
+        self.previousSecret = previousSecret
+        self.rotatedAt = rotatedAt
+    }
+
+    /// The secrets that sign a request at `now`: the current one, and the previous one for 24 hours
+    /// after a rotation, so a receiver can switch keys without missing a change.
+    public func signingSecrets(at now: Double) -> [String] {
+        guard let previousSecret, let rotatedAt, now - rotatedAt < 86_400 else { return [secret] }
+        return [secret, previousSecret]
     }
 
     /// The event types a webhook can carry, as the change feed names them.
@@ -90,6 +103,8 @@ public protocol WebhookOutbox: Sendable {
     func removeWebhookEndpoint(id: Int64) async throws -> Bool
     /// Enables (attempts reset, due at once) or disables (with `reason`) an endpoint; false when unknown.
     func setWebhookEndpoint(id: Int64, enabled: Bool, reason: String?) async throws -> Bool
+    /// Replaces an endpoint's secret; the old one keeps signing beside it for 24 hours. False when unknown.
+    func rotateWebhookSecret(id: Int64, to secret: String) async throws -> Bool
     /// Moves an endpoint's cursor to `seq` (a replay: the changes after it are sent again); false when unknown.
     func rewindWebhookEndpoint(id: Int64, to seq: Int64) async throws -> Bool
     /// Records that the changes through `seq` were handled (`success`: the last one answered 2xx at `at`).

@@ -96,7 +96,9 @@ struct EndpointDelivery: Sendable {
         let timestamp = Int64(clamping: Checked.int64(clamping: deliverer.now()))
         let signature: String
         do {
-            signature = try StandardWebhooks(secret: endpoint.secret).sign(id: messageID, timestamp: timestamp, body: bytes)
+            signature = try endpoint.signingSecrets(at: deliverer.now()).map { secret in
+                try StandardWebhooks(secret: secret).sign(id: messageID, timestamp: timestamp, body: bytes)
+            }.joined(separator: " ")
         } catch {
             return .failed("the endpoint's secret is not a Standard Webhooks key", retryAfter: nil)
         }

@@ -66,4 +66,35 @@ extension Webhooks {
             if !(200..<300).contains(status) { throw RuntimeFailure(description: "endpoint \(id) did not answer 2xx") }
         }
     }
+
+    /// `orderlive webhooks rotate ID`
+    struct Rotate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Give an endpoint a new signing key; for 24 hours requests carry signatures with both, so the receiver can switch.")
+        @OptionGroup var config: ConfigOption
+        @OptionGroup var endpoint: EndpointID
+        @Option(help: "A file holding the new whsec_… key; without it one is made and written 0600 to a file named here.")
+        var secretFile: String?
+
+        func run() async throws {
+            let (id, secretFile) = (endpoint.number ?? 0, secretFile)
+            if let secretFile {
+                do { _ = try WebhookAdministration.secret(from: secretFile) } catch { throw RuntimeFailure(description: error.description) }
+            }
+            let written = try await Webhooks.withOutbox(config) { configuration, store -> String? in
+                guard try await store.webhookEndpoints().contains(where: { $0.id == id }) else { throw Webhooks.unknown(id) }
+                let (secret, written): (String, String?) = if let secretFile {
+                    (try WebhookAdministration.secret(from: secretFile), nil)
+                } else {
+                    try { let made = try WebhookAdministration.newSecret(in: configuration.store.stateDirectory); return (made.secret, made.file) }()
+                }
+                guard try await store.rotateWebhookSecret(id: id, to: secret) else { throw Webhooks.unknown(id) }
+                return written
+            }
+            LineWriter.standardOutput.write(line: "Webhook endpoint \(id) signs with its new key, and with the old one beside it for 24 hours.")
+            if let written {
+                LineWriter.standardError.write(line: "orderlive: the endpoint's new signing key is in \(written) (0600); give it to the receiver")
+            }
+        }
+    }
 }

@@ -9,16 +9,18 @@ import StoreModel
 struct Webhooks: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Send every order change, signed (Standard Webhooks), to endpoints kept in the store.",
-        subcommands: [Add.self, List.self, Remove.self, Enable.self, Disable.self, Replay.self, Test.self]
+        subcommands: [Add.self, List.self, Remove.self, Enable.self, Disable.self, Replay.self, Test.self, Rotate.self]
     )
 
     /// Runs `body` on the configured store's endpoints, the refusal or failure in one line.
     static func withOutbox<T: Sendable>(
-        _ config: ConfigOption, _ body: (OrderliveConfiguration, any WebhookOutbox & ChangeFeedSource) async throws -> T
+        _ config: ConfigOption, _ body: @escaping @Sendable (OrderliveConfiguration, any WebhookOutbox & ChangeFeedSource) async throws -> T
     ) async throws -> T {
         let configuration = try await config.load()
         do {
-            return try await WebhookAdministration.withOutbox(configuration) { try await body(configuration, $0) }
+            return try await WebhookAdministration.withOutbox(configuration, logger: authCommandLogger()) {
+                try await body(configuration, $0)
+            }
         } catch let refusal as WebhookAdministration.Refusal {
             throw RuntimeFailure(description: refusal.description)
         } catch let failure as RuntimeFailure {

@@ -3,6 +3,7 @@ import CurlHTTP
 import Foundation
 import Logging
 import PushIngest
+import StoreModel
 import Testing
 import TestKit
 
@@ -194,6 +195,9 @@ import TestKit
         configuration.api.listen = "127.0.0.1:0"
         configuration.store.stateDirectory = directory
         let program = try AgentBuilder.build(configuration: configuration, logger: quietLogger, environment: [:])
+        // One webhook endpoint, so its families are exported too.
+        _ = try await program.store.addWebhookEndpoint(NewWebhookEndpoint(
+            url: "http://127.0.0.1:9/hook", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"))
         let running = Task { try await program.run(handlingSignals: false) }
         let port = try #require(await program.pushServer?.port)
         let loop = try CurlLoop(logger: quietLogger)

@@ -7,6 +7,7 @@ import StoreModel
 import TestHarnesses
 import TestKit
 import Testing
+import WebhookSigning
 
 /// Outgoing webhooks (issue 40) from a running agent to a receiver that checks every signature:
 /// endpoints added with the CLI from another process, every change in order, failures retried with
@@ -79,6 +80,10 @@ import Testing
                 #expect(await Self.eventually { try await StoreFileCommandsTests.run(["webhooks", "list", "--json"], in: directory)
                     .output.contains(#""state":"disabled","disabled_reason":"the endpoint answered 410 Gone""#) })
                 #expect(!json.contains(Self.secret) && !json.contains("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"), "never the secret")
+                let (_, status) = try await StoreFileCommandsTests.run(["status", "--json"], in: directory)
+                #expect(status.contains(#""webhooks":[{"id":\#(id),"state":"disabled","disabled_reason":"the endpoint answered 410 Gone""#),
+                        "\(status)")
+                #expect(!status.contains("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"))
 
                 // Changes while disabled wait in the log; enable resumes from the cursor (the 410's change first).
                 let disabledAt = receiver.received.count
@@ -87,6 +92,23 @@ import Testing
                 #expect(await receiver.until { $0.count >= disabledAt + 2 })
                 let resumed = Self.seqs(Array(receiver.received[disabledAt...]))
                 #expect(resumed.count == 2 && resumed[1] == resumed[0] + 1, "\(resumed)")
+
+                // A new key: for 24 hours both sign, so the receiver still on the old key verifies too.
+                let newSecret = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
+                let newFile = root + "/new-secret"
+                try newSecret.write(toFile: newFile, atomically: true, encoding: .utf8)
+                let (rotated, words) = try await StoreFileCommandsTests.run(["webhooks", "rotate", "\(id)", "--secret-file", newFile], in: directory)
+                #expect(rotated == 0, "\(words)")
+                let beforeRotation = receiver.received.count
+                book.update(second, status: "after-rotation")
+                #expect(await receiver.until { $0.count > beforeRotation })
+                let signed = receiver.received[beforeRotation]
+                #expect(signed.verified, "the old key still signs")
+                let withNew = try StandardWebhooks(secret: newSecret).verify(
+                    id: signed.id, timestamp: signed.timestamp, signatures: signed.signature, body: Array(signed.body.utf8),
+                    now: Int64(Date().timeIntervalSince1970))
+                #expect((try? withNew.get()) != nil, "the new key signs: \(signed.signature)")
+                #expect(signed.signature.split(separator: " ").count == 2)
                 try await agent.stop()
             }
         }

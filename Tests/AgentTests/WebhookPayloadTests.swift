@@ -41,4 +41,14 @@ import WebhookDelivery
             #expect(throws: ConfigurationError.self, "\(bad)") { try WebhooksConfiguration.schedule(bad) }
         }
     }
+
+    @Test func theOldKeySignsBesideTheNewOneFor24HoursAfterARotation() {
+        var endpoint = Self.endpoint()
+        #expect(endpoint.signingSecrets(at: 5_000) == ["whsec_x"])
+        endpoint.previousSecret = "whsec_old"
+        endpoint.rotatedAt = 1_000
+        #expect(endpoint.signingSecrets(at: 1_000) == ["whsec_x", "whsec_old"])
+        #expect(endpoint.signingSecrets(at: 1_000 + 86_399) == ["whsec_x", "whsec_old"])
+        #expect(endpoint.signingSecrets(at: 1_000 + 86_400) == ["whsec_x"])
+    }
 }

@@ -12,6 +12,8 @@ public final class WebhookReceiver: Sendable {
     public struct Received: Sendable {
         public var id: String
         public var timestamp: String
+        /// The `webhook-signature` header as sent.
+        public var signature: String
         public var body: String
         /// True when one of its signatures matched the secret.
         public var verified: Bool
@@ -20,7 +22,7 @@ public final class WebhookReceiver: Sendable {
     }
 
     private let verifier: StandardWebhooks
-    private let state = Locked<(received: [Received], answers: [Int], hanging: Bool)>(([], [], false))
+    private let state = Locked<(received: [Received], answers: [Int], hanging: Bool, waiting: Int)>(([], [], false, 0))
     private let arrived = WakeSignal()
 
     init(secret: String) throws {
@@ -35,6 +37,9 @@ public final class WebhookReceiver: Sendable {
 
     /// While true, requests get no answer (a receiver that hangs).
     public func hang(_ on: Bool) { state.withLock { $0.hanging = on } }
+
+    /// Requests held unanswered now (while hanging).
+    public var waiting: Int { state.withLock { $0.waiting } }
 
     /// Waits until `condition` holds of what was received, for at most `limit`; true when it did.
     public func until(_ limit: Duration = .seconds(30), _ condition: ([Received]) -> Bool) async -> Bool {
@@ -54,12 +59,16 @@ public final class WebhookReceiver: Sendable {
         let verified: Bool = if case .success = verifier.verify(
             id: header("webhook-id"), timestamp: header("webhook-timestamp"), signatures: header("webhook-signature"), body: bytes,
             now: Int64(Date().timeIntervalSince1970)) { true } else { false }
+        state.withLock { $0.waiting += 1 }
+        arrived.signal()
         while state.withLock({ $0.hanging }) { try await Task.sleep(for: .milliseconds(20)) }
+        state.withLock { $0.waiting -= 1 }
         let status = state.withLock { state -> Int in
             let status = state.answers.isEmpty ? 200 : state.answers.removeFirst()
             state.received.append(Received(
                 id: header("webhook-id") ?? "", timestamp: header("webhook-timestamp") ?? "",
-                body: String(decoding: bytes, as: UTF8.self), verified: verified, status: status))
+                signature: header("webhook-signature") ?? "", body: String(decoding: bytes, as: UTF8.self), verified: verified,
+                status: status))
             return status
         }
         arrived.signal()

@@ -141,6 +141,8 @@ func withAgent(durability: StoreDurability, tls: (certificate: String, key: Stri
     logger.logLevel = ProcessInfo.processInfo.environment["BENCH_AGENT_LOG"] == nil ? .warning : .debug
     let program = try AgentBuilder.build(configuration: configuration, logger: logger, environment: [:])
     guard let server = program.pushServer else { return (nil, 0) }
+    let webhook = try await addBenchWebhook(to: program)
+    defer { webhook?.cancel() }
     let running = Task { try await program.run(handlingSignals: false) }
     let port = await server.port
     let before = residentMegabytes("VmRSS")

@@ -37,6 +37,10 @@ public enum StatusOutput {
             sections.append(#""owner_user_id":\#(jsonIdentifier(store.owner ?? snapshot.userID))"#)
             sections.append(
                 #""store":{"writable":\#(store.writeProblem == nil),"reason":\#(store.writeProblem.map(JSONText.string) ?? "null")}"#)
+            let hooks = store.webhooks.map { hook in
+                #"{"id":\#(hook.id),"state":\#(JSONText.string(hook.enabled ? "enabled" : "disabled")),"disabled_reason":\#(hook.reason.map(JSONText.string) ?? "null"),"backlog":\#(hook.backlog),"last_error":\#(hook.lastError.map(JSONText.string) ?? "null")}"#
+            }
+            sections.append(#""webhooks":[\#(hooks.joined(separator: ","))]"#)
         } else {
             sections.append(#""owner_user_id":\#(jsonIdentifier(snapshot.userID))"#)
         }
@@ -67,6 +71,10 @@ public enum StatusOutput {
             lines.append("journal:  \(store.counts.journalDepth) job(s), \(store.counts.deadLetters) dead letter(s)")
             lines.append("store:    " + (store.writeProblem.map { "NOT WRITABLE: \($0)" } ?? "writable"))
             lines.append("orders:   \(store.counts.orders)" + (store.owner.map { " (user \($0))" } ?? ""))
+            for hook in store.webhooks {
+                let state = hook.enabled ? "enabled" : "DISABLED: \(hook.reason ?? "")"
+                lines.append("webhook:  \(hook.id) \(state), \(hook.backlog) change(s) behind" + (hook.lastError.map { ", last error: \($0)" } ?? ""))
+            }
         } else {
             lines.append("orders:   no local order database yet")
         }

@@ -1,0 +1,70 @@
+import Foundation
+import StoreModel
+import TestHarnesses
+import Testing
+
+/// The outgoing webhooks' endpoints and cursors (issue 40) on each engine: an endpoint starts at the
+/// head, moves only as told, keeps its failures and its reason when disabled, and the change log
+/// keeps what an enabled endpoint is owed.
+@Suite(.timeLimit(.minutes(5))) struct WebhookOutboxTests {
+    static func order(_ id: Int, version: Int64) -> OrderRecord {
+        OrderRecord(id: "\(id)", status: "created", storeID: "1", courierID: nil, version: version, updatedAt: nil,
+                    body: #"{"id":\#(id),"status":"created","version":\#(version)}"#, appliedAt: 0)
+    }
+
+    @Test(arguments: StoreEngine.allCases)
+    func endpointsKeepTheirCursorFailuresAndStateAndTheLogKeepsWhatTheyAreOwed(_ engine: StoreEngine) async throws {
+        let clock = WallSeconds(1_000)
+        func body(_ store: any AnyOrderStore & WebhookOutbox) async throws {
+            for index in 1...5 { try await store.applyUpsert(Self.order(index, version: 1), completing: nil) }
+            let head = try await store.changeHead()
+            let added = try await store.addWebhookEndpoint(NewWebhookEndpoint(
+                url: "https://example.com/hook", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                events: ["order.deleted"], storeIDs: ["2", "1"]))
+            #expect(added.cursor == head && added.enabled && added.events == ["order.deleted"] && added.storeIDs == ["1", "2"])
+            #expect(added.createdAt == 1_000 && added.attempts == 0 && added.lastError == nil)
+            #expect(try await store.webhookEndpoints() == [added])
+
+            clock.set(1_100)
+            for index in 1...5 { try await store.applyUpsert(Self.order(index, version: 2), completing: nil) }
+            try await store.recordWebhookFailure(id: added.id, error: "the endpoint answered 503", attempts: 1, retryAt: 1_105,
+                                                 disable: nil, at: 1_100)
+            var endpoint = try #require(try await store.webhookEndpoints().first)
+            #expect(endpoint.attempts == 1 && endpoint.nextAttemptAt == 1_105 && endpoint.lastError == "the endpoint answered 503")
+            #expect(endpoint.lastErrorAt == 1_100 && endpoint.enabled && endpoint.cursor == head)
+
+            // The change log keeps the changes after an enabled endpoint's cursor, whatever it is told to keep.
+            _ = try await store.pruneChanges(keeping: 1, batch: 10_000)
+            guard case .changes(let owed) = try await store.changes(after: head, limit: 100) else {
+                Issue.record("what the endpoint is owed was pruned")
+                return
+            }
+            #expect(owed.count == 5)
+            #expect(try await store.lastChange(before: 1_050) == head, "the last change before a time")
+
+            try await store.recordWebhookProgress(id: added.id, through: head + 3, success: true, at: 1_110)
+            endpoint = try #require(try await store.webhookEndpoints().first)
+            #expect(endpoint.cursor == head + 3 && endpoint.attempts == 0 && endpoint.nextAttemptAt == 0 && endpoint.lastSuccessAt == 1_110)
+
+            try await store.recordWebhookFailure(id: added.id, error: "410", attempts: 1, retryAt: 1_120, disable: "the endpoint answered 410 Gone",
+                                                 at: 1_120)
+            endpoint = try #require(try await store.webhookEndpoints().first)
+            #expect(!endpoint.enabled && endpoint.disabledReason == "the endpoint answered 410 Gone")
+            #expect(try await store.pruneChanges(keeping: 1, batch: 10_000) > 0, "a disabled endpoint holds nothing back")
+
+            #expect(try await store.setWebhookEndpoint(id: added.id, enabled: true, reason: nil))
+            endpoint = try #require(try await store.webhookEndpoints().first)
+            #expect(endpoint.enabled && endpoint.disabledReason == nil && endpoint.attempts == 0 && endpoint.cursor == head + 3)
+            #expect(try await store.rewindWebhookEndpoint(id: added.id, to: head))
+            #expect(try await store.webhookEndpoints().first?.cursor == head)
+            #expect(try await store.setWebhookEndpoint(id: 999_999, enabled: false, reason: "x") == false)
+            #expect(try await store.rewindWebhookEndpoint(id: 999_999, to: 1) == false)
+            #expect(try await store.removeWebhookEndpoint(id: added.id))
+            #expect(try await store.removeWebhookEndpoint(id: added.id) == false)
+            #expect(try await store.webhookEndpoints().isEmpty)
+        }
+        try await withStore(engine, now: { clock.now }) { store in
+            try await body(try #require(store as? any AnyOrderStore & WebhookOutbox))
+        }
+    }
+}
