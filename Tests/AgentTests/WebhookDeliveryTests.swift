@@ -63,6 +63,13 @@ import WebhookSigning
                 #expect(seqs == Array((start + 1)...(start + Int64(seqs.count))), "in change-log order, none missing: \(seqs)")
                 #expect(delivered.allSatisfy { $0.id == "msg_\(id)_\(Self.field("seq", of: $0) ?? "")" })
                 #expect(Self.field("type", of: delivered[0]) as? String == "order.upserted")
+                // Checked apart from the code that signs: openssl's HMAC over id.timestamp.body with the key.
+                let key = try #require(Data(base64Encoded: String(Self.secret.dropFirst(6))))
+                let hex = key.map { String(format: "%02x", $0) }.joined()
+                let mac = try await runTool("/bin/sh", ["-c", "openssl dgst -sha256 -mac HMAC -macopt hexkey:\(hex) -binary | base64"],
+                                            input: "\(delivered[0].id).\(delivered[0].timestamp).\(delivered[0].body)")
+                #expect(mac.status == 0 && delivered[0].signature == "v1," + mac.output.trimmingCharacters(in: .whitespacesAndNewlines),
+                        "\(mac.output) against \(delivered[0].signature)")
                 #expect((Self.field("order", of: delivered[0]) as? [String: Any])?["status"] as? String == "status-0")
 
                 // A 500 is retried with the same webhook-id; then a 410 disables the endpoint.
