@@ -56,10 +56,23 @@ struct EndpointDelivery: Sendable {
         }
     }
 
-    /// Sends `changes` in order, stopping at the first failure.
+    /// Sends `changes` in order, stopping at the first failure. The cursor is stored after the 2xx
+    /// answers, never ahead of them: after the batch (at most 100 changes), every 100 ms within it, and
+    /// before a failure is recorded. A kill between two stores sends those changes again, under the
+    /// same `webhook-id`s; one store per 2xx cost a write transaction per change, which took a
+    /// quarter of the push path's throughput with one endpoint (PERFORMANCE.md).
     private func send(_ changes: [OrderChange], to endpoint: WebhookEndpoint) async throws -> Duration? {
         let store = deliverer.store
         var handled = endpoint.cursor
+        var stored = endpoint.cursor
+        var succeeded: Double?
+        var storedAt = deliverer.now()
+        func persist(force: Bool) async throws {
+            let now = deliverer.now()
+            guard handled != stored, force || now - storedAt >= 0.1 else { return }
+            try await store.recordWebhookProgress(id: id, through: handled, success: succeeded != nil, at: succeeded ?? now)
+            (stored, storedAt, succeeded) = (handled, now, nil)
+        }
         for change in changes {
             guard let (_, body) = WebhookPayload.event(for: change, to: endpoint) else {
                 handled = change.seq
@@ -68,18 +81,19 @@ struct EndpointDelivery: Sendable {
             switch await attempt(body, seq: change.seq, endpoint: endpoint) {
             case .delivered:
                 handled = change.seq
-                try await store.recordWebhookProgress(id: id, through: handled, success: true, at: deliverer.now())
+                succeeded = deliverer.now()
                 deliverer.observe(endpoint, .delivered)
+                try await persist(force: false)
             case .gone(let status):
-                try await store.recordWebhookProgress(id: id, through: handled, success: false, at: deliverer.now())
+                try await persist(force: true)
                 try await disable(endpoint, "the endpoint answered \(status) Gone")
                 return nil
             case .failed(let reason, let retryAfter):
-                try await store.recordWebhookProgress(id: id, through: handled, success: false, at: deliverer.now())
+                try await persist(force: true)
                 return try await failed(endpoint, reason: reason, retryAfter: retryAfter)
             }
         }
-        try await store.recordWebhookProgress(id: id, through: handled, success: false, at: deliverer.now())
+        try await persist(force: true)
         return .zero
     }
 

@@ -93,7 +93,12 @@ import Testing
                 }
             }
             defer { forward.cancel() }
-            let probe = Task { await StoreHealthProbe(store: store, changed: wake, logger: quietLogger).run() }
+            // The probe backs off to 2 s here, not 10: the bound below is then about the probe clearing
+            // the fault with no traffic, with room for a loaded machine, not about where in a 1-2-4-8 s
+            // schedule the space happened to return (a CI run saw 5.8 s there).
+            let probe = Task {
+                await StoreHealthProbe(store: store, changed: wake, first: .seconds(1), longest: .seconds(2), logger: quietLogger).run()
+            }
             defer { probe.cancel() }
             var health = healths.makeAsyncIterator()
             try await queue.writeWithoutTransaction { db in

@@ -48,6 +48,7 @@ import Testing
             agent.child.signal(SIGKILL)
             _ = await agent.finish()
             receiver.hang(false)
+            let killedLogs = agent.logs.raw
 
             (agent, pushURL) = try await start()
             for id in 11...12 { try await push(id, to: pushURL) }
@@ -68,6 +69,8 @@ import Testing
                 #expect(seq <= highest + 1, "out of order: \(seqs)")
                 highest = max(highest, seq)
             }
+            let key = String(WebhookDeliveryTests.secret.dropFirst(6))
+            #expect(!(killedLogs + agent.logs.raw).contains { $0.contains(key) }, "the signing key is never logged")
             let resent = Dictionary(grouping: received, by: \.id).filter { $0.value.count > 1 }
             #expect(!resent.isEmpty, "the delivery in flight at the kill was sent again: \(seqs)")
         }

@@ -144,7 +144,7 @@ func feedBenchmark() async throws {
     guard let store = program.store as? OrderStore else { return }
     try store.applyPage(try (0..<20).map { try benchOrder($0, version: 1, status: "created") })
     let webhook = try await addBenchWebhook(to: program)
-    defer { webhook?.cancel() }
+    defer { webhook?.kill() }
     let running = Task { try await program.run(handlingSignals: false) }
     let port = await server.port
     let committer = Committer(store: store, orders: 20)

@@ -142,7 +142,7 @@ func withAgent(durability: StoreDurability, tls: (certificate: String, key: Stri
     let program = try AgentBuilder.build(configuration: configuration, logger: logger, environment: [:])
     guard let server = program.pushServer else { return (nil, 0) }
     let webhook = try await addBenchWebhook(to: program)
-    defer { webhook?.cancel() }
+    defer { webhook?.kill() }
     let running = Task { try await program.run(handlingSignals: false) }
     let port = await server.port
     let before = residentMegabytes("VmRSS")

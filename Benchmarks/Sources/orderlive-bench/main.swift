@@ -190,6 +190,10 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "sandbox" {
     try await runBenchSandbox(Array(CommandLine.arguments.dropFirst(2)))
     exit(0)
 }
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "webhook-receiver" {
+    try await runBenchWebhookReceiver()
+    exit(0)
+}
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "memory-agent" {
     try await runMemoryAgent(Array(CommandLine.arguments.dropFirst(2)))
     exit(0)
