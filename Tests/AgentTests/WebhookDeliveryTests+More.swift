@@ -140,3 +140,44 @@ extension WebhookDeliveryTests {
         #expect(try store.pruneChanges(keeping: 2) > 0, "a disabled endpoint holds nothing back")
     }
 }
+
+extension WebhookDeliveryTests {
+    /// The receiver is down (connections refused) while changes happen; once it is back, every change
+    /// arrives, in order, from where delivery stopped.
+    @Test func aReceiverThatIsDownForAWhileGetsEveryChangeOnceItIsBack() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-hooks4-\(UUID().uuidString)").path
+        let directory = root + "/state"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let secretFile = root + "/secret"
+        try Self.secret.write(toFile: secretFile, atomically: true, encoding: .utf8)
+        let port = try freeLoopbackPort()
+        let url = "http://127.0.0.1:\(port)/hook"
+        let sandboxConfiguration = SandboxConfiguration(
+            port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true), feed: .orderBook)
+        try await Sandbox.withRunning(sandboxConfiguration) { sandbox in
+            let book = sandbox.orders
+            let agent = try await DeadLetterRetryAgentTests.Agent(sandbox, directory: directory) {
+                $0.webhooks.retrySchedule = "1s,1s,1s,1s,1s,1s,1s,1s,1s,1s"
+            }
+            let (added, said) = try await StoreFileCommandsTests.run(["webhooks", "add", url, "--secret-file", secretFile], in: directory)
+            #expect(added == 0, "\(said)")
+            let start = try await agent.program.store.changeHead()
+            let id = book.create()
+            for step in 0..<4 { book.update(id, status: "down-\(step)") }
+            // Refused: the failure is recorded, the change waits.
+            #expect(try await agent.until { program in
+                try await program.store.webhookEndpoints().first?.lastError != nil
+            }, "no failure was recorded")
+            let endpoint = try #require(try await agent.program.store.webhookEndpoints().first)
+            #expect(endpoint.enabled && endpoint.cursor == start && endpoint.attempts >= 1)
+            try await WebhookReceiver.withRunning(secret: Self.secret, port: port) { receiver, _ in
+                #expect(await receiver.until { Self.seqs($0).count >= 5 }, "\(Self.seqs(receiver.received))")
+                #expect(Self.seqs(receiver.received) == Array((start + 1)...(start + 5)))
+                let allVerified = receiver.received.allSatisfy { $0.verified }
+                #expect(allVerified)
+            }
+            try await agent.stop()
+        }
+    }
+}

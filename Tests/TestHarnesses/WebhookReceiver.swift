@@ -76,13 +76,15 @@ public final class WebhookReceiver: Sendable {
     }
 
     /// Runs a receiver checking signatures with `secret` for the duration of `body`, which gets its URL.
-    public static func withRunning<T: Sendable>(secret: String, _ body: (WebhookReceiver, String) async throws -> T) async throws -> T {
+    public static func withRunning<T: Sendable>(
+        secret: String, port wanted: Int = 0, _ body: (WebhookReceiver, String) async throws -> T
+    ) async throws -> T {
         let receiver = try WebhookReceiver(secret: secret)
         let router = Router()
         router.post("/hook") { request, _ in try await receiver.take(request) }
         let port = OneShot<Int>()
         let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: wanted)),
             onServerRunning: { channel in _ = port.give(channel.localAddress?.port ?? 0) },
             logger: Logger(label: "webhook-receiver", factory: { _ in SwiftLogNoOpLogHandler() }))
         return try await withThrowingTaskGroup(of: Void.self) { group in
