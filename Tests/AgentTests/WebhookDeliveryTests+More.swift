@@ -23,6 +23,7 @@ extension WebhookDeliveryTests {
                 let book = sandbox.orders
                 let agent = try await DeadLetterRetryAgentTests.Agent(sandbox, directory: directory) {
                     $0.webhooks.timeout = .seconds(30)
+                    $0.api.listen = "127.0.0.1:0"
                 }
                 let loop = try CurlLoop(logger: quietLogger)
                 // Only deletions and removals of store 2's orders.
@@ -56,7 +57,11 @@ extension WebhookDeliveryTests {
                 #expect(await receiver.until { $0.count >= 2 })
                 #expect(receiver.received[1].id == filtered[0].id)
 
-                // A receiver that hangs holds its own delivery only: pushes are answered and applied.
+                // A receiver that hangs holds its own delivery only: pushes are answered and applied,
+                // and the change feed goes on.
+                let apiPort = try #require(await agent.program.apiServer?.port)
+                let feed = try await FeedReader(loop: loop, url: "http://127.0.0.1:\(apiPort)/v1/orders/stream")
+                _ = try await feed.events(through: "ready")
                 receiver.hang(true)
                 let pending = book.create(storeID: 2)
                 book.delete(pending)
@@ -68,6 +73,10 @@ extension WebhookDeliveryTests {
                     url: pushURL, method: "POST", headers: ["Content-Type": "application/json"], body: Array(body.utf8)))
                 #expect(response.status == 200 && clock.now - began < .seconds(2))
                 #expect(try await agent.until { try await $0.store.order(id: "p1") != nil })
+                var fed = false
+                while !fed, let event = try await feed.nextEvent(within: .seconds(5)) { fed = event.data.contains(#""id":"p1""#) }
+                #expect(fed, "the change feed carried the push's order while the receiver hung")
+                feed.close()
                 receiver.hang(false)
                 #expect(await receiver.until { $0.count >= 3 }, "delivered once the receiver answers again")
                 try await agent.stop()
