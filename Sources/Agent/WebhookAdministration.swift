@@ -1,6 +1,5 @@
 import CurlHTTP
 import Foundation
-import Logging
 import OrderStore
 import StoreModel
 import WebhookDelivery
@@ -17,14 +16,6 @@ public enum WebhookAdministration {
     public struct Refusal: Error, CustomStringConvertible {
         public var description: String
         init(_ description: String) { self.description = description }
-    }
-
-    /// Runs `body` with the configured store's webhook endpoints (``ConfiguredStore/withWebhooks(_:logger:environment:_:)``).
-    public static func withOutbox<T: Sendable>(
-        _ configuration: OrderliveConfiguration, logger: Logger,
-        _ body: @Sendable (any WebhookOutbox & ChangeFeedSource) async throws -> T
-    ) async throws -> T {
-        try await ConfiguredStore.withWebhooks(configuration, logger: logger, body)
     }
 
     /// `url` when it is an absolute http(s) URL with a host.

@@ -50,22 +50,29 @@ extension PostgresOrderStore: OrderReader, ChangeFeedSource {
     /// This account's dead letters, oldest first, or the one with `id`.
     func deadLetters(id: Int64?) async throws -> [DeadLetterRecord] {
         try await read { [self] connection in
-            var letters: [DeadLetterRecord] = []
-            let rows = try await connection.query("""
-                SELECT id, kind, order_id, raw, reason, attempts, created_at, first_attempt_at, version
+            try await Self.deadLetters(connection.query("""
+                SELECT \(unescaped: Self.deadLetterColumns)
                 FROM orderlive_dead_letter WHERE account = \(self.account) AND (\(id)::bigint IS NULL OR id = \(id))
                 ORDER BY id
-                """, logger: self.logger)
-            for try await (rowID, kind, orderID, raw, reason, attempts, createdAt, firstAttemptAt, version) in rows.decode(
-                (Int64, String, String?, String, String, Int64, Double, Double?, Int64?).self) {
-                var letter = DeadLetterRecord(
-                    kind: kind, orderID: orderID, raw: raw, reason: reason, attempts: Int(clamping: attempts),
-                    createdAt: createdAt, firstAttemptAt: firstAttemptAt, version: version)
-                letter.id = rowID
-                letters.append(letter)
-            }
-            return letters
+                """, logger: self.logger))
         }
+    }
+
+    /// The columns ``deadLetters(_:)`` reads, in its order.
+    static let deadLetterColumns = "id, kind, order_id, raw, reason, attempts, created_at, first_attempt_at, version"
+
+    /// Dead letters from rows of ``deadLetterColumns``.
+    static func deadLetters(_ rows: PostgresRowSequence) async throws -> [DeadLetterRecord] {
+        var letters: [DeadLetterRecord] = []
+        for try await (rowID, kind, orderID, raw, reason, attempts, createdAt, firstAttemptAt, version) in rows.decode(
+            (Int64, String, String?, String, String, Int64, Double, Double?, Int64?).self) {
+            var letter = DeadLetterRecord(
+                kind: kind, orderID: orderID, raw: raw, reason: reason, attempts: Int(clamping: attempts),
+                createdAt: createdAt, firstAttemptAt: firstAttemptAt, version: version)
+            letter.id = rowID
+            letters.append(letter)
+        }
+        return letters
     }
 
     public func pendingJobs(limit: Int) async throws -> [JobRecord] {

@@ -51,17 +51,9 @@ extension PostgresOrderStore: DeadLetterRepair {
                 let rows = try await connection.query("""
                     DELETE FROM orderlive_dead_letter
                     WHERE account = \(account) AND (\(everyOne) OR id = ANY(\(wanted)))
-                    RETURNING id, kind, order_id, raw, reason, attempts, created_at, first_attempt_at, version
+                    RETURNING \(unescaped: Self.deadLetterColumns)
                     """, logger: logger)
-                var letters: [DeadLetterRecord] = []
-                for try await (rowID, kind, orderID, raw, reason, attempts, createdAt, firstAttemptAt, version) in rows.decode(
-                    (Int64, String, String?, String, String, Int64, Double, Double?, Int64?).self) {
-                    var letter = DeadLetterRecord(
-                        kind: kind, orderID: orderID, raw: raw, reason: reason, attempts: Int(clamping: attempts),
-                        createdAt: createdAt, firstAttemptAt: firstAttemptAt, version: version)
-                    letter.id = rowID
-                    letters.append(letter)
-                }
+                var letters = try await Self.deadLetters(rows)
                 let removed = Set(letters.compactMap(\.id))
                 let unknown = wanted.filter { !removed.contains($0) }
                 if !unknown.isEmpty { throw UnknownDeadLetters(ids: unknown) }

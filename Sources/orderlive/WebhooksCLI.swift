@@ -18,7 +18,7 @@ struct Webhooks: AsyncParsableCommand {
     ) async throws -> T {
         let configuration = try await config.load()
         do {
-            return try await WebhookAdministration.withOutbox(configuration, logger: authCommandLogger()) {
+            return try await ConfiguredStore.withWebhooks(configuration, logger: authCommandLogger()) {
                 try await body(configuration, $0)
             }
         } catch let refusal as WebhookAdministration.Refusal {

@@ -10,12 +10,8 @@ import Testing
 
 extension WebhookDeliveryTests {
     @Test func filtersReplayAndAHangingReceiverThatDelaysNothingElse() async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-hooks2-\(UUID().uuidString)").path
-        let directory = root + "/state"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let (root, directory, secretFile) = try Self.scene("orderlive-hooks2")
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let secretFile = root + "/secret"
-        try Self.secret.write(toFile: secretFile, atomically: true, encoding: .utf8)
         let sandboxConfiguration = SandboxConfiguration(
             port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true), feed: .orderBook)
         try await Sandbox.withRunning(sandboxConfiguration) { sandbox in
@@ -86,9 +82,7 @@ extension WebhookDeliveryTests {
     }
 
     @Test func badInputIsRefusedByNameAndChangesNothing() async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-hooks3-\(UUID().uuidString)").path
-        let directory = root + "/state"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let (root, directory, _) = try Self.scene("orderlive-hooks3")
         defer { try? FileManager.default.removeItem(atPath: root) }
         let bad = root + "/bad-secret"
         try "not-a-key".write(toFile: bad, atomically: true, encoding: .utf8)
@@ -154,12 +148,8 @@ extension WebhookDeliveryTests {
     /// The receiver is down (connections refused) while changes happen; once it is back, every change
     /// arrives, in order, from where delivery stopped.
     @Test func aReceiverThatIsDownForAWhileGetsEveryChangeOnceItIsBack() async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-hooks4-\(UUID().uuidString)").path
-        let directory = root + "/state"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let (root, directory, secretFile) = try Self.scene("orderlive-hooks4")
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let secretFile = root + "/secret"
-        try Self.secret.write(toFile: secretFile, atomically: true, encoding: .utf8)
         let port = try freeLoopbackPort()
         let url = "http://127.0.0.1:\(port)/hook"
         let sandboxConfiguration = SandboxConfiguration(

@@ -16,6 +16,16 @@ import WebhookSigning
 @Suite(.timeLimit(.minutes(5))) struct WebhookDeliveryTests {
     static let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
+    /// A directory for one test: its state directory, and a file holding ``secret``.
+    static func scene(_ label: String) throws -> (root: String, directory: String, secretFile: String) {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString)").path
+        let directory = root + "/state"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let secretFile = root + "/secret"
+        try secret.write(toFile: secretFile, atomically: true, encoding: .utf8)
+        return (root, directory, secretFile)
+    }
+
     static func seqs(_ received: [WebhookReceiver.Received]) -> [Int64] {
         received.compactMap { request in
             (try? JSONSerialization.jsonObject(with: Data(request.body.utf8)) as? [String: Any])?["seq"] as? Int64
@@ -28,12 +38,8 @@ import WebhookSigning
     }
 
     @Test func changesArriveSignedInOrderAndFailuresAreRetriedThen410DisablesAndEnableResumes() async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-hooks-\(UUID().uuidString)").path
-        let directory = root + "/state"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let (root, directory, secretFile) = try Self.scene("orderlive-hooks")
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let secretFile = root + "/secret"
-        try Self.secret.write(toFile: secretFile, atomically: true, encoding: .utf8)
         let sandboxConfiguration = SandboxConfiguration(
             port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true), feed: .orderBook)
         try await Sandbox.withRunning(sandboxConfiguration) { sandbox in
