@@ -27,6 +27,7 @@ public enum AgentBuilder {
         var services: [any Service] = [CurlLoopService(loop: parts.loop)]
         services += syncServices(parts)
         services.append(StoreHealthProbe(store: parts.store, changed: parts.healthWake, logger: logger))
+        services.append(StoreObservationService(observation: parts.observation))
         let pushServer = listeners.push.map { makePushServer($0, parts) }
         if let pushServer { services.append(pushServer) }
         let apiServer = listeners.api.map { makeOrdersAPI($0, maximumSubscribers: listeners.maximumSubscribers, parts) }
@@ -113,6 +114,8 @@ public enum AgentBuilder {
         let stateLock: StateLock?
         let loop: CurlLoop
         let session: Session
+        /// What readiness, status and metrics answer from.
+        let observation: StoreObservation
 
         init(configuration: OrderliveConfiguration, logger: Logger, environment: [String: String]) throws(AgentStartError) {
             self.configuration = configuration
@@ -126,6 +129,10 @@ public enum AgentBuilder {
             (store, postgres, stateLock) = try ConfiguredStore.openForAgent(
                 configuration, environment: environment, metrics: metrics, feedWake: feedWake, webhookWake: webhookWake,
                 healthWake: healthWake, logger: logger)
+            // Unreadable once it has not answered for its own deadline (PostgreSQL: `failover_s`;
+            // SQLite: the busy timeout, 5 s) and two reads more.
+            let deadline = configuration.store.backend == .postgres ? configuration.store.failover : .seconds(5)
+            observation = StoreObservation(store: store, stale: deadline + .seconds(2))
             let (metrics, state) = (self.metrics, self.state)
             do {
                 loop = try CurlLoop(logger: logger)
@@ -214,8 +221,13 @@ public enum AgentBuilder {
     static func makePushServer(_ push: PushListener, _ parts: Parts) -> PushServer {
         let ingest = parts.configuration.ingest
         let wake = parts.wake
+        // A push waits for its commit at most `ingest.read_timeout_ms` (a locked SQLite file), and on
+        // PostgreSQL at most `failover_s` too (a database that stopped answering; issue 41).
+        let store = parts.configuration.store
+        let deadline = store.backend == .postgres ? min(store.failover, ingest.readTimeout) : ingest.readTimeout
         let journal = PushJournal(
-            store: parts.store, dedupeWindow: ingest.dedupeWindow, highWaterJobs: ingest.highWaterJobs, journaled: { wake.signal() })
+            store: parts.store, dedupeWindow: ingest.dedupeWindow, highWaterJobs: ingest.highWaterJobs, deadline: deadline,
+            journaled: { wake.signal() })
         let endpoint = PushEndpoint(
             configuration: .init(authentication: push.authentication, maximumBodyBytes: ingest.maximumBodyBytes,
                                  maximumNotifications: ingest.maximumNotifications),
@@ -225,7 +237,7 @@ public enum AgentBuilder {
                                  maximumBodyBytes: ingest.maximumBodyBytes, maximumConnections: ingest.maximumConnections,
                                  allowFrom: ingest.allowFrom, tls: push.tls),
             endpoint: endpoint,
-            operations: AgentOperations(session: parts.session, store: parts.store, state: parts.state, metrics: parts.metrics),
+            operations: AgentOperations(session: parts.session, observation: parts.observation, state: parts.state, metrics: parts.metrics),
             listenerMetrics: ListenerMetrics(listener: "push", factory: parts.metrics.factory),
             logger: parts.logger)
     }

@@ -6,17 +6,24 @@ import OrderStore
 import StoreModel
 import PushIngest
 
-/// `/readyz`, `/api/status` and `/metrics` of the running agent.
+/// `/readyz`, `/api/status` and `/metrics` of the running agent, answered from what the agent last
+/// observed of its store (``StoreObservation``), never waiting on the store past a short bound.
 public struct AgentOperations: OperationsProvider {
     let session: Session
-    let store: any OrderReader & WebhookOutbox & ChangeFeedSource
+    let observation: StoreObservation
+    var store: any OrderReader & WebhookOutbox & ChangeFeedSource { observation.store }
     let state: AgentState
     let metrics: AgentMetrics
 
+    /// How long readiness and status wait for a fresh read of the store before answering from the last one.
+    static let briefWait = Duration.milliseconds(100)
+    /// How long `/metrics` waits (a scrape allows seconds; its counts should be fresh).
+    static let metricsWait = Duration.seconds(1)
+
     /// The operations of an agent made of these parts.
-    public init(session: Session, store: any OrderReader & WebhookOutbox & ChangeFeedSource, state: AgentState, metrics: AgentMetrics) {
+    public init(session: Session, observation: StoreObservation, state: AgentState, metrics: AgentMetrics) {
         self.session = session
-        self.store = store
+        self.observation = observation
         self.state = state
         self.metrics = metrics
     }
@@ -25,17 +32,12 @@ public struct AgentOperations: OperationsProvider {
     public func readiness() async -> Readiness {
         let snapshot = state.snapshot
         let auth = await session.snapshot
+        let seen = await observation.seen(waiting: Self.briefWait)
         var reason: String?
-        var storeReadable = true
-        do {
-            _ = try await store.counts()
-        } catch {
-            storeReadable = false
-        }
         if snapshot.shuttingDown {
             reason = "shutting down"
-        } else if !storeReadable {
-            reason = "the order store cannot be read"
+        } else if let problem = observation.problem(in: seen) {
+            reason = "the order store cannot be read: \(problem)"
         } else if let problem = store.writeHealth.reason {
             reason = "the order store cannot be written: \(problem)"
         } else if !snapshot.executorRunning, snapshot.cluster.role == "leader" {
@@ -54,39 +56,35 @@ public struct AgentOperations: OperationsProvider {
             #""auth":{"state":\#(JSONText.string(auth.state.rawValue))}"#,
             #""stream":{"state":\#(JSONText.string(snapshot.stream.rawValue)),"reconnects":\#(snapshot.reconnects)}"#,
             #""cluster":\#(snapshot.cluster.json)"#,
+            #""database":\#(databaseJSON(seen))"#,
             #""notes":[\#(notes.map(JSONText.string).joined(separator: ","))]"#,
         ].joined(separator: ",") + "}"
         return Readiness(isReady: reason == nil, json: json)
     }
 
-    /// `/api/status`: `status --json` of the running agent.
+    /// `/api/status`: `status --json` of the running agent, with the store as last seen.
     public func statusJSON() async -> String {
         let auth = await session.snapshot
-        return StatusOutput.json(auth, store: try? await StoreStatus(store), stream: state.snapshot)
+        let seen = await observation.seen(waiting: Self.briefWait)
+        var status = seen.status
+        status?.writeProblem = store.writeHealth.reason
+        return StatusOutput.json(auth, store: status, stream: state.snapshot, database: databaseJSON(seen))
     }
 
-    /// `/metrics`.
+    /// `/metrics`, with the store's counts as last seen.
     public func metricsText() async -> String {
         let auth = await session.snapshot
-        metrics.record(webhooks: await webhookProgress(now: Date().timeIntervalSince1970))
+        let seen = await observation.seen(waiting: Self.metricsWait)
+        metrics.record(webhooks: seen.webhooks.map { ($0.endpoint, $0.backlog, $0.oldestAge) })
         return metrics.text(
-            counts: try? await store.counts(), health: store.writeHealth, now: Date().timeIntervalSince1970,
+            counts: seen.status?.counts, health: store.writeHealth, now: Date().timeIntervalSince1970,
             authenticated: auth.state == .authenticated || auth.state == .refreshing)
     }
 
-    /// Each webhook endpoint with its backlog and the age of the oldest change it has not had.
-    private func webhookProgress(now: Double) async -> [(endpoint: WebhookEndpoint, backlog: Int64, oldestAge: Double)] {
-        guard let endpoints = try? await store.webhookEndpoints(), !endpoints.isEmpty,
-              let head = try? await store.changeHead() else { return [] }
-        var progress: [(endpoint: WebhookEndpoint, backlog: Int64, oldestAge: Double)] = []
-        for endpoint in endpoints {
-            let backlog = max(0, Checked.difference(head, endpoint.cursor) ?? 0)
-            var age = 0.0
-            if backlog > 0, case .changes(let next)? = try? await store.changes(after: endpoint.cursor, limit: 1), let oldest = next.first {
-                age = max(0, now - oldest.at)
-            }
-            progress.append((endpoint, backlog, age))
-        }
-        return progress
+    /// `"database"`: how long ago the store last answered (seconds, one decimal; null before its
+    /// first answer) and why its last read failed, if it did.
+    func databaseJSON(_ seen: StoreObservation.Seen) -> String {
+        let ago = seen.answeredAt.map { StoreObservation.seconds(observation.now() - $0) } ?? "null"
+        return #"{"answered_s_ago":\#(ago),"error":\#(seen.failure.map(JSONText.string) ?? "null")}"#
     }
 }

@@ -70,9 +70,10 @@ public final class PostgresLeadership: Sendable {
                 let configuration = try leadershipConnection()
                 let connection = try await PostgresConnection.connect(
                     configuration: configuration, id: 1, logger: logger)
-                update { $0.database = "ok" }
                 // Closed without waiting: closing a connection the server ended may not return.
-                defer { connection.close().whenComplete { _ in withExtendedLifetime(connection) {} } }
+                defer { connection.discard() }
+                await DatabaseSocket.configure(connection, failover: failover)
+                update { $0.database = "ok" }
                 try await take(part: connection, until: stopping, lead: lead)
             } catch {
                 if stopping.isStopped || Task.isCancelled { break }
@@ -96,11 +97,17 @@ public final class PostgresLeadership: Sendable {
         part connection: PostgresConnection, until stopping: StopFlag, lead: @escaping @Sendable () async -> Void
     ) async throws {
         let account = store.account
+        let logger = self.logger
         while !stopping.isStopped, !Task.isCancelled {
-            var locked = false
-            for try await got in try await connection.query(
-                "SELECT pg_try_advisory_lock(hashtextextended(\(account), 2))", logger: logger).decode(Bool.self) {
-                locked = got
+            // Every round trip on this connection has the deadline `failover_s` (a silent partition
+            // hangs a query; it does not fail it): past it the connection is closed and made again.
+            let locked = try await connection.answering(within: failover) { connection in
+                var locked = false
+                for try await got in try await connection.query(
+                    "SELECT pg_try_advisory_lock(hashtextextended(\(account), 2))", logger: logger).decode(Bool.self) {
+                    locked = got
+                }
+                return locked
             }
             guard locked else {
                 try await observe(on: connection)
@@ -142,8 +149,9 @@ public final class PostgresLeadership: Sendable {
             }
             if ended == .returned {
                 // Graceful shutdown: give the account to a follower now rather than at our death.
-                _ = try? await connection.query(
-                    "SELECT pg_advisory_unlock(hashtextextended(\(account), 2))", logger: logger)
+                _ = try? await connection.answering(within: failover) { connection in
+                    try await connection.query("SELECT pg_advisory_unlock(hashtextextended(\(account), 2))", logger: logger)
+                }
                 update { $0.role = .follower }
                 logger.notice("this agent no longer leads its account", metadata: ["store.account": "\(account)"])
                 return
@@ -157,56 +165,53 @@ public final class PostgresLeadership: Sendable {
 
     /// Increments the epoch and names this agent leader, in one statement: returns the new epoch.
     private func takeOver(on connection: PostgresConnection) async throws -> Int64 {
-        let account = store.account
-        var epoch: Int64?
-        for try await value in try await connection.query("""
-            INSERT INTO orderlive_leadership (account, epoch, leader, since) VALUES (\(account), 1, \(name), \(store.now()))
-            ON CONFLICT (account) DO UPDATE SET epoch = orderlive_leadership.epoch + 1, leader = excluded.leader,
-                since = excluded.since
-            RETURNING epoch
-            """, logger: logger).decode(Int64.self) {
-            epoch = value
+        let (account, name, now, logger) = (store.account, name, store.now(), logger)
+        // The update waits for a deposed leader's open transaction, which the server ends after
+        // `failover_s` (`idle_in_transaction_session_timeout`): twice that before giving up.
+        return try await connection.answering(within: failover * 2) { connection in
+            var epoch: Int64?
+            for try await value in try await connection.query("""
+                INSERT INTO orderlive_leadership (account, epoch, leader, since) VALUES (\(account), 1, \(name), \(now))
+                ON CONFLICT (account) DO UPDATE SET epoch = orderlive_leadership.epoch + 1, leader = excluded.leader,
+                    since = excluded.since
+                RETURNING epoch
+                """, logger: logger).decode(Int64.self) {
+                epoch = value
+            }
+            guard let epoch else { throw PostgresStoreError("taking over returned no epoch") }
+            return epoch
         }
-        guard let epoch else { throw PostgresStoreError("taking over returned no epoch") }
-        return epoch
     }
 
     /// A follower's view of who leads.
     private func observe(on connection: PostgresConnection) async throws {
-        for try await (epoch, leader) in try await connection.query(
-            "SELECT epoch, leader FROM orderlive_leadership WHERE account = \(store.account)", logger: logger)
-            .decode((Int64, String).self) {
-            update {
-                $0.role = .follower
-                $0.epoch = epoch
-                $0.leader = leader
+        let (account, logger) = (store.account, logger)
+        let seen = try await connection.answering(within: failover) { connection -> (Int64, String)? in
+            var seen: (Int64, String)?
+            for try await row in try await connection.query(
+                "SELECT epoch, leader FROM orderlive_leadership WHERE account = \(account)", logger: logger)
+                .decode((Int64, String).self) {
+                seen = row
             }
+            return seen
+        }
+        guard let (epoch, leader) = seen else { return }
+        update {
+            $0.role = .follower
+            $0.epoch = epoch
+            $0.leader = leader
         }
     }
 
     /// Fails unless the connection answers within the interval (a cut network hangs, it does not
-    /// fail). The query runs in a task of its own that is not waited for: a query on a connection
-    /// the server ended was seen never to return, and a task group would wait for it forever.
+    /// fail); the connection is closed then.
     private func probe(_ connection: PostgresConnection) async throws {
-        let interval = self.interval
-        let answered = OneShot<Bool>()
-        let logger = self.logger
-        let query = Task {
-            do {
+        let (interval, logger) = (self.interval, self.logger)
+        do {
+            try await connection.answering(within: interval) { connection in
                 try await connection.query("SELECT 1", logger: logger)
-                _ = answered.give(true)
-            } catch {
-                _ = answered.give(false)
             }
-        }
-        let timer = Task {
-            try? await Task.sleep(for: interval)
-            _ = answered.give(false)
-        }
-        let ok = await answered.value
-        timer.cancel()
-        if !ok {
-            query.cancel()
+        } catch is DatabaseTimeout {
             throw PostgresStoreError("the leadership connection did not answer within \(interval)")
         }
     }

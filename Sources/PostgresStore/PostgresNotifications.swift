@@ -24,12 +24,15 @@ public struct PostgresNotifications: Sendable {
 
     /// Listens until `stopping` is set or the task is cancelled, reconnecting every second.
     public func run(until stopping: StopFlag) async {
+        let logger = self.logger
         let prefix = store.account + ":"
         while !stopping.isStopped, !Task.isCancelled {
             do {
                 let connection = try await PostgresConnection.connect(
                     configuration: try store.configuration.connection(), id: 2, logger: logger)
-                defer { connection.close().whenComplete { _ in withExtendedLifetime(connection) {} } }
+                defer { connection.discard() }
+                let failover = store.configuration.failover
+                await DatabaseSocket.configure(connection, failover: failover)
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for (channel, handler) in handlers {
                         group.addTask {
@@ -39,6 +42,17 @@ public struct PostgresNotifications: Sendable {
                                 for try await notification in notifications where notification.payload.hasPrefix(prefix) {
                                     handler()
                                 }
+                            }
+                        }
+                    }
+                    group.addTask {
+                        // A silently partitioned connection delivers nothing and reports nothing:
+                        // it must answer a query every `failover_s`, within `failover_s`, or it is
+                        // closed and made again (and each handler called once more on reconnecting).
+                        while true {
+                            try await Task.sleep(for: failover)
+                            try await connection.answering(within: failover) { connection in
+                                try await connection.query("SELECT 1", logger: logger)
                             }
                         }
                     }

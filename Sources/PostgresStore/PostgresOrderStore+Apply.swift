@@ -85,7 +85,8 @@ extension PostgresOrderStore: JobApplier {
     /// tombstones) and the job completes, in one transaction. Returns how many went.
     @discardableResult
     public func completeFullSync(keeping ids: Set<String>, completing jobID: Int64?) async throws -> Int {
-        try await changeWrite { [self] connection, changes, now in
+        // It reads and may delete every order of the account: the long deadline.
+        try await changeWrite(within: configuration.longRoundTrip) { [self] connection, changes, now in
             let gone = try await Self.orders(account: self.account, status: nil, on: connection, logger: self.logger)
                 .filter { !ids.contains($0.id) }
             try await self.applying(gone.map(\.id), at: now, on: connection, changes: &changes) { rows in
@@ -126,12 +127,13 @@ extension PostgresOrderStore: JobApplier {
 
     /// A fenced transaction that may append to the change log; tells `changesCommitted` after the commit.
     func changeWrite<T: Sendable>(
+        within limit: Duration? = nil,
         _ body: @escaping @Sendable (PostgresConnection, inout PostgresChangeAppender, Double) async throws -> T
     ) async throws -> T {
         let now = self.now()
         let account = self.account
         let logger = self.logger
-        let (result, last) = try await write(fenced: true) { connection -> (T, Int64?) in
+        let (result, last) = try await write(fenced: true, within: limit) { connection -> (T, Int64?) in
             var changes = PostgresChangeAppender(account: account)
             let result = try await body(connection, &changes, now)
             try await changes.notify(on: connection, logger: logger)

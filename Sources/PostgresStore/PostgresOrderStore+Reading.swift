@@ -165,7 +165,7 @@ extension PostgresOrderStore: OrderReader, ChangeFeedSource {
     /// last `keeping` job ids (which epoch applied a job matters while a failover is investigated).
     @discardableResult
     public func pruneChanges(keeping: Int, batch: Int = 10_000) async throws -> Int {
-        try await write { [self] connection in
+        try await write(within: configuration.longRoundTrip) { [self] connection in
             let kept = Int64(clamping: max(0, keeping))
             try await connection.query("""
                 DELETE FROM orderlive_job_applied WHERE account = \(self.account) AND job_id <

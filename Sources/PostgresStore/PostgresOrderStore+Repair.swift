@@ -28,7 +28,7 @@ extension PostgresOrderStore: DeadLetterRepair {
     /// Removes this account's oldest dead letters beyond the newest `keeping`; returns how many went.
     public func pruneDeadLetters(keeping: Int) async throws -> Int {
         let keeping = Int64(max(0, keeping))
-        return try await write { [self] connection in
+        return try await write(within: configuration.longRoundTrip) { [self] connection in
             let rows = try await connection.query("""
                 DELETE FROM orderlive_dead_letter WHERE account = \(account) AND id IN (
                     SELECT id FROM orderlive_dead_letter WHERE account = \(account) ORDER BY id DESC OFFSET \(keeping))

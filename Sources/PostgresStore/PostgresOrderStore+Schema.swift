@@ -107,7 +107,7 @@ extension PostgresOrderStore {
     /// Migrates the schema (under the migration lock) and opens this account's rows.
     public func prepare() async throws {
         do {
-            try await withLease(preparing: true) { [self] connection in
+            try await withLease(preparing: true, within: configuration.longRoundTrip) { [self] connection in
                 try await connection.query("SELECT pg_advisory_lock(\(Self.migrationLock))", logger: logger)
                 do {
                     try await migrate(on: connection)

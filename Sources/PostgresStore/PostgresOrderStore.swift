@@ -24,6 +24,8 @@ public final class PostgresOrderStore: Sendable, WriteProbe {
     /// True once the pool is told to stop (the agent is stopping): calls failing after that say
     /// nothing about the database, so they leave ``writeHealth`` as it was.
     let stopping = Locked(false)
+    /// Pooled connections whose sockets have their keepalive and user timeout.
+    let sockets: ConfiguredSockets
 
     /// A store over the database `configuration` names. `now` is the wall clock (Unix seconds)
     /// stamped on what is written; `healthChanged` hears every change of ``writeHealth``;
@@ -41,6 +43,7 @@ public final class PostgresOrderStore: Sendable, WriteProbe {
         var background = logger
         background.logLevel = max(.info, logger.logLevel)
         self.client = PostgresClient(configuration: configuration.client, backgroundLogger: background)
+        self.sockets = ConfiguredSockets(bound: 4 * configuration.maximumConnections)
         self.logger = logger
         self.now = now
         self.healthChanged = healthChanged
@@ -80,14 +83,14 @@ public final class PostgresOrderStore: Sendable, WriteProbe {
     /// `journal` takes the account's journal lock first (every transaction that adds jobs);
     /// `fenced` checks the leader's epoch first (every transaction that applies or advances the cursor).
     func write<T: Sendable>(
-        journal: Bool = false, fenced: Bool = false, preparing: Bool = false,
+        journal: Bool = false, fenced: Bool = false, preparing: Bool = false, within limit: Duration? = nil,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         let epoch = fenced ? fence.withLock({ $0 }) : nil
         let account = self.account
         let logger = self.logger
         do {
-            let result = try await withLease(preparing: preparing) { connection -> T in
+            let result = try await withLease(preparing: preparing, within: limit) { connection -> T in
                 try await connection.query("BEGIN", logger: logger)
                 do {
                     if journal { try await Self.lockJournal(account: account, on: connection, logger: logger) }
@@ -111,35 +114,48 @@ public final class PostgresOrderStore: Sendable, WriteProbe {
     }
 
     /// Reads on a pooled connection, outside a transaction of its own unless `body` starts one.
-    func read<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    func read<T: Sendable>(
+        within limit: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
         do {
-            return try await withLease(body)
+            return try await withLease(within: limit, body)
         } catch {
             noteWrite(failure: error)
             throw Self.readable(error)
         }
     }
 
-    /// Runs `body` on a pooled connection. Waiting for one ends after `connectTimeout`: the pool
-    /// itself keeps trying to connect to a database that is gone for a minute before it gives up,
-    /// and a push must get its `503` long before that. Once leased, `body` runs to its end (the
-    /// server's statement timeout bounds each statement) unless the connection closes under it: a
-    /// query in flight when the server ends its connection was seen never to return (PostgresNIO
-    /// 1.33), so `body` runs in a task of its own that is abandoned then, and a watchdog fails the
-    /// call instead. The abandoned task can commit nothing: its connection is gone.
+    /// Runs `body` on a pooled connection, all of it within `limit` (the configuration's
+    /// ``PostgresStoreConfiguration/roundTrip``, `failover_s`, unless a longer one is named):
+    ///
+    /// - Waiting for a connection ends after `connectTimeout` or `limit`, whichever is first: the
+    ///   pool itself keeps trying to connect to a database that is gone for a minute before it gives
+    ///   up, and a push must get its `503` long before that.
+    /// - Once leased, `body` must end by the deadline. A silently partitioned network makes a query
+    ///   hang rather than fail (issue 41), so past the deadline the call fails with
+    ///   ``DatabaseTimeout`` and the connection is closed — discarded, never reused; a connection the
+    ///   server ended fails the call at once. Either way `body` runs in a task of its own that is
+    ///   abandoned then (a query in flight on a dead connection was seen never to return,
+    ///   PostgresNIO 1.33); it can commit nothing, its connection being gone.
+    ///
+    /// Each pooled connection gets TCP keepalive and `TCP_USER_TIMEOUT` when first leased
+    /// (``DatabaseSocket``).
     func withLease<T: Sendable>(
-        preparing: Bool = false, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+        preparing: Bool = false, within limit: Duration? = nil,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         // The schema is migrated on first use, so an agent starts while its database is away.
         if !preparing, !prepared.withLock({ $0 }) { try await prepare() }
         let leased = Locked<PostgresConnection?>(nil)
         let outcome = OneShot<Result<T, any Error>>()
-        let timeout = configuration.connectTimeout
-        let client = self.client
+        let limit = limit ?? configuration.roundTrip
+        let waitLimit = min(configuration.connectTimeout, limit)
+        let (client, sockets, failover) = (self.client, self.sockets, configuration.failover)
         let work = Task {
             do {
                 let value = try await client.withConnection { connection -> T in
                     leased.withLock { $0 = connection }
+                    if sockets.isNew(connection.id) { await DatabaseSocket.configure(connection, failover: failover) }
                     return try await withTaskExecutorPreference(EventLoopTaskExecutor(connection.eventLoop)) {
                         try await body(connection)
                     }
@@ -155,15 +171,18 @@ public final class PostgresOrderStore: Sendable, WriteProbe {
         }
         let watchdog = Task {
             let clock = ContinuousClock()
-            let deadline = clock.now.advanced(by: timeout)
+            let start = clock.now
             while outcome.current == nil {
                 try? await Task.sleep(for: .milliseconds(50))
                 if Task.isCancelled { return }
+                let elapsed = clock.now - start
                 switch leased.withLock({ $0 }) {
-                case nil where clock.now >= deadline:
-                    _ = outcome.give(.failure(DatabaseUnreachable(waited: timeout)))
+                case nil where elapsed >= waitLimit:
+                    _ = outcome.give(.failure(DatabaseUnreachable(waited: waitLimit)))
                 case let connection? where connection.isClosed:
                     _ = outcome.give(.failure(DatabaseUnreachable(waited: nil)))
+                case let connection? where elapsed >= limit:
+                    if outcome.give(.failure(DatabaseTimeout(limit: limit))) { connection.discard() }
                 default:
                     break
                 }
@@ -207,6 +226,7 @@ public final class PostgresOrderStore: Sendable, WriteProbe {
     /// (the pool closed because this agent is stopping is not the database's fault).
     static func storageFault(_ error: any Error) -> String? {
         if error is DatabaseUnreachable { return "the database cannot be reached" }
+        if let error = error as? DatabaseTimeout { return "the database did not answer within \(error.limit)" }
         guard let error = error as? PSQLError else { return nil }
         switch error.code {
         case .connectionError, .serverClosedConnection, .uncleanShutdown, .clientClosedConnection:
@@ -238,6 +258,7 @@ public final class PostgresOrderStore: Sendable, WriteProbe {
     /// SQLSTATE and the server's message name what went wrong without a bound value.
     static func readable(_ error: any Error) -> any Error {
         if let error = error as? DatabaseUnreachable { return PostgresStoreError(error.description) }
+        if let error = error as? DatabaseTimeout { return PostgresStoreError(error.description) }
         guard let error = error as? PSQLError else { return error }
         var parts = [storageFault(error) ?? "the database failed (\(error.code))"]
         if let info = error.serverInfo {

@@ -45,6 +45,15 @@ public struct PostgresStoreConfiguration: Sendable {
     /// long the server lets a transaction sit idle before it ends it.
     public var failover: Duration
 
+    /// The deadline of one database round trip — a transaction or a read, the wait for its
+    /// connection included: `failover_s`, so a push is answered within it even when the network
+    /// silently stops passing packets, and a connection that missed it is discarded.
+    public var roundTrip: Duration { failover }
+
+    /// The deadline of the few round trips that may legitimately take longer (migrating the schema,
+    /// pruning the change log): twice the longer of the statement timeout and `failover_s`.
+    public var longRoundTrip: Duration { max(statementTimeout, failover) * 2 }
+
     /// Creates a configuration from its parts.
     public init(
         host: String, port: Int = 5432, username: String, password: String?, database: String,

@@ -16,9 +16,20 @@ import StoreModel
 /// server starts, after it stopped, a journal used on its own) the leader carries on itself until
 /// the queue is empty. Batches in flight at once are concurrent requests', so no order between them
 /// is promised; the store keeps each batch whole.
+///
+/// Every request is answered within `deadline` (issue 41): a store that stops answering (a locked
+/// SQLite file, a silently partitioned PostgreSQL) must not hold requests and their connections. While
+/// the carrier runs, it sweeps every tenth of the deadline: a submission still queued past its
+/// deadline is taken out of the queue (so it is never committed) and answered as failed; one whose
+/// batch is in flight past it is answered as failed too — its commit may still land later, which a
+/// `503` allows (nothing is acknowledged that is not committed, and a retry with the same `notif_id`
+/// is answered as a duplicate).
 public final class PushJournal: Sendable {
     private struct State {
-        var queue: [(IdempotentSubmission, Ticket)] = []
+        var queue: [Queued] = []
+        /// The tickets of each batch being committed, by batch number, with when it began.
+        var inFlight: [Int: (began: ContinuousClock.Instant, tickets: [Ticket])] = [:]
+        var nextBatch = 0
         var committing = 0
         var lastPurge: Double = 0
         /// Whether ``carryCommits()`` is running to take handed-off commit slots.
@@ -34,14 +45,16 @@ public final class PushJournal: Sendable {
     private let concurrentCommits: Int
     private let now: @Sendable () -> Double
     private let journaled: @Sendable () -> Void
+    private let deadline: Duration?
     private let state = Locked(State())
     private let carrier = WakeSignal()
 
     /// Creates a journal over `store`. `journaled` runs after each commit that journaled jobs (it
-    /// wakes the executor); `now` is Unix seconds.
+    /// wakes the executor); `now` is Unix seconds; `deadline` is the longest a request waits for its
+    /// commit while the carrier runs (nil: as long as the store takes).
     public init(
         store: any JobJournal, dedupeWindow: Duration, highWaterJobs: Int, maximumBatch: Int = 512,
-        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+        deadline: Duration? = nil, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         journaled: @escaping @Sendable () -> Void = {}
     ) {
         self.store = store
@@ -51,13 +64,15 @@ public final class PushJournal: Sendable {
         self.concurrentCommits = max(1, store.concurrentAccepts)
         self.now = now
         self.journaled = journaled
+        self.deadline = deadline
     }
 
     /// Journals one submission, durably, and says what became of it.
     public func submit(_ submission: IdempotentSubmission) async -> SubmissionOutcome {
         let ticket = Ticket()
+        let queuedAt = deadline == nil ? nil : ContinuousClock.now
         let leads = state.withLock { state in
-            state.queue.append((submission, ticket))
+            state.queue.append(Queued(submission: submission, ticket: ticket, at: queuedAt))
             if state.committing >= concurrentCommits { return false }
             state.committing += 1
             return true
@@ -72,26 +87,33 @@ public final class PushJournal: Sendable {
         var ticket = leader
         while true {
             let now = self.now()
-            let (batch, purge) = state.withLock { state -> ([(IdempotentSubmission, Ticket)], Double?) in
+            let timed = deadline != nil
+            let (batch, number, purge) = state.withLock { state -> ([Queued], Int, Double?) in
                 let batch = Array(state.queue.prefix(maximumBatch))
                 state.queue.removeFirst(batch.count)
                 if batch.isEmpty { state.committing -= 1 }
+                let number = state.nextBatch
+                if timed, !batch.isEmpty {
+                    state.nextBatch &+= 1
+                    state.inFlight[number] = (ContinuousClock.now, batch.map(\.ticket))
+                }
                 // Expired keys are deleted once a minute, inside a commit that happens anyway.
-                guard now - state.lastPurge >= 60 else { return (batch, nil) }
+                guard now - state.lastPurge >= 60 else { return (batch, number, nil) }
                 state.lastPurge = now
-                return (batch, now - dedupeWindow)
+                return (batch, number, now - dedupeWindow)
             }
             if batch.isEmpty { return }
             let outcomes = await store.accept(
-                batch.map(\.0),
+                batch.map(\.submission),
                 policy: SubmissionPolicy(
                     dedupeSince: now - dedupeWindow, highWaterJobs: highWaterJobs, purgeKeysBefore: purge))
+            if timed { state.withLock { _ = $0.inFlight.removeValue(forKey: number) } }
             var added = false
             for (index, entry) in batch.enumerated() {
                 let outcome = index < outcomes.count ? outcomes[index] : .failed(reason: "no outcome")
                 // Jobs applied at once (``ImmediateApply``) leave nothing for the executor to do.
                 if case .accepted(let jobs, _, let applied, _) = outcome, jobs > applied { added = true }
-                entry.1.give(outcome)
+                _ = entry.ticket.give(outcome)
             }
             if added { journaled() }
             if let leading = ticket, leading.current != nil {
@@ -130,6 +152,9 @@ public final class PushJournal: Sendable {
             return true
         }) else { return }
         await withDiscardingTaskGroup { group in
+            if let deadline {
+                group.addTask { await self.sweep(every: deadline / 10, deadline: deadline) }
+            }
             while true {
                 let (slots, stopping) = state.withLock { state in
                     defer { state.handedOff = 0 }
@@ -154,6 +179,37 @@ public final class PushJournal: Sendable {
         state.withLock { $0.carrierRunning = false }
         carrier.signal()
     }
+}
+
+extension PushJournal {
+    /// Answers the requests that waited past `deadline`, every `period`, while the carrier runs.
+    private func sweep(every period: Duration, deadline: Duration) async {
+        let reason = "the journal did not commit within \(deadline): the store is not answering"
+        while state.withLock({ $0.carrierRunning }), !Task.isCancelled {
+            try? await Task.sleep(for: max(period, .milliseconds(10)))
+            let cutoff = ContinuousClock.now - deadline
+            let late = state.withLock { state -> [Ticket] in
+                var late: [Ticket] = []
+                // Never committed: out of the queue.
+                state.queue.removeAll { entry in
+                    guard let at = entry.at, at <= cutoff else { return false }
+                    late.append(entry.ticket)
+                    return true
+                }
+                for (_, batch) in state.inFlight where batch.began <= cutoff { late += batch.tickets }
+                return late
+            }
+            for ticket in late { _ = ticket.give(.failed(reason: reason)) }
+        }
+    }
+}
+
+/// A submission waiting for a batch, with its request's ticket and when it was queued (nil without
+/// a deadline).
+private struct Queued: Sendable {
+    var submission: IdempotentSubmission
+    var ticket: Ticket
+    var at: ContinuousClock.Instant?
 }
 
 /// A request's answer: given once by the committing leader, awaited by its request.

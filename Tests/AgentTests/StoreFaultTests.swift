@@ -28,7 +28,7 @@ import Testing
             logger: quietLogger)
         let state = AgentState()
         state.update { $0.executorRunning = true }
-        return (store, AgentOperations(session: session, store: store, state: state, metrics: AgentMetrics()), changes)
+        return (store, AgentOperations(session: session, observation: StoreObservation(store: store, stale: .seconds(7)), state: state, metrics: AgentMetrics()), changes)
     }
 
     private func jobs(_ count: Int) -> [NewJob] {

@@ -11,7 +11,7 @@ public enum StatusOutput {
     /// the journal, dead letters, orders, and the user the data belongs to.
     public static func json(
         _ snapshot: Session.Snapshot, store: StoreStatus? = nil, stream: AgentState.Snapshot? = nil,
-        now: Double = Date().timeIntervalSince1970
+        database: String? = nil, now: Double = Date().timeIntervalSince1970
     ) -> String {
         var fields = [#""state":\#(JSONText.string(snapshot.state.rawValue))"#]
         fields.append(#""user_id":\#(jsonIdentifier(snapshot.userID))"#)
@@ -45,6 +45,7 @@ public enum StatusOutput {
             sections.append(#""owner_user_id":\#(jsonIdentifier(snapshot.userID))"#)
         }
         sections.append(#""cluster":\#((stream?.cluster ?? AgentState.Cluster()).json)"#)
+        if let database { sections.append(#""database":\#(database)"#) }
         return "{" + sections.joined(separator: ",") + "}"
     }
 
