@@ -1,4 +1,5 @@
 import AsyncSignals
+import CheckedInput
 import Foundation
 import Logging
 import OrderStore
@@ -41,8 +42,11 @@ public enum ConfiguredStore {
                     + "start the agent again when it has finished")
             }
             do {
+                // A push never waits past `ingest.read_timeout_ms` for the journal (issue 41): nor
+                // does a write wait longer than that for another process's lock.
                 let store = try directory.openStore(
-                    durability: configuration.store.durability, healthChanged: healthChanged,
+                    durability: configuration.store.durability,
+                    busyTimeout: min(5, Checked.seconds(of: configuration.ingest.readTimeout)), healthChanged: healthChanged,
                     changesCommitted: { _ in
                         feedWake.signal()
                         webhookWake.signal()

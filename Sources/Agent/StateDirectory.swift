@@ -23,15 +23,16 @@ public struct StateDirectory: Sendable, Hashable {
     /// The stream-status file the running agent keeps up to date for `status`.
     public var streamStatusPath: String { path + "/stream-status.json" }
 
-    /// Opens the order database, creating it when there is none; `healthChanged` hears when writes
-    /// start failing for a storage reason and when they succeed again; `immediateApply` as
-    /// ``OrderStore`` says (the running agent's store sets it).
+    /// Opens the order database, creating it when there is none; `busyTimeout` (seconds) is how long
+    /// a write waits for another process's lock; `healthChanged` hears when writes start failing for
+    /// a storage reason and when they succeed again; `immediateApply` as ``OrderStore`` says (the
+    /// running agent's store sets it).
     public func openStore(
-        durability: StoreDurability = .normal, healthChanged: @escaping @Sendable (StoreWriteHealth) -> Void = { _ in },
+        durability: StoreDurability = .normal, busyTimeout: Double = 5, healthChanged: @escaping @Sendable (StoreWriteHealth) -> Void = { _ in },
         changesCommitted: @escaping @Sendable (Int64) -> Void = { _ in }, immediateApply: ImmediateApply? = nil
     ) throws -> OrderStore {
         try OrderStore(
-            path: databasePath, durability: durability, healthChanged: healthChanged, changesCommitted: changesCommitted,
+            path: databasePath, durability: durability, busyTimeout: busyTimeout, healthChanged: healthChanged, changesCommitted: changesCommitted,
             immediateApply: immediateApply)
     }
 

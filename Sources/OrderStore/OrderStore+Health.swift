@@ -9,11 +9,20 @@ extension OrderStore {
     /// Tries a small write and notes its outcome in ``writeHealth`` (DESIGN §10: readiness clears by
     /// itself). It writes 16 KiB and deletes it in one transaction, so it needs room to grow the file
     /// as a full disk denies it, and commits, so a read-only or locked database fails it; it leaves no
-    /// row. The agent calls it only while the store is unwritable.
+    /// row. The agent calls it only while the store is unwritable. It waits on GRDB's writer
+    /// without holding a thread of the cooperative pool: a locked database makes it wait the whole
+    /// busy timeout, and on two cores two such waits stalled every task (issue 41).
     public func probeWrite() async {
-        _ = try? recordedWrite { db in
-            try db.execute(sql: "INSERT INTO health_probe (filler) VALUES (zeroblob(16384))")
-            try db.execute(sql: "DELETE FROM health_probe")
+        do {
+            try await writer.writeWithoutTransaction { db in
+                try db.inCachedTransaction {
+                    try db.execute(sql: "INSERT INTO health_probe (filler) VALUES (zeroblob(16384))")
+                    try db.execute(sql: "DELETE FROM health_probe")
+                }
+            }
+            noteWrite(failure: nil)
+        } catch {
+            noteWrite(failure: error)
         }
     }
 

@@ -17,18 +17,22 @@ import StoreModel
 /// the queue is empty. Batches in flight at once are concurrent requests', so no order between them
 /// is promised; the store keeps each batch whole.
 ///
-/// Every request is answered within `deadline` (issue 41): a store that stops answering (a locked
-/// SQLite file, a silently partitioned PostgreSQL) must not hold requests and their connections. While
-/// the carrier runs, it sweeps every tenth of the deadline: a submission still queued past its
-/// deadline is taken out of the queue (so it is never committed) and answered as failed; one whose
-/// batch is in flight past it is answered as failed too — its commit may still land later, which a
-/// `503` allows (nothing is acknowledged that is not committed, and a retry with the same `notif_id`
-/// is answered as a duplicate).
+/// With a `deadline` (the agent's: `ingest.read_timeout_ms`, and `failover_s` on PostgreSQL) every
+/// request is answered within it (issue 41): a store that stops answering (a locked SQLite file, a
+/// silently partitioned PostgreSQL) must not hold requests and their connections. A leader's request
+/// cannot be answered before its own commit returns, so then no request leads: while the carrier
+/// runs, a request that would lead hands its slot to the carrier at once and only waits for its
+/// answer (one task hop per batch). The carrier sweeps every tenth of the deadline: a submission
+/// still queued past its deadline is taken out of the queue (so it is never committed) and answered
+/// as failed; one whose batch is in flight past it is answered as failed too — its commit may still
+/// land later, which a `503` allows (nothing is acknowledged that is not committed, and a retry with
+/// the same `notif_id` is answered as a duplicate).
 public final class PushJournal: Sendable {
     private struct State {
         var queue: [Queued] = []
-        /// The tickets of each batch being committed, by batch number, with when it began.
-        var inFlight: [Int: (began: ContinuousClock.Instant, tickets: [Ticket])] = [:]
+        /// The submissions of each batch being committed (their tickets and when they were queued),
+        /// by batch number.
+        var inFlight: [Int: [Queued]] = [:]
         var nextBatch = 0
         var committing = 0
         var lastPurge: Double = 0
@@ -71,13 +75,22 @@ public final class PushJournal: Sendable {
     public func submit(_ submission: IdempotentSubmission) async -> SubmissionOutcome {
         let ticket = Ticket()
         let queuedAt = deadline == nil ? nil : ContinuousClock.now
-        let leads = state.withLock { state in
+        let role = state.withLock { state -> Role in
             state.queue.append(Queued(submission: submission, ticket: ticket, at: queuedAt))
-            if state.committing >= concurrentCommits { return false }
+            if state.committing >= concurrentCommits { return .waits }
             state.committing += 1
-            return true
+            // With a deadline, commits run on the carrier's tasks and every request only waits for
+            // its answer: a leader cannot be answered before its own commit returns, which a locked
+            // or silent store may delay past any deadline.
+            guard state.carrierRunning, deadline != nil else { return .leads }
+            state.handedOff += 1
+            return .handsOff
         }
-        if leads { await commitQueued(leader: ticket) }
+        switch role {
+        case .leads: await commitQueued(leader: ticket)
+        case .handsOff: carrier.signal()
+        case .waits: break
+        }
         return await ticket.value
     }
 
@@ -95,7 +108,7 @@ public final class PushJournal: Sendable {
                 let number = state.nextBatch
                 if timed, !batch.isEmpty {
                     state.nextBatch &+= 1
-                    state.inFlight[number] = (ContinuousClock.now, batch.map(\.ticket))
+                    state.inFlight[number] = batch
                 }
                 // Expired keys are deleted once a minute, inside a commit that happens anyway.
                 guard now - state.lastPurge >= 60 else { return (batch, number, nil) }
@@ -196,12 +209,25 @@ extension PushJournal {
                     late.append(entry.ticket)
                     return true
                 }
-                for (_, batch) in state.inFlight where batch.began <= cutoff { late += batch.tickets }
+                // Committing: answered, though the commit may still land (a retry is a duplicate then).
+                for (_, batch) in state.inFlight {
+                    for entry in batch { if let at = entry.at, at <= cutoff { late.append(entry.ticket) } }
+                }
                 return late
             }
             for ticket in late { _ = ticket.give(.failed(reason: reason)) }
         }
     }
+}
+
+/// What a request does with its submission once queued.
+private enum Role {
+    /// Commits batches on its own task until its own is committed.
+    case leads
+    /// Hands its commit slot to the carrier and waits for its answer.
+    case handsOff
+    /// Waits: every commit slot is taken.
+    case waits
 }
 
 /// A submission waiting for a batch, with its request's ticket and when it was queued (nil without

@@ -34,8 +34,10 @@ struct PostgresAgentConfiguration {
         try Data((Self.databasePassword + "\n").utf8).write(to: URL(fileURLWithPath: directory + "/pg-password"))
     }
 
-    /// Writes `DIRECTORY/NAME.yaml` (state in `DIRECTORY/NAME`) and returns its path.
-    func write(_ name: String) throws -> String {
+    /// Writes `DIRECTORY/NAME.yaml` (state in `DIRECTORY/NAME`) and returns its path; `url`, when
+    /// given, is this agent's way to the database (a proxy's) instead of the test's.
+    func write(_ name: String, url: String? = nil) throws -> String {
+        let url = url ?? self.url
         let file = directory + "/\(name).yaml"
         try Data("""
             auth:

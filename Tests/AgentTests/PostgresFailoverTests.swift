@@ -205,8 +205,8 @@ import Glibc
     /// Starts `orderlive run` with the configuration `name`, once its push listener listens.
     /// Starts agent `name`; it is killed after `lifetime` should the scenario hang.
     static func start(_ name: String, configs: PostgresAgentConfiguration, environment: [String: String],
-                      lifetime: Duration = .seconds(120)) async throws -> Agent {
-        let child = try OrderliveProcess(["run", "--config", try configs.write(name)], environment: environment,
+                      lifetime: Duration = .seconds(120), url: String? = nil) async throws -> Agent {
+        let child = try OrderliveProcess(["run", "--config", try configs.write(name, url: url)], environment: environment,
                                          readStandardError: true, lifetime: lifetime)
         let logs = LogWatch()
         let reader = Task { await logs.follow(child.lines) }
