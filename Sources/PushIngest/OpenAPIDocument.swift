@@ -203,7 +203,17 @@ public enum OpenAPIDocument {
             "required": [ "state", "reconnects" ],
             "properties": { "state": { "$ref": "#/components/schemas/StreamState" }, "reconnects": { "type": "integer", "minimum": 0 } }
           },
-          "notes": { "type": "array", "items": { "type": "string" } }
+          "notes": { "type": "array", "items": { "type": "string" } },
+          "database": { "$ref": "#/components/schemas/Database" }
+        }
+      },
+      "Database": {
+        "type": "object",
+        "description": "The store as the agent last saw it: readiness and status are answered from this, never by waiting on the store.",
+        "required": [ "answered_s_ago", "error" ],
+        "properties": {
+          "answered_s_ago": { "type": [ "number", "null" ], "minimum": 0, "description": "Seconds since the store last answered a read; null before its first answer." },
+          "error": { "type": [ "string", "null" ], "description": "Why the last read failed, if it did." }
         }
       },
       "Status": {
@@ -244,7 +254,8 @@ public enum OpenAPIDocument {
             "type": "object",
             "required": [ "writable", "reason" ],
             "properties": { "writable": { "type": "boolean" }, "reason": { "type": [ "string", "null" ] } }
-          }
+          },
+          "database": { "$ref": "#/components/schemas/Database" }
         }
       }
     }
