@@ -9,11 +9,13 @@ import StoreModel
 /// partitioned PostgreSQL made `/readyz` take 5 s, and a probe that blocks is a load problem of its
 /// own).
 ///
-/// One read of the store's status is in flight at a time: ``run()`` starts one every `period`, and a
-/// request that finds the last answer older than that starts one too and waits for it at most its
-/// own bound (100 ms for readiness and status) before answering from what was last seen. Each
-/// read has the store's own deadline (a round trip's on PostgreSQL), so a read that hangs ends and
-/// says so; the answer then says how long ago the store last answered.
+/// One read of the store's status is in flight at a time: ``run()`` starts one every `period`, and
+/// each request wants a read that began after it arrived — it joins the next one, starting it when
+/// none is in flight — and waits for it at most its own bound (100 ms for readiness and status, 1 s
+/// for metrics) before answering from what was last seen. So a healthy store's answers are current,
+/// requests never pile reads on the store, and a store that hangs costs each request its bound only.
+/// Each read has the store's own deadline (a round trip's on PostgreSQL), so a read that hangs ends
+/// and says so; the answer then says how long ago the store last answered.
 public final class StoreObservation: Sendable {
     /// The store as last seen.
     public struct Seen: Sendable {
@@ -40,10 +42,13 @@ public final class StoreObservation: Sendable {
         var seen = Seen()
         /// Given when the read in flight ends.
         var reading: OneShot<Void>?
+        /// Reads started so far, and the number of the last that ended.
+        var started = 0
+        var ended = 0
     }
 
     let store: any OrderReader & WebhookOutbox & ChangeFeedSource
-    /// How often the background reads; also how old an answer may be before a request asks again.
+    /// How often the background reads.
     let period: Duration
     /// How long without an answer before the store counts as unreadable.
     let stale: Duration
@@ -62,26 +67,28 @@ public final class StoreObservation: Sendable {
         self.now = now
     }
 
-    /// What was last seen, after waiting at most `wait` for a fresh read when the last answer is
-    /// older than the period.
+    /// What was last seen, after waiting at most `wait` for a read that began after this call.
     public func seen(waiting wait: Duration) async -> Seen {
-        let current = state.withLock { $0.seen }
-        let age = current.answeredAt.map { now() - $0 } ?? .infinity
-        if current.failure == nil, age < Checked.seconds(of: period) { return current }
-        let reading = read()
-        if reading.current == nil {
+        let clock = ContinuousClock()
+        let deadline = clock.now + wait
+        let wanted = state.withLock { $0.started + 1 }
+        while clock.now < deadline {
+            let (ended, inFlight) = state.withLock { ($0.ended, $0.reading) }
+            if ended >= wanted { break }
+            let reading = inFlight ?? read()
             // This request's own bound; the read goes on for everyone else.
-            let answered = OneShot<Void>()
+            let answered = OneShot<Bool>()
             let timer = Task {
-                try? await Task.sleep(for: wait)
-                answered.give(())
+                try? await Task.sleep(until: deadline, clock: clock)
+                answered.give(false)
             }
             Task {
                 await reading.value
-                answered.give(())
+                answered.give(true)
             }
-            await answered.value
+            let inTime = await answered.value
             timer.cancel()
+            if !inTime { break }
         }
         return state.withLock { $0.seen }
     }
@@ -117,6 +124,7 @@ public final class StoreObservation: Sendable {
             if let reading = state.reading { return (reading, false) }
             let reading = OneShot<Void>()
             state.reading = reading
+            state.started += 1
             state.seen.askingSince = time
             return (reading, true)
         }
@@ -143,6 +151,7 @@ public final class StoreObservation: Sendable {
                     state.seen.failure = "\(error)"
                 }
                 state.seen.askingSince = nil
+                state.ended = state.started
                 defer { state.reading = nil }
                 return state.reading
             }

@@ -7,11 +7,11 @@ import Sandbox
 import TestKit
 import Testing
 
-/// Issue 41 on SQLite: another process holds the database's write lock (a `sqlite3` shell left in a
-/// transaction, a backup tool). A push never waits past `ingest.read_timeout_ms` for the journal —
-/// it gets `503` — `/readyz` answers at once and says why, and when the lock goes the agent accepts
-/// pushes again by itself, having lost none it acknowledged.
-@Suite(.timeLimit(.minutes(3))) struct StoreLockTests {
+extension StoreFaultTests {
+    /// Issue 41 on SQLite: another process holds the database's write lock (a `sqlite3` shell left in
+    /// a transaction, a backup tool). A push never waits past `ingest.read_timeout_ms` for the journal
+    /// — it gets `503` — `/readyz` answers at once and says why, and when the lock goes the agent
+    /// accepts pushes again by itself, having lost none it acknowledged.
     @Test func aLockedDatabaseGetsPushesA503WithinTheReadTimeoutAndNothingAcknowledgedIsLost() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-locked-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -22,7 +22,7 @@ import Testing
             configuration.upstream.baseURL = await sandbox.baseURL
             configuration.auth.identifier = SandboxUser.demo.identifier
             configuration.ingest.listen = "127.0.0.1:0"
-            configuration.ingest.readTimeout = .milliseconds(1_500)
+            configuration.ingest.readTimeout = .seconds(3)
             configuration.api.listen = ""
             configuration.store.stateDirectory = directory
             let program = try AgentBuilder.build(
@@ -52,9 +52,12 @@ import Testing
             return try await Self.push(number, order: ids[number % 3], port: port, loop: loop)
         }
         var accepted: [String] = []
-        let before = try await push()
+        // The agent may still be starting (its first full sync writes too): a push before the lock
+        // is accepted, if not at once then within a few tries.
+        var before = try await push()
+        for _ in 0..<10 where before.status != 200 { before = try await push() }
         #expect(before.status == 200)
-        accepted.append(before.id)
+        if before.status == 200 { accepted.append(before.id) }
 
         // Another process's write transaction holds the lock.
         var unsafe = Configuration()
@@ -66,8 +69,8 @@ import Testing
         async let first = Self.push(100, order: ids[0], port: port, loop: loop)
         async let second = Self.push(101, order: ids[1], port: port, loop: loop)
         answers += [try await first, try await second]
-        #expect(answers.allSatisfy { $0.status == 503 && $0.took < .milliseconds(2_500) },
-                "a push waits at most ingest.read_timeout_ms (1.5 s) for a locked journal: \(answers)")
+        #expect(answers.allSatisfy { $0.status == 503 && $0.took < .milliseconds(4_500) },
+                "a push waits at most ingest.read_timeout_ms (3 s) for a locked journal: \(answers)")
         let sent = clock.now
         let ready = try await loop.perform(HTTPRequest(url: "http://127.0.0.1:\(port)/readyz"))
         #expect(clock.now - sent < .seconds(1))
@@ -82,7 +85,7 @@ import Testing
             after = try await push()
         }
         #expect(after.status == 200)
-        accepted.append(after.id)
+        if after.status == 200 { accepted.append(after.id) }
         let kept = try await other.read { db in
             try String.fetchAll(db, sql: "SELECT id FROM dedupe_key WHERE id LIKE 'notification:%'")
         }.map { String($0.dropFirst("notification:".count)) }
