@@ -83,6 +83,7 @@ enum DispatchBoard {
       if (typeof address === "string") parts.push(address);
       else if (address && typeof address === "object") parts.push([address.line1 || address.street, address.city].filter(Boolean).join(", "));
       if (!parts.length && order.note) parts.push(text(order.note));
+      if (typeof order.total_cents === "number" && Number.isFinite(order.total_cents)) parts.push((order.total_cents / 100).toFixed(2));
       return parts.filter(Boolean).join(" · ");
     }
     function age(since) {

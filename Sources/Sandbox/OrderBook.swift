@@ -44,34 +44,55 @@ public final class OrderBook: Sendable {
     private let state = Locked(State())
     /// How many events the log keeps; older cursors get `orders.resync`.
     public let retention: Int
+    /// The wall clock (Unix seconds): an order's `updated_at` is the time of its last change.
+    private let now: @Sendable () -> Double
 
-    /// Creates an empty book.
-    public init(retention: Int = 10_000) {
+    /// Creates an empty book; `now` stamps each change's `updated_at`.
+    public init(retention: Int = 10_000, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         self.retention = max(1, retention)
+        self.now = now
     }
 
     // MARK: Mutations (tests)
 
-    /// Creates an order and announces it; returns its id.
+    /// Creates an order and announces it; returns its id. Without a `note`, the note is
+    /// `order N — ünïcode` (non-ASCII on purpose); `totalCents` adds `total_cents`.
     @discardableResult
-    public func create(status: String = "created", storeID: Int = 1, announce: OrderAnnouncement = .fullBody) -> Int {
-        mutate { state in
+    public func create(
+        status: String = "created", storeID: Int = 1, totalCents: Int? = nil, note: String? = nil,
+        announce: OrderAnnouncement = .fullBody
+    ) -> Int {
+        let stamp = Self.timestamp(now())
+        return mutate { state in
             let id = state.nextID
             state.nextID += 1
             state.ids.append(id)
-            state.orders[id] = ["id": "\(id)", "status": JSONText.string(status), "store_id": "\(storeID)",
-                                "courier_id": "null", "note": JSONText.string("order \(id) \u{2014} ünïcode")]
+            var fields = ["id": "\(id)", "status": JSONText.string(status), "store_id": "\(storeID)",
+                          "courier_id": "null", "note": JSONText.string(note ?? "order \(id) \u{2014} ünïcode"),
+                          "updated_at": JSONText.string(stamp)]
+            if let totalCents { fields["total_cents"] = "\(totalCents)" }
+            state.orders[id] = fields
             return (id, "order.created", announce)
         }
     }
 
-    /// Changes an order's status (and version) and announces it.
-    public func update(_ id: Int, status: String, announce: OrderAnnouncement = .fullBody) {
+    /// Changes an order's status (and version, and `updated_at` to now) and announces it; a
+    /// `courierID` assigns that courier too.
+    public func update(_ id: Int, status: String, courierID: Int? = nil, announce: OrderAnnouncement = .fullBody) {
+        let stamp = Self.timestamp(now())
         _ = mutate { state in
             guard state.orders[id] != nil else { return nil }
             state.orders[id]?["status"] = JSONText.string(status)
+            state.orders[id]?["updated_at"] = JSONText.string(stamp)
+            if let courierID { state.orders[id]?["courier_id"] = "\(courierID)" }
             return (id, "order.status_changed", announce)
         }
+    }
+
+    /// Unix seconds as RFC 3339 UTC, whole seconds (a clock outside years 0000–9999 reads as the epoch).
+    static func timestamp(_ seconds: Double) -> String {
+        let milliseconds = Checked.int64(clamping: (seconds * 1_000).rounded(.down))
+        return Checked.rfc3339(unixMilliseconds: milliseconds, fraction: false) ?? "1970-01-01T00:00:00Z"
     }
 
     /// Deletes an order and announces it (`order.deleted` carries only id and version).
@@ -251,7 +272,6 @@ public final class OrderBook: Sendable {
     private static func json(_ fields: [String: String], version: Int) -> String {
         var all = fields
         all["version"] = "\(version)"
-        all["updated_at"] = JSONText.string("2026-11-21T10:00:00Z")
         return "{" + all.keys.sorted().map { #""\#($0)":\#(all[$0] ?? "null")"# }.joined(separator: ",") + "}"
     }
 }

@@ -221,26 +221,48 @@ public final class Sandbox: Sendable {
         }
     }
 
-    /// Walks orders through their lifecycle, one change every `eventInterval`, until cancelled.
+    /// Walks orders through their lifecycle, one change every `eventInterval`, until cancelled, as a
+    /// small business's day looks: orders from three stores with their totals and notes, a courier
+    /// assigned when an order is (and kept as it moves), about one order in seven cancelled before it
+    /// is picked up, and finished or cancelled orders removed a step later.
     private func changeOrders() async throws {
         var step = 0
-        var active: [Int: Int] = [:]  // id → index into OrderFeed.statuses
+        var active: [Int: Int] = [:]  // id → index into OrderFeed.statuses; -1 once cancelled
         while true {
             try await Task.sleep(for: configuration.eventInterval)
             step += 1
             if active.count < 4 || step % 3 == 0 {
-                active[orders.create(announce: step % 4 == 0 ? .idOnly : .fullBody)] = 0
+                let order = Self.demoOrder(step)
+                let id = orders.create(storeID: order.store, totalCents: order.cents, note: order.note,
+                                       announce: step % 4 == 0 ? .idOnly : .fullBody)
+                active[id] = 0
                 continue
             }
             guard let id = active.keys.sorted()[safe: step % active.count], let index = active[id] else { continue }
-            if index + 1 < OrderFeed.statuses.count {
+            let announce: OrderAnnouncement = step % 5 == 0 ? .idOnly : .fullBody
+            if index >= 0, index <= 1, step % 7 == 0 {
+                active[id] = -1
+                orders.update(id, status: "cancelled", announce: announce)
+            } else if index >= 0, index + 1 < OrderFeed.statuses.count {
                 active[id] = index + 1
-                orders.update(id, status: OrderFeed.statuses[index + 1], announce: step % 5 == 0 ? .idOnly : .fullBody)
+                // Assigned: a courier takes it (one of seven), and keeps it to the door.
+                orders.update(id, status: OrderFeed.statuses[index + 1], courierID: index == 0 ? 100 + id % 7 : nil,
+                              announce: announce)
             } else {
                 active[id] = nil
                 orders.delete(id)
             }
         }
+    }
+
+    /// The store, total (cents) and note of the demo's order number `step`: varied, fixed by `step`.
+    static func demoOrder(_ step: Int) -> (store: Int, cents: Int, note: String) {
+        let notes = [
+            "Ring twice, flat 3B", "Leave with the concierge", "No onions, extra napkins", "Call on arrival",
+            "Fragile: two glass bottles", "Back door, by the bike racks", "Contactless, please", "",
+        ]
+        let mixed = (step &* 2_654_435_761) & 0x7FFF_FFFF
+        return (store: step % 3 + 1, cents: 1_250 + mixed % 5_400, note: notes[mixed % notes.count])
     }
 
     // MARK: Event stream

@@ -92,12 +92,17 @@ struct Demo: Sendable {
             var boardURL = "off"
             if let server = program.apiServer { boardURL = "http://127.0.0.1:\(await server.port)/" }
             if !options.json {
+                // Short lines: a line wider than the terminal wrapped its last word onto a line of
+                // its own (a lone ")" after the board's address).
                 output.write(line: "orderlive demo: backend (Sandbox) \(configuration.upstream.baseURL)  agent \(pushURL)")
-                output.write(line: "orderlive demo: dispatch board \(boardURL)  (open it in a browser; "
-                    + "`orderlive inspect \(boardURL)v1/orders/stream` shows the change feed)")
-                output.write(line: "orderlive demo: state in \(directory)\(temporary ? " (temporary)" : "")")
+                output.write(line: "orderlive demo: dispatch board \(boardURL) (open it in a browser)")
+                if boardURL != "off" {
+                    output.write(line: "orderlive demo: change feed: orderlive inspect \(boardURL)v1/orders/stream")
+                }
+                output.write(line: "orderlive demo: state in \(directory)")
                 output.write(line: "orderlive demo: \(format(options.rate)) changes/s; the stream is cut every "
-                    + "\(options.faultEvery.components.seconds) s and the tokens expire once; Ctrl-C to stop")
+                    + "\(options.faultEvery.components.seconds) s, the tokens expire once")
+                output.write(line: "orderlive demo: Ctrl-C to stop" + (temporary ? " (the state above is removed then)" : ""))
             }
             let shown = try await watch(program: program, sandbox: sandbox)
             await program.shutdown()
