@@ -10,7 +10,7 @@ BENCH_PACKAGES := valgrind wrk
 PYTHON_PACKAGES := schemathesis==4.32.5
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: all deps build test check-imports check-shape demo sandbox release release-static bench bench-deps bench-instructions fuzz fuzz-build fuzz-smoke fuzz-api soak tsan clean
+.PHONY: all deps build test check-imports check-shape check-docs docs demo sandbox release release-static bench bench-deps bench-instructions fuzz fuzz-build fuzz-smoke fuzz-api soak tsan clean
 
 all: build
 
@@ -39,7 +39,7 @@ TIMING_TESTS := HeartbeatGapTests ListenerFloodTests
 ## The suite runs its tests side by side, each with its own servers and clients: at its peak the
 ## test process holds over a thousand descriptors, so its soft open-file limit is raised toward the
 ## hard one (at most 65536). Every failure is listed again at the end, where CI's tail shows it.
-test: build check-imports check-shape
+test: build check-imports check-shape check-docs
 	@hard=$$(ulimit -Hn); case $$hard in unlimited) hard=65536;; esac; [ $$hard -gt 65536 ] && hard=65536; \
 	  [ $$(ulimit -Sn) != unlimited ] && [ $$(ulimit -Sn) -lt $$hard ] && ulimit -Sn $$hard; \
 	  echo "$(SWIFT) test --skip-build   (open-file limit $$(ulimit -Sn))"; \
@@ -68,6 +68,14 @@ fuzz-api: deps
 ## Every target imports exactly what Package.swift declares for it (STYLE 16; Scripts/check-imports.py).
 check-imports: deps
 	python3 Scripts/check-imports.py
+
+## docs/CONFIGURATION.md's key tables are Config/orderlive.yaml's (Scripts/configuration-doc.py); the
+## keys themselves are checked against the code by DocumentedDefaultsTests. `make docs` rewrites them.
+check-docs:
+	python3 Scripts/configuration-doc.py --check
+
+docs:
+	python3 Scripts/configuration-doc.py
 
 ## Rooms stay small and the map stays true: no file over 400 lines, no function over 100, a banner
 ## file per module, docs/ARCHITECTURE.md's module table equal to Package.swift (Scripts/check-shape.py).

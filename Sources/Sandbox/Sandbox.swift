@@ -223,16 +223,20 @@ public final class Sandbox: Sendable {
 
     /// Walks orders through their lifecycle, one change every `eventInterval`, until cancelled, as a
     /// small business's day looks: orders from three stores with their totals and notes, a courier
-    /// assigned when an order is (and kept as it moves), about one order in seven cancelled before it
-    /// is picked up, and finished or cancelled orders removed a step later.
+    /// assigned when an order is (and kept as it moves), some orders cancelled before they are
+    /// picked up, and finished or cancelled orders removed a step later.
     private func changeOrders() async throws {
         var step = 0
+        var created = 0
         var active: [Int: Int] = [:]  // id → index into OrderFeed.statuses; -1 once cancelled
         while true {
             try await Task.sleep(for: configuration.eventInterval)
             step += 1
-            if active.count < 4 || step % 3 == 0 {
-                let order = Self.demoOrder(step)
+            // One step in seven is a new order: about as many as the other steps finish, so the
+            // board holds a steady day's worth rather than a growing pile of new ones.
+            if active.count < 12 || step % 7 == 0 {
+                created += 1
+                let order = Self.demoOrder(created)
                 let id = orders.create(storeID: order.store, totalCents: order.cents, note: order.note,
                                        announce: step % 4 == 0 ? .idOnly : .fullBody)
                 active[id] = 0
@@ -240,7 +244,7 @@ public final class Sandbox: Sendable {
             }
             guard let id = active.keys.sorted()[safe: step % active.count], let index = active[id] else { continue }
             let announce: OrderAnnouncement = step % 5 == 0 ? .idOnly : .fullBody
-            if index >= 0, index <= 1, step % 7 == 0 {
+            if index >= 0, index <= 1, step % 9 == 4 {
                 active[id] = -1
                 orders.update(id, status: "cancelled", announce: announce)
             } else if index >= 0, index + 1 < OrderFeed.statuses.count {
@@ -255,14 +259,14 @@ public final class Sandbox: Sendable {
         }
     }
 
-    /// The store, total (cents) and note of the demo's order number `step`: varied, fixed by `step`.
-    static func demoOrder(_ step: Int) -> (store: Int, cents: Int, note: String) {
+    /// The store, total (cents) and note of the demo's `number`th order: varied, fixed by `number`.
+    static func demoOrder(_ number: Int) -> (store: Int, cents: Int, note: String) {
         let notes = [
             "Ring twice, flat 3B", "Leave with the concierge", "No onions, extra napkins", "Call on arrival",
             "Fragile: two glass bottles", "Back door, by the bike racks", "Contactless, please", "",
         ]
-        let mixed = (step &* 2_654_435_761) & 0x7FFF_FFFF
-        return (store: step % 3 + 1, cents: 1_250 + mixed % 5_400, note: notes[mixed % notes.count])
+        let mixed = (number &* 2_654_435_761) & 0x7FFF_FFFF
+        return (store: number % 3 + 1, cents: 1_250 + mixed % 5_400, note: notes[mixed % notes.count])
     }
 
     // MARK: Event stream

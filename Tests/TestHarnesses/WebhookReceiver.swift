@@ -76,22 +76,54 @@ public final class WebhookReceiver: Sendable {
     }
 
     /// Runs a receiver checking signatures with `secret` for the duration of `body`, which gets its URL.
+    /// A `wanted` port (a receiver coming back where it was) may be held for a moment by another
+    /// connection's local end on a busy machine: binding it is tried for up to 10 s. A receiver that
+    /// cannot listen throws, naming the port, rather than leaving `body` unrun and the test waiting.
     public static func withRunning<T: Sendable>(
         secret: String, port wanted: Int = 0, _ body: (WebhookReceiver, String) async throws -> T
     ) async throws -> T {
+        if wanted != 0 {
+            for _ in 0..<40 where !Self.portIsFree(wanted) { try await Task.sleep(for: .milliseconds(250)) }
+        }
         let receiver = try WebhookReceiver(secret: secret)
         let router = Router()
         router.post("/hook") { request, _ in try await receiver.take(request) }
-        let port = OneShot<Int>()
+        let port = OneShot<Int?>()
         let app = Application(
             router: router, configuration: .init(address: .hostname("127.0.0.1", port: wanted)),
             onServerRunning: { channel in _ = port.give(channel.localAddress?.port ?? 0) },
             logger: Logger(label: "webhook-receiver", factory: { _ in SwiftLogNoOpLogHandler() }))
         return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await app.run() }
+            group.addTask {
+                defer { _ = port.give(nil) }
+                try await app.run()
+            }
             defer { group.cancelAll() }
-            let url = "http://127.0.0.1:\(await port.value)/hook"
-            return try await body(receiver, url)
+            guard let bound = await port.value else {
+                throw ReceiverFailure(description: "the webhook receiver could not listen on 127.0.0.1:\(wanted)")
+            }
+            return try await body(receiver, "http://127.0.0.1:\(bound)/hook")
         }
     }
+
+    /// Whether a listener could bind 127.0.0.1:`port` now.
+    static func portIsFree(_ port: Int) -> Bool {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var one: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(clamping: port).bigEndian)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+}
+
+/// The webhook receiver could not start.
+public struct ReceiverFailure: Error, CustomStringConvertible {
+    public let description: String
 }
