@@ -213,7 +213,8 @@ public enum AgentBuilder {
                     feedWake.signal()
                     parts.webhookWake.signal()
                 }, jobs: { wake.signal() }, logger: logger)),
-            LeaderOnlyService(leadership: leadership, work: [stream, executorService, retention, webhooks], logger: logger),
+            LeaderOnlyService(
+                leadership: leadership, work: [stream, executorService, retention, webhooks], state: state, logger: logger),
         ]
     }
 

@@ -63,12 +63,14 @@ struct PostgresNotificationService: Service {
 struct LeaderOnlyService: Service {
     let leadership: PostgresLeadership
     let work: [any Service]
+    let state: AgentState
     let logger: Logger
 
     func run() async throws {
         let stopping = StopFlag()
+        let state = self.state
         await withGracefulShutdownHandler {
-            await leadership.run(until: stopping) {
+            await leadership.run(until: stopping, winding: { state.snapshot.shuttingDown }) {
                 await withTaskGroup(of: Void.self) { group in
                     for service in work {
                         group.addTask {

@@ -63,7 +63,14 @@ public final class PostgresLeadership: Sendable {
     /// Takes part until `stopping` is set (then leadership is given up at once, by closing the
     /// connection) or the task is cancelled. `lead` runs while this agent leads and is cancelled
     /// the moment its connection fails; when `lead` returns by itself, leadership is given up.
-    public func run(until stopping: StopFlag, lead: @escaping @Sendable () async -> Void) async {
+    ///
+    /// While `winding` says the agent is already winding down (its shutdown began, and other services
+    /// stop before this one), a failure of the leadership connection is logged as a notice: the
+    /// leadership is about to be given up anyway, and a clean stop logs no error.
+    public func run(
+        until stopping: StopFlag, winding: @escaping @Sendable () -> Bool = { false },
+        lead: @escaping @Sendable () async -> Void
+    ) async {
         while !stopping.isStopped, !Task.isCancelled {
             do {
                 if !store.prepared.withLock({ $0 }) { try await store.prepare() }
@@ -79,8 +86,8 @@ public final class PostgresLeadership: Sendable {
                 if stopping.isStopped || Task.isCancelled { break }
                 let reason = "\(PostgresOrderStore.readable(error))"
                 if currentStatus.role == .leader || currentStatus.database != reason {
-                    logger.error("the database cannot be used for leadership; retrying",
-                                 metadata: ["store.reason": "\(reason)"])
+                    logger.log(level: winding() ? .notice : .error, "the database cannot be used for leadership; retrying",
+                               metadata: ["store.reason": "\(reason)"])
                 }
                 update {
                     $0.role = .follower
