@@ -12,6 +12,8 @@ import Testing
     @Test func theChangingBookHasStoresCouriersCancellationsAndRealTimestamps() async throws {
         let configuration = SandboxConfiguration(port: 0, eventInterval: .milliseconds(5), feed: .orderBook, changesOrders: true)
         let loop = try CurlLoop(logger: quietLogger)
+        // Before the Sandbox starts: it changes orders from its first moment.
+        let started = Date().timeIntervalSince1970
         try await Sandbox.withRunning(configuration) { sandbox in
             let base = await sandbox.baseURL
             var stores: Set<Int> = []
@@ -20,7 +22,6 @@ import Testing
             var notes: Set<String> = []
             var unassignedButMoving: [String] = []
             var stale: [String] = []
-            let started = Date().timeIntervalSince1970
             for _ in 0..<40 {
                 try await Task.sleep(for: .milliseconds(50))
                 let page = try await loop.perform(HTTPRequest(url: base + "/v1/orders?limit=1000"))
