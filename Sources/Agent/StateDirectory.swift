@@ -103,15 +103,28 @@ public struct StoreStatus: Sendable, Hashable {
 
     /// Reads it from a store.
     public init(_ store: any OrderReader) async throws {
+        try await self.init(store, outbox: await Self.outbox(of: store))
+    }
+
+    /// Reads it from a store whose webhook endpoints and change head (nil: none, or unreadable) the
+    /// caller has read already.
+    init(_ store: any OrderReader, outbox: (endpoints: [WebhookEndpoint], head: Int64)?) async throws {
         cursor = try await store.streamCursor()
         counts = try await store.counts()
         owner = try await store.owner()
         writeProblem = store.writeHealth.reason
-        if let outbox = store as? any WebhookOutbox & ChangeFeedSource, let endpoints = try? await outbox.webhookEndpoints(),
-           !endpoints.isEmpty, let head = try? await outbox.changeHead() {
+        if let (endpoints, head) = outbox {
             webhooks = endpoints.map {
                 Webhook(id: $0.id, enabled: $0.enabled, reason: $0.disabledReason, backlog: max(0, head - $0.cursor), lastError: $0.lastError)
             }
         }
+    }
+
+    /// The store's webhook endpoints and its change head; nil when it has no endpoints or they
+    /// cannot be read.
+    static func outbox(of store: any OrderReader) async -> (endpoints: [WebhookEndpoint], head: Int64)? {
+        guard let outbox = store as? any WebhookOutbox & ChangeFeedSource, let endpoints = try? await outbox.webhookEndpoints(),
+              !endpoints.isEmpty, let head = try? await outbox.changeHead() else { return nil }
+        return (endpoints, head)
     }
 }

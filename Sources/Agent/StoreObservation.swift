@@ -135,8 +135,10 @@ public final class StoreObservation: Sendable {
         Task {
             let result: Result<(StoreStatus, [WebhookProgress]), any Error>
             do {
-                let status = try await StoreStatus(store)
-                result = .success((status, await Self.webhookProgress(store, now: now())))
+                // The endpoints and the change head are read once, for status and metrics both.
+                let outbox = await StoreStatus.outbox(of: store)
+                let status = try await StoreStatus(store, outbox: outbox)
+                result = .success((status, await Self.webhookProgress(outbox, in: store, now: now())))
             } catch {
                 result = .failure(error)
             }
@@ -162,10 +164,9 @@ public final class StoreObservation: Sendable {
 
     /// Each webhook endpoint with its backlog and the age of the oldest change it has not had.
     private static func webhookProgress(
-        _ store: any WebhookOutbox & ChangeFeedSource, now: Double
+        _ outbox: (endpoints: [WebhookEndpoint], head: Int64)?, in store: any ChangeFeedSource, now: Double
     ) async -> [WebhookProgress] {
-        guard let endpoints = try? await store.webhookEndpoints(), !endpoints.isEmpty,
-              let head = try? await store.changeHead() else { return [] }
+        guard let (endpoints, head) = outbox else { return [] }
         var progress: [WebhookProgress] = []
         for endpoint in endpoints {
             let backlog = max(0, Checked.difference(head, endpoint.cursor) ?? 0)

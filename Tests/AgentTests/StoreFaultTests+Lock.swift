@@ -18,18 +18,11 @@ extension StoreFaultTests {
         try await Sandbox.withRunning(SandboxConfiguration(port: 0, feed: .orderBook)) { sandbox in
             let book = sandbox.orders
             let ids = (0..<3).map { _ in book.create() }
-            var configuration = OrderliveConfiguration()
-            configuration.upstream.baseURL = await sandbox.baseURL
-            configuration.auth.identifier = SandboxUser.demo.identifier
-            configuration.ingest.listen = "127.0.0.1:0"
-            configuration.ingest.readTimeout = .seconds(3)
-            configuration.api.listen = ""
-            configuration.store.stateDirectory = directory
-            let program = try AgentBuilder.build(
-                configuration: configuration, logger: quietLogger,
-                environment: ["ORDERLIVE_AUTH_PASSWORD": SandboxUser.demo.password])
-            let running = Task { try await program.run(handlingSignals: false) }
-            let port = try #require(await program.pushServer?.port)
+            let agent = try await DeadLetterRetryAgentTests.Agent(sandbox, directory: directory) {
+                $0.ingest.readTimeout = .seconds(3)
+                $0.sync.maximumAttempts = OrderliveConfiguration().sync.maximumAttempts
+            }
+            let port = try #require(await agent.program.pushServer?.port)
             let loop = try CurlLoop(logger: quietLogger)
             // The agent stops before the Sandbox does, whatever happens here.
             do {
@@ -38,8 +31,7 @@ extension StoreFaultTests {
                 Issue.record("the scenario failed: \(error)")
             }
             await loop.shutdown()
-            await program.shutdown()
-            try await running.value
+            try await agent.stop()
         }
     }
 

@@ -1,5 +1,6 @@
 import AsyncSignals
 import Foundation
+import TestKit
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -36,20 +37,12 @@ public final class PartitionProxy: Sendable {
         guard descriptor >= 0 else { throw ProxyFailure(description: "socket() failed") }
         var one: Int32 = 1
         setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = Self.loopback(port: 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let named = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-        }
-        guard bound == 0, named == 0, listen(descriptor, 128) == 0 else {
+        guard bindLoopback(descriptor, port: 0), let bound = boundPort(descriptor), listen(descriptor, 128) == 0 else {
             close(descriptor)
             throw ProxyFailure(description: "the partition proxy could not listen")
         }
         listener = descriptor
-        port = Int(UInt16(bigEndian: address.sin_port))
+        port = bound
         let thread = Thread { [self] in
             pump()
             stopped.give(())
@@ -87,14 +80,6 @@ public final class PartitionProxy: Sendable {
     public func stop() async {
         state.withLock { $0.stopping = true }
         await stopped.value
-    }
-
-    private static func loopback(port: Int) -> sockaddr_in {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        return address
     }
 
     /// The proxy's thread: accept, forward, hold or reset, until stopped. Its connections are this
@@ -153,7 +138,7 @@ public final class PartitionProxy: Sendable {
         let client = accept(listener, nil, nil)
         guard client >= 0 else { return nil }
         let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = Self.loopback(port: target)
+        var address = loopbackAddress(port: target)
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }

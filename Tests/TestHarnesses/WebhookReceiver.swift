@@ -2,6 +2,7 @@ import AsyncSignals
 import Foundation
 import Hummingbird
 import Logging
+import TestKit
 import WebhookSigning
 
 /// A webhook receiver on 127.0.0.1 for the outgoing-webhook tests (issue 40): it records every request
@@ -83,7 +84,7 @@ public final class WebhookReceiver: Sendable {
         secret: String, port wanted: Int = 0, _ body: (WebhookReceiver, String) async throws -> T
     ) async throws -> T {
         if wanted != 0 {
-            for _ in 0..<40 where !Self.portIsFree(wanted) { try await Task.sleep(for: .milliseconds(250)) }
+            for _ in 0..<40 where !loopbackPortIsFree(wanted) { try await Task.sleep(for: .milliseconds(250)) }
         }
         let receiver = try WebhookReceiver(secret: secret)
         let router = Router()
@@ -104,22 +105,6 @@ public final class WebhookReceiver: Sendable {
             }
             return try await body(receiver, "http://127.0.0.1:\(bound)/hook")
         }
-    }
-
-    /// Whether a listener could bind 127.0.0.1:`port` now.
-    static func portIsFree(_ port: Int) -> Bool {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { return false }
-        defer { close(descriptor) }
-        var one: Int32 = 1
-        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = in_port_t(UInt16(clamping: port).bigEndian)
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        } == 0
     }
 }
 
