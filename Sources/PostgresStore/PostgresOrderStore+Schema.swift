@@ -99,6 +99,12 @@ extension PostgresOrderStore {
             """,
             "CREATE INDEX orderlive_webhook_endpoint_account ON orderlive_webhook_endpoint (account, id)",
         ]),
+        // Issue 39: the store and courier indexes served only filtered reads of the orders API, which
+        // sort their whole result anyway; every order change paid for both. The status index stays.
+        Migration(version: "5", statements: [
+            "DROP INDEX orderlive_order_store_id",
+            "DROP INDEX orderlive_order_courier_id",
+        ]),
     ]
 
     /// The key of the advisory lock migrations run under ("orderliv" in ASCII).

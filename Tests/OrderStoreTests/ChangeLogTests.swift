@@ -76,4 +76,31 @@ import Testing
         try store.applyUpsert(try order(7, status: "picked_up", version: 2))
         #expect(try store.changeHead() == head + 1)
     }
+
+    @Test func theIndexMigrationKeepsTheStatusIndexAndFilteredReadsAnswerAsBefore() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("indexes-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/orderlive.sqlite"
+        do {
+            let old = try DatabaseQueue(path: path)
+            try OrderStore.migrator.migrate(old, upTo: "v6-webhooks")
+            try old.write { db in
+                for id in 1...6 {
+                    try db.execute(
+                        sql: #"INSERT INTO "order" (id, status, store_id, courier_id, body, applied_at) VALUES (?, ?, ?, ?, ?, 1)"#,
+                        arguments: ["\(id)", id % 2 == 0 ? "assigned" : "delivered", "\(id % 3)", "c\(id % 2)", "{\"id\":\(id)}"])
+                }
+            }
+        }
+        let store = try OrderStore(path: path)
+        let indexes = try DatabaseQueue(path: path).read { db in
+            try String.fetchAll(db, sql: #"SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'order' ORDER BY name"#)
+        }
+        #expect(indexes == ["order_status", "sqlite_autoindex_order_1"])
+        #expect(try store.snapshot(matching: OrderFilter(storeIDs: ["1"])).orders.map(\.id) == ["1", "4"])
+        #expect(try store.snapshot(matching: OrderFilter(statuses: ["assigned"], courierIDs: ["c0"])).orders.map(\.id)
+            == ["2", "4", "6"])
+        #expect(try store.orders(status: "delivered").map(\.id) == ["1", "3", "5"])
+    }
 }
