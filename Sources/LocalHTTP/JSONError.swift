@@ -24,9 +24,14 @@ public struct JSONError: Error, Sendable, Hashable, HTTPResponseError {
         self.close = close
     }
 
+    /// The body: `{"code": N, "message": "..."}`.
+    public var body: String {
+        #"{"code":\#(status.code),"message":\#(JSONText.string(message))}"#
+    }
+
     /// The response.
     public var response: Response {
-        var response = Response.json(status, #"{"code":\#(status.code),"message":\#(JSONText.string(message))}"#)
+        var response = Response.json(status, body)
         if let retryAfter { response.headers[.retryAfter] = String(retryAfter) }
         if close { response.headers[.connection] = "close" }
         return response

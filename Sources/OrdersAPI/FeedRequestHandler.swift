@@ -133,7 +133,7 @@ final class FeedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
         subscriber.onFinish { ending in bound.value.handler.finish(subscriber, ending, context: bound.value.context) }
         subscriber.connection.attach(subscriber, chunked: chunked)
-        context.writeAndFlush(wrapOutboundOut(.head(ChangeFeed.responseHead(serverName: "orderlive", date: Self.httpDate()))),
+        context.writeAndFlush(wrapOutboundOut(.head(ChangeFeed.responseHead(serverName: "orderlive", date: HTTPDate.format(time(nil))))),
                               promise: nil)
         let feed = self.feed
         let eventLoop = context.eventLoop
@@ -171,25 +171,5 @@ final class FeedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         head.headerFields[values: .connection].contains { value in
             value.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).lowercased() == "close" }
         }
-    }
-
-    /// Now as an HTTP date (RFC 9110 §5.6.7), for the response's `Date` header.
-    static func httpDate(_ now: time_t = time(nil)) -> String {
-        var parts = tm()
-        var now = now
-        guard gmtime_r(&now, &parts) != nil else { return "Thu, 01 Jan 1970 00:00:00 GMT" }
-        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
-        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        let day = days[Int(parts.tm_wday.clamped(to: 0...6))]
-        let month = months[Int(parts.tm_mon.clamped(to: 0...11))]
-        return "\(day), \(two(parts.tm_mday)) \(month) \(Int(parts.tm_year) + 1900) "
-            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
-    }
-}
-
-extension Comparable {
-    fileprivate func clamped(to range: ClosedRange<Self>) -> Self {
-        min(max(self, range.lowerBound), range.upperBound)
     }
 }

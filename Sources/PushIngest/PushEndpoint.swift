@@ -76,67 +76,99 @@ public final class PushEndpoint: Sendable {
         metrics.connectionsRefused.increment()
     }
 
-    /// Answers one request.
+    /// Answers one request served by the router (a push pipelined behind another request on its
+    /// connection; ``PushRequestHandler`` answers the others on the event loop).
     public func respond(to request: Request) async -> Response {
         let started = ContinuousClock.now
-        let (outcome, response) = await answer(request)
-        metrics.record(outcome)
+        let answer = await answer(request)
+        record(answer, since: started)
+        return answer.response
+    }
+
+    /// Counts an answer and logs a refusal (coalesced: one line per kind, then one per ten seconds).
+    func record(_ answer: PushAnswer, since started: ContinuousClock.Instant) {
+        metrics.record(answer.outcome)
         metrics.latency.recordNanoseconds(Checked.nanoseconds(of: ContinuousClock.now - started))
-        switch outcome {
+        switch answer.outcome {
         case .accepted, .duplicate:
             break
         case .unauthorized, .unavailable:
             break  // logged where the cause is known, at the level it deserves (one line, not two)
         default:
-            refusals.log(.info, "push refused", key: "refused/\(outcome.rawValue)", metadata: [
-                "push.outcome": "\(outcome.rawValue)", "http.status": "\(response.status.code)",
+            refusals.log(.info, "push refused", key: "refused/\(answer.outcome.rawValue)", metadata: [
+                "push.outcome": "\(answer.outcome.rawValue)", "http.status": "\(answer.status.code)",
             ])
         }
-        return response
     }
 
-    private func answer(_ request: Request) async -> (PushMetrics.Outcome, Response) {
-        if isDraining {
-            return (.shuttingDown, Self.json(.serviceUnavailable, "orderlive is shutting down; send again later",
-                                            retryAfter: configuration.retryAfterSeconds))
-        }
-        // Bounds first: a declared length over the limit is refused before any body byte is read,
-        // and the connection is closed so the rest is never read either.
-        switch DeclaredLength(request.headers, maximum: configuration.maximumBodyBytes) {
-        case .malformed:
-            return (.badRequest, Self.json(.badRequest, "Content-Length is not a byte count (digits only)", close: true))
-        case .tooLarge:
-            return (.tooLarge, tooLarge())
-        case .acceptable:
-            break
-        }
-        if let failure = configuration.authentication.failureBeforeBody(request.headers) {
-            return unauthorized(failure)
-        }
+    private func answer(_ request: Request) async -> PushAnswer {
         let webhook: WebhookHeaders
-        switch WebhookHeaders.read(request.headers) {
-        case .success(let headers): webhook = headers
-        case .failure(let conflict): return unauthorized(conflict.message)
+        switch opening(request.headers) {
+        case .proceed(let headers): webhook = headers
+        case .refused(let refusal): return refusal
         }
         var body: [UInt8] = []
         do {
             for try await buffer in request.body {
-                guard body.count + buffer.readableBytes <= configuration.maximumBodyBytes else {
-                    return (.tooLarge, tooLarge())
-                }
+                guard body.count + buffer.readableBytes <= configuration.maximumBodyBytes else { return tooLarge }
                 body.append(contentsOf: buffer.readableBytesView)
             }
         } catch {
             // The bounds handler ends a body that does not arrive within the read timeout.
-            return (.timeout, Self.json(.requestTimeout, "the request body did not arrive in time", close: true))
+            return bodyTimeout
         }
+        let prepared: PreparedPush
+        switch prepare(body, webhook: webhook) {
+        case .proceed(let push): prepared = push
+        case .refused(let refusal): return refusal
+        }
+        return closing(await journal.submit(prepared.submission), prepared)
+    }
+
+    /// Answers a push whose head is `headers` and whose whole body is `body`, through `reply`, on
+    /// the thread of the commit that decides it (never waiting on the caller's).
+    func answer(body: [UInt8], webhook: WebhookHeaders, reply: @escaping @Sendable (PushAnswer) -> Void) {
+        switch prepare(body, webhook: webhook) {
+        case .refused(let refusal):
+            reply(refusal)
+        case .proceed(let prepared):
+            journal.submit(prepared.submission) { [self] outcome in reply(closing(outcome, prepared)) }
+        }
+    }
+
+    /// What the head alone decides: the headers to go on with, or the refusal (shutting down, a
+    /// declared length over the limit, authentication that needs no body, conflicting webhook ids).
+    func opening(_ headers: HTTPFields) -> Decided<WebhookHeaders> {
+        if isDraining {
+            return .refused(PushAnswer(.shuttingDown, JSONError(
+                .serviceUnavailable, "orderlive is shutting down; send again later", retryAfter: configuration.retryAfterSeconds)))
+        }
+        // Bounds first: a declared length over the limit is refused before any body byte is read,
+        // and the connection is closed so the rest is never read either.
+        switch DeclaredLength(headers, maximum: configuration.maximumBodyBytes) {
+        case .malformed:
+            return .refused(PushAnswer(.badRequest, JSONError(.badRequest, "Content-Length is not a byte count (digits only)", close: true)))
+        case .tooLarge:
+            return .refused(tooLarge)
+        case .acceptable:
+            break
+        }
+        if let failure = configuration.authentication.failureBeforeBody(headers) { return .refused(unauthorized(failure)) }
+        switch WebhookHeaders.read(headers) {
+        case .success(let webhook): return .proceed(webhook)
+        case .failure(let conflict): return .refused(unauthorized(conflict.message))
+        }
+    }
+
+    /// The submission of a whole body, or its refusal (authentication over the body, Gorush's checks).
+    private func prepare(_ body: [UInt8], webhook: WebhookHeaders) -> Decided<PreparedPush> {
         if let failure = configuration.authentication.failureWithBody(webhook, body: body, now: Checked.int64(clamping: now())) {
-            return unauthorized(failure)
+            return .refused(unauthorized(failure))
         }
         let parsed: GorushRequest
         switch GorushRequest.parse(body, maximumNotifications: configuration.maximumNotifications) {
         case .success(let request): parsed = request
-        case .failure(let error): return (.badRequest, Self.body(.badRequest, error.body))
+        case .failure(let error): return .refused(PushAnswer(.badRequest, status: .badRequest, body: error.body))
         }
         let receivedAt = now()
         let requestKey = webhook.id.flatMap { $0.isEmpty ? nil : $0 }
@@ -149,9 +181,14 @@ public final class PushEndpoint: Sendable {
                     jobs: PushTranslator.jobs(for: notification, now: receivedAt))
             },
             response: parsed.successBody)
-        switch await journal.submit(submission) {
+        return .proceed(PreparedPush(submission: submission, notifications: parsed.notifications.count, successBody: parsed.successBody))
+    }
+
+    /// The answer to a journaled submission.
+    private func closing(_ outcome: SubmissionOutcome, _ push: PreparedPush) -> PushAnswer {
+        switch outcome {
         case .accepted(let jobs, let duplicates, _, let reused):
-            metrics.notifications.increment(by: Int64(parsed.notifications.count))
+            metrics.notifications.increment(by: Int64(push.notifications))
             metrics.jobs.increment(by: Int64(jobs))
             if duplicates > 0 { metrics.duplicates.increment(by: Int64(duplicates)) }
             if reused > 0 {
@@ -159,47 +196,46 @@ public final class PushEndpoint: Sendable {
                 refusals.log(.notice, "a notif_id was reused for a different notification; it was applied", key: "reused-notif-id",
                              metadata: ["push.reused": "\(reused)"])
             }
-            return (.accepted, Self.body(.ok, parsed.successBody))
+            return PushAnswer(.accepted, status: .ok, body: push.successBody)
         case .duplicate(let response):
             metrics.duplicates.increment()
-            return (.duplicate, Self.body(.ok, response))
+            return PushAnswer(.duplicate, status: .ok, body: response)
         case .conflict(let key):
-            return (.reusedID, Self.json(
+            return PushAnswer(.reusedID, JSONError(
                 .conflict, "webhook-id '\(key.prefix(128))' was accepted for a different body within ingest.dedupe_window_s; "
                     + "nothing of this request was applied: send it with a new id"))
         case .overloaded(let depth):
-            return (.overloaded, Self.json(
+            return PushAnswer(.overloaded, JSONError(
                 .tooManyRequests, "the journal holds \(depth) jobs (ingest.high_water_jobs); send again later",
                 retryAfter: configuration.retryAfterSeconds))
         case .failed(let reason):
             refusals.log(.error, "a push could not be journaled; answered 503", key: "journal-failed", metadata: [
                 "push.outcome": "\(PushMetrics.Outcome.unavailable.rawValue)", "push.reason": "\(reason)",
             ])
-            return (.unavailable, Self.json(.serviceUnavailable, "the journal could not be written; send again later",
-                                            retryAfter: 1))
+            return PushAnswer(.unavailable, JSONError(.serviceUnavailable, "the journal could not be written; send again later",
+                                                      retryAfter: 1))
         }
     }
 
-    private func tooLarge() -> Response {
-        Self.json(.contentTooLarge, "the body is over \(configuration.maximumBodyBytes) bytes (ingest.max_body_bytes)",
-                  close: true)
+    /// The largest body this endpoint reads.
+    var maximumBodyBytes: Int { configuration.maximumBodyBytes }
+
+    /// The answer to a body over the limit (the connection is closed).
+    var tooLarge: PushAnswer {
+        PushAnswer(.tooLarge, JSONError(
+            .contentTooLarge, "the body is over \(configuration.maximumBodyBytes) bytes (ingest.max_body_bytes)", close: true))
     }
 
-    private func unauthorized(_ reason: String) -> (PushMetrics.Outcome, Response) {
+    /// The answer to a body that did not arrive within the read timeout (the connection is closed).
+    var bodyTimeout: PushAnswer {
+        PushAnswer(.timeout, JSONError(.requestTimeout, "the request body did not arrive in time", close: true))
+    }
+
+    private func unauthorized(_ reason: String) -> PushAnswer {
         metrics.authenticationFailures.increment()
         refusals.log(.warning, "push authentication failed", key: "unauthorized/\(reason)", metadata: [
             "push.outcome": "\(PushMetrics.Outcome.unauthorized.rawValue)", "push.reason": "\(reason)",
         ])
-        return (.unauthorized, Self.json(.unauthorized, "authentication failed: \(reason)"))
-    }
-
-    /// A refusal in Gorush's `{"code": N, "message": "..."}` shape (``LocalHTTP/JSONError``).
-    static func json(_ status: HTTPResponse.Status, _ message: String, retryAfter: Int? = nil, close: Bool = false) -> Response {
-        JSONError(status, message, retryAfter: retryAfter, close: close).response
-    }
-
-    /// A JSON response of `text`.
-    static func body(_ status: HTTPResponse.Status, _ text: String) -> Response {
-        Response.json(status, text)
+        return PushAnswer(.unauthorized, JSONError(.unauthorized, "authentication failed: \(reason)"))
     }
 }

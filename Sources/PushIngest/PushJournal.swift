@@ -94,6 +94,30 @@ public final class PushJournal: Sendable {
         return await ticket.value
     }
 
+    /// Journals one submission, durably, and calls `answer` with what became of it, on the thread of
+    /// the commit (or the sweep) that decided it: for a request served on an event loop, which must
+    /// not wait (``PushRequestHandler``). No request leads here: while the carrier runs, the commit
+    /// slot goes to the carrier; before it runs or after it stopped (no request is served then but
+    /// in a race at start), an unowned task commits the queue to its end.
+    public func submit(_ submission: IdempotentSubmission, answer: @escaping @Sendable (SubmissionOutcome) -> Void) {
+        let ticket = Ticket()
+        ticket.whenGiven(answer)
+        let queuedAt = deadline == nil ? nil : ContinuousClock.now
+        let role = state.withLock { state -> Role in
+            state.queue.append(Queued(submission: submission, ticket: ticket, at: queuedAt))
+            if state.committing >= concurrentCommits { return .waits }
+            state.committing += 1
+            guard state.carrierRunning else { return .leads }
+            state.handedOff += 1
+            return .handsOff
+        }
+        switch role {
+        case .leads: Task { await self.commitQueued(leader: nil) }
+        case .handsOff: carrier.signal()
+        case .waits: break
+        }
+    }
+
     /// Commits queued batches until the queue is empty, or — for a leading request — until its own
     /// submission is committed, handing the rest to a new task.
     private func commitQueued(leader: Ticket?) async {

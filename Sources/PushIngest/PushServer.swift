@@ -163,7 +163,9 @@ public final class PushServer: Service, Sendable {
             group.addTask { await journal.carryCommits() }
             defer { journal.stopCarrying() }
             try await withGracefulShutdownHandler {
-                try await LocalListener.run(settings, router: router, admission: admission, onRunning: { port in
+                try await LocalListener.run(settings, router: router, admission: admission, handlers: {
+                    [PushRequestHandler(endpoint: endpoint)]
+                }, onRunning: { port in
                     bound.give(port)
                     logger.info("push endpoint listening", metadata: [
                         "push.listen": "\(settings.host):\(port)", "push.tls": "\(settings.tls != nil)",

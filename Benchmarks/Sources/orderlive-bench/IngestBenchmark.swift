@@ -178,6 +178,12 @@ func ingestBenchmark() async throws {
                 + "| \(format(result.requestsPerSecond / bare.requestsPerSecond, 2))× | \(result.memory.isEmpty ? "—" : result.memory) |")
         }
         line("bare Hummingbird, 200 without work (reference)", bare, stored: "—")
+        // The floor under Hummingbird: the same answer from a NIO handler on the event loop (issue 39, item 2).
+        if let nio = try await withBareNIOServer({ port in
+            try runWrk(port: port, seconds: seconds, connections: connections, script: script)
+        }) {
+            line("bare NIO handler, 200 without work (no request task)", nio, stored: "—")
+        }
         for durability in [StoreDurability.normal, .full] {
             let (result, stored) = try await withAgent(durability: durability) { port in
                 try runWrk(port: port, seconds: seconds, connections: connections, script: script)

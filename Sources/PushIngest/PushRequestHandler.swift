@@ -1,0 +1,181 @@
+import HTTPTypes
+import LocalHTTP
+import NIOCore
+import NIOHTTPTypes
+
+/// Serves `POST /api/push` on the connection's event loop, in front of the router (issue 39): the
+/// head is checked, the body collected and the submission handed to the journal here, and the
+/// answer written from the commit's callback. A push served through Hummingbird's router paid for a
+/// request task, the router, the body's async sequence and the response writer: 16-18 µs of CPU per
+/// request on this machine, half of what the bare router costs (docs/PERFORMANCE.md).
+///
+/// - Only a push that arrives on an idle connection is taken (nothing owed by the router). One
+///   pipelined behind another request goes on to the router, whose route answers it the same way
+///   (``PushEndpoint/respond(to:)``), so answers keep their order.
+/// - Requests that arrive while a push taken here is being answered wait here, with their parts,
+///   until its answer is written; then they are read as if they had just arrived.
+/// - Bounds are the listener's (``LocalHTTP/RequestBoundsHandler``, before this one): an oversize
+///   body is not passed on past the limit, a body that does not arrive in time ends with
+///   ``LocalHTTP/RequestBodyTimeout``, and an answer with `Connection: close` closes the connection.
+/// - When the server begins its graceful shutdown while a push is in hand, the push is answered
+///   and then the connection closes (the router's connection handler would close it at once).
+///
+/// It sits after the HTTP-types codec (HTTP parts in and out), and runs on the channel's event loop
+/// only, like every NIO handler.
+final class PushRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private enum State {
+        /// Requests go on to the router.
+        case passing
+        /// A push's body is read.
+        case reading(webhook: WebhookHeaders, body: [UInt8], started: ContinuousClock.Instant)
+        /// A push was answered before its end (refused by its head, too large, too slow): the rest of
+        /// it is dropped.
+        case skipping
+        /// A push is read whole and its answer is being decided.
+        case answering
+    }
+
+    /// The most parts, and bytes of bodies, held behind a push being answered (beyond: closed).
+    static let heldPartsLimit = 256
+
+    private let endpoint: PushEndpoint
+    private var state = State.passing
+    /// Requests passed on to the router whose answer has not ended.
+    private var unanswered = 0
+    /// Parts of the requests that arrived while a push was answered.
+    private var held: [HTTPRequestPart] = []
+    private var heldBytes = 0
+    /// Close once the push in hand is answered (graceful shutdown).
+    private var closeWhenAnswered = false
+    private var dates = HTTPDate()
+
+    init(endpoint: PushEndpoint) {
+        self.endpoint = endpoint
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        receive(unwrapInboundIn(data), context: context)
+    }
+
+    private func receive(_ part: HTTPRequestPart, context: ChannelHandlerContext) {
+        switch state {
+        case .passing:
+            if case .head(let head) = part {
+                if unanswered == 0, Self.isPush(head) {
+                    start(head, context: context)
+                    return
+                }
+                unanswered += 1
+            }
+            context.fireChannelRead(wrapInboundOut(part))
+        case .reading(let webhook, var body, let started):
+            switch part {
+            case .head:
+                hold(part, context: context)  // not from a well-formed HTTP/1 stream: the codec ends a body first
+            case .body(let buffer):
+                guard body.count + buffer.readableBytes <= endpoint.maximumBodyBytes else {
+                    answer(endpoint.tooLarge, since: started, context: context)
+                    state = .skipping
+                    return
+                }
+                state = .passing  // the array has one owner while it grows
+                body.append(contentsOf: buffer.readableBytesView)
+                state = .reading(webhook: webhook, body: body, started: started)
+            case .end:
+                state = .answering
+                let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+                let loop = context.eventLoop
+                endpoint.answer(body: body, webhook: webhook) { answer in
+                    loop.execute { bound.value.handler.answered(answer, since: started, context: bound.value.context) }
+                }
+            }
+        case .skipping:
+            if case .end = part { state = .passing }
+        case .answering:
+            hold(part, context: context)
+        }
+    }
+
+    /// Takes a push: what its head alone decides is answered at once.
+    private func start(_ head: HTTPRequest, context: ChannelHandlerContext) {
+        let started = ContinuousClock.now
+        switch endpoint.opening(head.headerFields) {
+        case .proceed(let webhook):
+            state = .reading(webhook: webhook, body: [], started: started)
+        case .refused(let refusal):
+            state = .skipping
+            answer(refusal, since: started, context: context)
+        }
+    }
+
+    /// The journal decided: writes the answer, then reads what waited behind it.
+    private func answered(_ answer: PushAnswer, since started: ContinuousClock.Instant, context: ChannelHandlerContext) {
+        guard case .answering = state else { return }
+        state = .passing
+        self.answer(answer, since: started, context: context)
+        if closeWhenAnswered {
+            context.close(promise: nil)
+            return
+        }
+        let waiting = held
+        held = []
+        heldBytes = 0
+        guard !waiting.isEmpty else { return }
+        for part in waiting { receive(part, context: context) }
+        // Read outside a read: the router's side takes what was read at a read's completion.
+        context.fireChannelReadComplete()
+    }
+
+    private func answer(_ answer: PushAnswer, since started: ContinuousClock.Instant, context: ChannelHandlerContext) {
+        endpoint.record(answer, since: started)
+        context.write(wrapOutboundOut(.head(answer.head(date: dates.now()))), promise: nil)
+        context.write(wrapOutboundOut(.body(context.channel.allocator.buffer(string: answer.body))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+
+    private func hold(_ part: HTTPRequestPart, context: ChannelHandlerContext) {
+        if case .body(let buffer) = part { heldBytes += buffer.readableBytes }
+        held.append(part)
+        // Not what a client waiting for its answer sends: a flood behind one push.
+        if held.count > Self.heldPartsLimit || heldBytes > endpoint.maximumBodyBytes { context.close(promise: nil) }
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        context.write(data, promise: promise)
+        if case .end = unwrapOutboundIn(data), unanswered > 0 { unanswered -= 1 }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if error is RequestBodyTimeout, case .reading(_, _, let started) = state {
+            state = .skipping
+            answer(endpoint.bodyTimeout, since: started, context: context)
+            return
+        }
+        context.fireErrorCaught(error)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent {
+            switch state {
+            case .reading, .answering:
+                // Answered first, then closed; the router's connection handler would close it now.
+                closeWhenAnswered = true
+                return
+            case .passing, .skipping:
+                break
+            }
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// True for `POST /api/push` (any query).
+    static func isPush(_ head: HTTPRequest) -> Bool {
+        guard head.method == .post, let path = head.path else { return false }
+        return path == "/api/push" || path.hasPrefix("/api/push?")
+    }
+}
