@@ -1,8 +1,11 @@
+import AsyncSignals
 import CoreMetrics
 import Foundation
+import GRDB
 import LocalHTTP
 import NIOCore
 import NIOHTTP1
+import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 import NIOPosix
 import OrderStore
@@ -31,28 +34,68 @@ import Testing
         return true
     }
 
-    @Test func theHandlerAloneAnswersAPushWithNoRouterBehindIt() async throws {
-        let temporary = try TemporaryStore()
-        let journal = PushJournal(store: temporary.store, dedupeWindow: .seconds(60), highWaterJobs: 1_000)
-        let endpoint = PushEndpoint(configuration: .init(), journal: journal, metrics: PushMetrics(factory: NOOPMetricsHandler.instance), logger: quietLogger)
+    /// Runs a server whose connections have only NIO's HTTP codecs, `before` and the handler: no
+    /// router behind it.
+    private static func withHandlerAlone(
+        _ endpoint: PushEndpoint, before: @escaping @Sendable () -> [any ChannelHandler] = { [] },
+        _ body: (Int) async throws -> Void
+    ) async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let channel = try await ServerBootstrap(group: group)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: false)
                     try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+                    try channel.pipeline.syncOperations.addHandlers(before())
                     try channel.pipeline.syncOperations.addHandler(PushRequestHandler(endpoint: endpoint))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
-        let connection = try RawConnection(port: try #require(channel.localAddress?.port), readTimeoutSeconds: 10)
-        connection.send(Self.push(41))
-        let answer = await connection.read(through: #""success":"ok"}"#)
+        do {
+            try await body(try #require(channel.localAddress?.port))
+        } catch {
+            try? await channel.close()
+            try? await group.shutdownGracefully()
+            throw error
+        }
         try await channel.close()
         try await group.shutdownGracefully()
-        #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(answer)")
-        #expect(answer.contains("Content-Length: ") && answer.contains("Server: orderlive") && answer.contains("Date: "))
-        #expect(try temporary.store.pendingJobs(limit: 10).count + temporary.store.orders().count == 1, "answered once committed")
+    }
+
+    @Test func theHandlerAloneAnswersAPushWithNoRouterBehindIt() async throws {
+        let temporary = try TemporaryStore()
+        let journal = PushJournal(store: temporary.store, dedupeWindow: .seconds(60), highWaterJobs: 1_000)
+        let endpoint = PushEndpoint(configuration: .init(), journal: journal, metrics: PushMetrics(factory: NOOPMetricsHandler.instance), logger: quietLogger)
+        try await Self.withHandlerAlone(endpoint) { port in
+            let connection = try RawConnection(port: port, readTimeoutSeconds: 10)
+            connection.send(Self.push(41))
+            let answer = await connection.read(through: #""success":"ok"}"#)
+            #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(answer)")
+            #expect(answer.contains("Content-Length: ") && answer.contains("Server: orderlive") && answer.contains("Date: "))
+            #expect(try temporary.store.pendingJobs(limit: 10).count + temporary.store.orders().count == 1, "answered once committed")
+        }
+    }
+
+    @Test func aPushInHandWhenTheServerQuiescesIsAnsweredAndThenTheConnectionCloses() async throws {
+        let temporary = try TemporaryStore()
+        // Another connection holds the write lock, so the push's commit waits while the server quiesces.
+        var unsafe = Configuration()
+        unsafe.allowsUnsafeTransactions = true
+        let lock = try DatabaseQueue(path: temporary.directory + "/orderlive.sqlite", configuration: unsafe)
+        try await lock.writeWithoutTransaction { try $0.execute(sql: "BEGIN IMMEDIATE") }
+        let journal = PushJournal(store: temporary.store, dedupeWindow: .seconds(60), highWaterJobs: 1_000)
+        let endpoint = PushEndpoint(configuration: .init(), journal: journal, metrics: PushMetrics(factory: NOOPMetricsHandler.instance), logger: quietLogger)
+        let quiesced = OneShot<Void>()
+        try await Self.withHandlerAlone(endpoint, before: { [QuiesceAfterRequest(quiesced)] }) { port in
+            let connection = try RawConnection(port: port, readTimeoutSeconds: 10)
+            connection.send(Self.push(42))
+            await quiesced.value
+            try await lock.writeWithoutTransaction { try $0.execute(sql: "COMMIT") }
+            let (answer, closed) = await connection.readUntilClosed()
+            #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(answer)")
+            #expect(closed, "the connection stays open after the answer")
+            #expect(try temporary.store.pendingJobs(limit: 10).count + temporary.store.orders().count == 1)
+        }
     }
 
     @Test func pushesPipelinedWithOtherRequestsAreAnsweredInTheirOrder() async throws {
@@ -93,6 +136,26 @@ import Testing
             let answer = await connection.read(through: #""success":"ok"}"#)
             #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(answer)")
             #expect(try harness.jobs().count + harness.store.orders().count == 1)
+        }
+    }
+}
+
+/// Starts the server's quiescing (as a graceful shutdown does) right after a request's end was read
+/// by the handlers after it, and says so.
+private final class QuiesceAfterRequest: ChannelInboundHandler, Sendable {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    private let quiesced: OneShot<Void>
+
+    init(_ quiesced: OneShot<Void>) {
+        self.quiesced = quiesced
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        context.fireChannelRead(data)
+        if case .end = unwrapInboundIn(data) {
+            context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+            quiesced.give(())
         }
     }
 }
