@@ -30,8 +30,10 @@ struct ChangeAppender {
     private var next: Int64?
     /// The last change appended, if any.
     private(set) var last: Int64?
+    /// The transaction's per-order statements (shared by the copies a savepoint makes).
+    let statements = TransactionStatements()
 
-    private static let insertSQL = """
+    static let insertSQL = """
         INSERT INTO order_change (seq, order_id, kind, version, body, at, status, store_id, courier_id,
                                   before_status, before_store_id, before_courier_id)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -51,7 +53,7 @@ struct ChangeAppender {
             guard !overflow else { throw OrderParseError("the change log's sequence is exhausted") }
             seq = following
         }
-        try DirectStatement(Self.insertSQL, in: db).execute { values in
+        try DirectStatement(.changeInsert, of: statements, in: db).execute { values in
             try values.bind(seq)
             try values.bind(orderID)
             try values.bind(kind.rawValue)

@@ -145,7 +145,7 @@ extension OrderStore {
     ) throws -> UpsertOutcome {
         var order = incoming
         order.appliedAt = now
-        let (current, tombstone) = try known.state(of: order.id, in: db)
+        let (current, tombstone) = try known.state(of: order.id, in: db, statements: changes.statements)
         var before: OrderChange.Fields?
         if let current {
             if !order.freshness.isNewer(than: current.freshness) { return .stale }
@@ -157,7 +157,7 @@ extension OrderStore {
         }
         let after = OrderChange.Fields(status: order.status, storeID: order.storeID, courierID: order.courierID)
         known.holds(order.id, (order.freshness, after))
-        try DirectStatement(Self.upsertSQL, in: db).execute { values in
+        try DirectStatement(.upsert, of: changes.statements, in: db).execute { values in
             try values.bind(order.id)
             try values.bind(order.status)
             try values.bind(order.storeID)
@@ -173,7 +173,7 @@ extension OrderStore {
         return .applied
     }
 
-    private static let upsertSQL = """
+    static let upsertSQL = """
         INSERT INTO "order" (id, status, store_id, courier_id, version, updated_at, body, applied_at)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT(id) DO UPDATE SET status = excluded.status, store_id = excluded.store_id,
@@ -290,11 +290,13 @@ struct PageLookup {
     }
 
     /// The order's current row and tombstone (a tombstone only matters when there is no row).
-    mutating func state(of id: String, in db: Database) throws -> (current: Current?, tombstone: OrderFreshness?) {
+    mutating func state(
+        of id: String, in db: Database, statements: TransactionStatements
+    ) throws -> (current: Current?, tombstone: OrderFreshness?) {
         if covered.contains(id) { return (orders[id], orders[id] == nil ? tombstones[id] : nil) }
         // Hot path of single upserts: one statement reads the row and the tombstone, bound and read
         // directly (a GRDB `Row` per lookup showed in the stream → SQLite profile).
-        let found = try DirectStatement(Self.stateSQL, in: db).first({ try $0.bind(id) }, read: { columns in
+        let found = try DirectStatement(.orderState, of: statements, in: db).first({ try $0.bind(id) }, read: { columns in
             let current: Current? = try columns.integer(7) == nil ? nil : (
                 OrderFreshness(version: try columns.integer(0), updatedAt: try columns.text(1)),
                 OrderChange.Fields(
@@ -308,7 +310,7 @@ struct PageLookup {
 
     /// The order's row and its tombstone for one id, in one statement: the two `EXISTS`-style flags
     /// (columns 7 and 8) say which was found, since every other column may be NULL.
-    private static let stateSQL = """
+    static let stateSQL = """
         SELECT o.version, o.updated_at, o.status, o.store_id, o.courier_id, t.version, t.updated_at,
                CASE WHEN o.id IS NULL THEN NULL ELSE 1 END, CASE WHEN t.id IS NULL THEN NULL ELSE 1 END
         FROM (SELECT ? AS id) AS k
