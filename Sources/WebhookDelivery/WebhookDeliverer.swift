@@ -71,20 +71,27 @@ public struct WebhookDeliverer: Service {
     }
 
     /// Keeps one task per enabled endpoint, woken on every change, until cancelled; then ends them.
+    /// A task whose endpoint was disabled (a 410, spent retries, the backlog) ends by itself; it is
+    /// forgotten at the next look, so an endpoint enabled again before the supervisor saw it disabled
+    /// gets a new task (kept, it left the endpoint with no delivery until a restart).
     private func supervise() async {
         let clock = ContinuousClock()
-        var workers: [Int64: (task: Task<Void, Never>, wake: WakeSignal)] = [:]
+        var workers: [Int64: (task: Task<Void, Never>, wake: WakeSignal, ended: Locked<Bool>)] = [:]
         while !Task.isCancelled {
             if let endpoints = try? await store.webhookEndpoints() {
                 let enabled = Set(endpoints.filter(\.enabled).map(\.id))
-                for (id, worker) in workers where !enabled.contains(id) {
+                for (id, worker) in workers where !enabled.contains(id) || worker.ended.withLock({ $0 }) {
                     worker.task.cancel()
                     workers[id] = nil
                 }
                 for id in enabled where workers[id] == nil {
                     let wake = WakeSignal()
+                    let ended = Locked(false)
                     let endpoint = EndpointDelivery(id: id, deliverer: self, wake: wake)
-                    workers[id] = (Task { await endpoint.run() }, wake)
+                    workers[id] = (Task {
+                        await endpoint.run()
+                        ended.withLock { $0 = true }
+                    }, wake, ended)
                 }
             }
             for worker in workers.values { worker.wake.signal() }

@@ -61,7 +61,7 @@ import WebhookSigning
                 let start = try await agent.program.store.changeHead()
                 for step in 0..<6 { book.update(first, status: "status-\(step)") }
                 let second = book.create()
-                #expect(await receiver.until { Self.seqs($0).count >= 7 }, "\(receiver.received.map(\.body))")
+                try #require(await receiver.until { Self.seqs($0).count >= 7 }, "\(receiver.received.map(\.body))")
                 let delivered = receiver.received
                 let allVerified = delivered.allSatisfy { $0.verified }
                 #expect(allVerified, "every request carries a valid signature")
@@ -82,7 +82,7 @@ import WebhookSigning
                 receiver.answer(500, 200)
                 let before = receiver.received.count
                 book.update(second, status: "retried")
-                #expect(await receiver.until { $0.count >= before + 2 })
+                try #require(await receiver.until { $0.count >= before + 2 })
                 let retried = Array(receiver.received[before...])
                 #expect(retried.map(\.status) == [500, 200] && retried[0].id == retried[1].id, "\(retried.map(\.id))")
                 receiver.answer(410)
@@ -102,7 +102,7 @@ import WebhookSigning
                 let disabledAt = receiver.received.count
                 book.update(second, status: "while-disabled")
                 #expect(try await StoreFileCommandsTests.run(["webhooks", "enable", "\(id)"], in: directory).status == 0)
-                #expect(await receiver.until { $0.count >= disabledAt + 2 })
+                try #require(await receiver.until { $0.count >= disabledAt + 2 })
                 let resumed = Self.seqs(Array(receiver.received[disabledAt...]))
                 #expect(resumed.count == 2 && resumed[1] == resumed[0] + 1, "\(resumed)")
 
@@ -114,7 +114,7 @@ import WebhookSigning
                 #expect(rotated == 0, "\(words)")
                 let beforeRotation = receiver.received.count
                 book.update(second, status: "after-rotation")
-                #expect(await receiver.until { $0.count > beforeRotation })
+                try #require(await receiver.until { $0.count > beforeRotation })
                 let signed = receiver.received[beforeRotation]
                 #expect(signed.verified, "the old key still signs")
                 let withNew = try StandardWebhooks(secret: newSecret).verify(
