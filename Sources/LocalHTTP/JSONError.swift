@@ -31,20 +31,20 @@ public struct JSONError: Error, Sendable, Hashable, HTTPResponseError {
 
     /// The response.
     public var response: Response {
-        var response = Response.json(status, body)
-        if let retryAfter { response.headers[.retryAfter] = String(retryAfter) }
-        if close { response.headers[.connection] = "close" }
-        return response
+        Response.json(status, body, retryAfter: retryAfter, close: close)
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response { response }
 }
 
 extension Response {
-    /// A JSON response of `text` (`application/json; charset=utf-8`, with its length).
-    public static func json(_ status: HTTPResponse.Status, _ text: String) -> Response {
+    /// A JSON response of `text` (`application/json; charset=utf-8`, with its length), with
+    /// `Retry-After` (seconds) and `Connection: close` when asked for.
+    public static func json(_ status: HTTPResponse.Status, _ text: String, retryAfter: Int? = nil, close: Bool = false) -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "application/json; charset=utf-8"
+        if let retryAfter { headers[.retryAfter] = String(retryAfter) }
+        if close { headers[.connection] = "close" }
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
 }

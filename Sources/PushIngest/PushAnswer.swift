@@ -29,10 +29,7 @@ struct PushAnswer: Sendable {
 
     /// The answer as the router returns it.
     var response: Response {
-        var response = Response.json(status, body)
-        if let retryAfter { response.headers[.retryAfter] = String(retryAfter) }
-        if close { response.headers[.connection] = "close" }
-        return response
+        Response.json(status, body, retryAfter: retryAfter, close: close)
     }
 
     /// The answer's head as the router's server writes it (`Server`, `Date`, the type and length).

@@ -74,19 +74,10 @@ public final class PushJournal: Sendable {
     /// Journals one submission, durably, and says what became of it.
     public func submit(_ submission: IdempotentSubmission) async -> SubmissionOutcome {
         let ticket = Ticket()
-        let queuedAt = deadline == nil ? nil : ContinuousClock.now
-        let role = state.withLock { state -> Role in
-            state.queue.append(Queued(submission: submission, ticket: ticket, at: queuedAt))
-            if state.committing >= concurrentCommits { return .waits }
-            state.committing += 1
-            // With a deadline, commits run on the carrier's tasks and every request only waits for
-            // its answer: a leader cannot be answered before its own commit returns, which a locked
-            // or silent store may delay past any deadline.
-            guard state.carrierRunning, deadline != nil else { return .leads }
-            state.handedOff += 1
-            return .handsOff
-        }
-        switch role {
+        // With a deadline, commits run on the carrier's tasks and every request only waits for its
+        // answer: a leader cannot be answered before its own commit returns, which a locked or
+        // silent store may delay past any deadline.
+        switch enqueue(submission, ticket, leadsWhileCarrierRuns: deadline == nil) {
         case .leads: await commitQueued(leader: ticket)
         case .handsOff: carrier.signal()
         case .waits: break
@@ -102,19 +93,24 @@ public final class PushJournal: Sendable {
     public func submit(_ submission: IdempotentSubmission, answer: @escaping @Sendable (SubmissionOutcome) -> Void) {
         let ticket = Ticket()
         ticket.whenGiven(answer)
-        let queuedAt = deadline == nil ? nil : ContinuousClock.now
-        let role = state.withLock { state -> Role in
-            state.queue.append(Queued(submission: submission, ticket: ticket, at: queuedAt))
-            if state.committing >= concurrentCommits { return .waits }
-            state.committing += 1
-            guard state.carrierRunning else { return .leads }
-            state.handedOff += 1
-            return .handsOff
-        }
-        switch role {
+        switch enqueue(submission, ticket, leadsWhileCarrierRuns: false) {
         case .leads: Task { await self.commitQueued(leader: nil) }
         case .handsOff: carrier.signal()
         case .waits: break
+        }
+    }
+
+    /// Queues a submission and says what its request does: wait (every commit slot is taken), hand
+    /// its slot to the carrier (while it runs, unless `leadsWhileCarrierRuns`), or lead.
+    private func enqueue(_ submission: IdempotentSubmission, _ ticket: Ticket, leadsWhileCarrierRuns: Bool) -> Role {
+        let queuedAt = deadline == nil ? nil : ContinuousClock.now
+        return state.withLock { state -> Role in
+            state.queue.append(Queued(submission: submission, ticket: ticket, at: queuedAt))
+            if state.committing >= concurrentCommits { return .waits }
+            state.committing += 1
+            guard state.carrierRunning, !leadsWhileCarrierRuns else { return .leads }
+            state.handedOff += 1
+            return .handsOff
         }
     }
 

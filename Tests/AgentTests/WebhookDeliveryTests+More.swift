@@ -10,74 +10,69 @@ import Testing
 
 extension WebhookDeliveryTests {
     @Test func filtersReplayAndAHangingReceiverThatDelaysNothingElse() async throws {
-        let (root, directory, secretFile) = try Self.scene("orderlive-hooks2")
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        let sandboxConfiguration = SandboxConfiguration(
-            port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true), feed: .orderBook)
-        try await Sandbox.withRunning(sandboxConfiguration) { sandbox in
-            try await WebhookReceiver.withRunning(secret: Self.secret) { receiver, url in
-                let book = sandbox.orders
-                let agent = try await DeadLetterRetryAgentTests.Agent(sandbox, directory: directory) {
-                    $0.webhooks.timeout = .seconds(30)
-                    $0.api.listen = "127.0.0.1:0"
-                }
-                let loop = try CurlLoop(logger: quietLogger)
-                // Only deletions and removals of store 2's orders.
-                let (added, said) = try await StoreFileCommandsTests.run(
-                    ["webhooks", "add", url, "--secret-file", secretFile, "--events", "order.deleted,order.removed", "--store-id", "2"],
-                    in: directory)
-                #expect(added == 0, "\(said)")
-                let id = try #require(Int64(said.split(separator: "\n").first ?? ""))
-                let inStore2 = book.create(storeID: 2)
-                let inStore1 = book.create(storeID: 1)
-                book.update(inStore2, status: "assigned")
-                book.delete(inStore1)
-                book.delete(inStore2)
-                #expect(await receiver.until { !$0.isEmpty })
-                #expect(try await agent.until { try await $0.store.order(id: "\(inStore2)") == nil })
-                // Every change handled (sent or filtered out): the endpoint's cursor is at the head.
-                let outbox = agent.program.store
-                #expect(try await agent.until { program in
-                    try await outbox.webhookEndpoints().first?.cursor == program.store.changeHead()
-                })
-                let filtered = receiver.received
-                #expect(filtered.count == 1, "\(filtered.map(\.body))")
-                #expect(Self.field("type", of: filtered[0]) as? String == "order.deleted")
-                #expect(Self.field("order_id", of: filtered[0]) as? String == "\(inStore2)")
-
-                // Replay from the endpoint's start: the one matching change again, same webhook-id.
-                let first = try #require(Self.seqs(filtered).first)
-                let (replayed, told) = try await StoreFileCommandsTests.run(
-                    ["webhooks", "replay", "\(id)", "--since", "\(first - 1)"], in: directory)
-                #expect(replayed == 0, "\(told)")
-                #expect(await receiver.until { $0.count >= 2 })
-                #expect(receiver.received[1].id == filtered[0].id)
-
-                // A receiver that hangs holds its own delivery only: pushes are answered and applied,
-                // and the change feed goes on.
-                let apiPort = try #require(await agent.program.apiServer?.port)
-                let feed = try await FeedReader(loop: loop, url: "http://127.0.0.1:\(apiPort)/v1/orders/stream")
-                _ = try await feed.events(through: "ready")
-                receiver.hang(true)
-                let pending = book.create(storeID: 2)
-                book.delete(pending)
-                let pushURL = agent.pushURL
-                let clock = ContinuousClock()
-                let began = clock.now
-                let body = #"{"notifications":[{"tokens":["t"],"platform":2,"data":{"type":"order.created","order":{"id":"p1","status":"created","store_id":2}}}]}"#
-                let response = try await loop.perform(HTTPRequest(
-                    url: pushURL, method: "POST", headers: ["Content-Type": "application/json"], body: Array(body.utf8)))
-                #expect(response.status == 200 && clock.now - began < .seconds(2))
-                #expect(try await agent.until { try await $0.store.order(id: "p1") != nil })
-                var fed = false
-                while !fed, let event = try await feed.nextEvent(within: .seconds(5)) { fed = event.data.contains(#""id":"p1""#) }
-                #expect(fed, "the change feed carried the push's order while the receiver hung")
-                feed.close()
-                receiver.hang(false)
-                #expect(await receiver.until { $0.count >= 3 }, "delivered once the receiver answers again")
-                try await agent.stop()
-                await loop.shutdown()
+        try await Self.withScene("orderlive-hooks2") { scene, sandbox, receiver, url in
+            let (_, directory, secretFile) = scene
+            let book = sandbox.orders
+            let agent = try await DeadLetterRetryAgentTests.Agent(sandbox, directory: directory) {
+                $0.webhooks.timeout = .seconds(30)
+                $0.api.listen = "127.0.0.1:0"
             }
+            let loop = try CurlLoop(logger: quietLogger)
+            // Only deletions and removals of store 2's orders.
+            let (added, said) = try await StoreFileCommandsTests.run(
+                ["webhooks", "add", url, "--secret-file", secretFile, "--events", "order.deleted,order.removed", "--store-id", "2"],
+                in: directory)
+            #expect(added == 0, "\(said)")
+            let id = try #require(Int64(said.split(separator: "\n").first ?? ""))
+            let inStore2 = book.create(storeID: 2)
+            let inStore1 = book.create(storeID: 1)
+            book.update(inStore2, status: "assigned")
+            book.delete(inStore1)
+            book.delete(inStore2)
+            #expect(await receiver.until { !$0.isEmpty })
+            #expect(try await agent.until { try await $0.store.order(id: "\(inStore2)") == nil })
+            // Every change handled (sent or filtered out): the endpoint's cursor is at the head.
+            let outbox = agent.program.store
+            #expect(try await agent.until { program in
+                try await outbox.webhookEndpoints().first?.cursor == program.store.changeHead()
+            })
+            let filtered = receiver.received
+            #expect(filtered.count == 1, "\(filtered.map(\.body))")
+            #expect(Self.field("type", of: filtered[0]) as? String == "order.deleted")
+            #expect(Self.field("order_id", of: filtered[0]) as? String == "\(inStore2)")
+
+            // Replay from the endpoint's start: the one matching change again, same webhook-id.
+            let first = try #require(Self.seqs(filtered).first)
+            let (replayed, told) = try await StoreFileCommandsTests.run(
+                ["webhooks", "replay", "\(id)", "--since", "\(first - 1)"], in: directory)
+            #expect(replayed == 0, "\(told)")
+            #expect(await receiver.until { $0.count >= 2 })
+            #expect(receiver.received[1].id == filtered[0].id)
+
+            // A receiver that hangs holds its own delivery only: pushes are answered and applied,
+            // and the change feed goes on.
+            let apiPort = try #require(await agent.program.apiServer?.port)
+            let feed = try await FeedReader(loop: loop, url: "http://127.0.0.1:\(apiPort)/v1/orders/stream")
+            _ = try await feed.events(through: "ready")
+            receiver.hang(true)
+            let pending = book.create(storeID: 2)
+            book.delete(pending)
+            let pushURL = agent.pushURL
+            let clock = ContinuousClock()
+            let began = clock.now
+            let body = #"{"notifications":[{"tokens":["t"],"platform":2,"data":{"type":"order.created","order":{"id":"p1","status":"created","store_id":2}}}]}"#
+            let response = try await loop.perform(HTTPRequest(
+                url: pushURL, method: "POST", headers: ["Content-Type": "application/json"], body: Array(body.utf8)))
+            #expect(response.status == 200 && clock.now - began < .seconds(2))
+            #expect(try await agent.until { try await $0.store.order(id: "p1") != nil })
+            var fed = false
+            while !fed, let event = try await feed.nextEvent(within: .seconds(5)) { fed = event.data.contains(#""id":"p1""#) }
+            #expect(fed, "the change feed carried the push's order while the receiver hung")
+            feed.close()
+            receiver.hang(false)
+            #expect(await receiver.until { $0.count >= 3 }, "delivered once the receiver answers again")
+            try await agent.stop()
+            await loop.shutdown()
         }
     }
 

@@ -56,51 +56,52 @@ import Testing
         #expect(try store.changeCount() == 10)
     }
 
-    @Test func theMigrationAddsTheLogToADatabaseOfTheFirstSchemaAndKeepsItsData() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("changelog-\(UUID().uuidString)").path
+    /// Runs `body` with today's store opened on a database file that was migrated up to `migration`
+    /// only and filled by `fill`, and the file's path.
+    private func withStore(
+        migratedFrom migration: String, filled fill: (Database) throws -> Void, _ body: (OrderStore, String) throws -> Void
+    ) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("migration-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/orderlive.sqlite"
         do {
             let old = try DatabaseQueue(path: path)
-            try OrderStore.migrator.migrate(old, upTo: "v2-job-order-columns")
-            try old.write { db in
-                try db.execute(sql: #"INSERT INTO "order" (id, status, body, applied_at) VALUES ('7', 'assigned', '{"id":7,"status":"assigned"}', 1)"#)
-            }
+            try OrderStore.migrator.migrate(old, upTo: migration)
+            try old.write(fill)
         }
-        let store = try OrderStore(path: path)
-        #expect(try store.order(id: "7")?.body == #"{"id":7,"status":"assigned"}"#)
-        #expect(try store.changeCount() == 0)
-        let head = try store.changeHead()
-        #expect(head > 0 && head < 1 << 53)
-        try store.applyUpsert(try order(7, status: "picked_up", version: 2))
-        #expect(try store.changeHead() == head + 1)
+        try body(try OrderStore(path: path), path)
+    }
+
+    @Test func theMigrationAddsTheLogToADatabaseOfTheFirstSchemaAndKeepsItsData() throws {
+        try withStore(migratedFrom: "v2-job-order-columns", filled: { db in
+            try db.execute(sql: #"INSERT INTO "order" (id, status, body, applied_at) VALUES ('7', 'assigned', '{"id":7,"status":"assigned"}', 1)"#)
+        }) { store, _ in
+            #expect(try store.order(id: "7")?.body == #"{"id":7,"status":"assigned"}"#)
+            #expect(try store.changeCount() == 0)
+            let head = try store.changeHead()
+            #expect(head > 0 && head < 1 << 53)
+            try store.applyUpsert(try order(7, status: "picked_up", version: 2))
+            #expect(try store.changeHead() == head + 1)
+        }
     }
 
     @Test func theIndexMigrationKeepsTheStatusIndexAndFilteredReadsAnswerAsBefore() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("indexes-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let path = directory + "/orderlive.sqlite"
-        do {
-            let old = try DatabaseQueue(path: path)
-            try OrderStore.migrator.migrate(old, upTo: "v6-webhooks")
-            try old.write { db in
-                for id in 1...6 {
-                    try db.execute(
-                        sql: #"INSERT INTO "order" (id, status, store_id, courier_id, body, applied_at) VALUES (?, ?, ?, ?, ?, 1)"#,
-                        arguments: ["\(id)", id % 2 == 0 ? "assigned" : "delivered", "\(id % 3)", "c\(id % 2)", "{\"id\":\(id)}"])
-                }
+        try withStore(migratedFrom: "v6-webhooks", filled: { db in
+            for id in 1...6 {
+                try db.execute(
+                    sql: #"INSERT INTO "order" (id, status, store_id, courier_id, body, applied_at) VALUES (?, ?, ?, ?, ?, 1)"#,
+                    arguments: ["\(id)", id % 2 == 0 ? "assigned" : "delivered", "\(id % 3)", "c\(id % 2)", "{\"id\":\(id)}"])
             }
+        }) { store, path in
+            let indexes = try DatabaseQueue(path: path).read { db in
+                try String.fetchAll(db, sql: #"SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'order' ORDER BY name"#)
+            }
+            #expect(indexes == ["order_status", "sqlite_autoindex_order_1"])
+            #expect(try store.snapshot(matching: OrderFilter(storeIDs: ["1"])).orders.map(\.id) == ["1", "4"])
+            #expect(try store.snapshot(matching: OrderFilter(statuses: ["assigned"], courierIDs: ["c0"])).orders.map(\.id)
+                == ["2", "4", "6"])
+            #expect(try store.orders(status: "delivered").map(\.id) == ["1", "3", "5"])
         }
-        let store = try OrderStore(path: path)
-        let indexes = try DatabaseQueue(path: path).read { db in
-            try String.fetchAll(db, sql: #"SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'order' ORDER BY name"#)
-        }
-        #expect(indexes == ["order_status", "sqlite_autoindex_order_1"])
-        #expect(try store.snapshot(matching: OrderFilter(storeIDs: ["1"])).orders.map(\.id) == ["1", "4"])
-        #expect(try store.snapshot(matching: OrderFilter(statuses: ["assigned"], courierIDs: ["c0"])).orders.map(\.id)
-            == ["2", "4", "6"])
-        #expect(try store.orders(status: "delivered").map(\.id) == ["1", "3", "5"])
     }
 }
