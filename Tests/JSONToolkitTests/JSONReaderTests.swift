@@ -154,3 +154,72 @@ import JSONToolkit
         }
     }
 }
+
+/// Numbers are read without `strtod` where that is exact (Clinger's fast path): every value must be
+/// the one `strtod` gives, to the bit, on either side of each bound of that path.
+@Suite(.timeLimit(.minutes(3))) struct JSONNumberTests {
+    /// The value `strtod` gives (through `Double(String)`), as the reader used to read every number.
+    private static func strtod(_ text: String) -> Double? { Double(text) }
+
+    private static func read(_ text: String) -> Double? {
+        guard case .number(let value)? = JSONReader.parse(Array(text.utf8)) else { return nil }
+        return value
+    }
+
+    @Test(arguments: [
+        "0", "-0", "0.0", "-0.0", "1", "-1", "4.35", "12.5", "0.1", "0.2", "0.3", "1e1", "1E+2", "1e-2", "-0.0e-1",
+        "0.000123", "123456789012345", "1234567890123456", "999999999999999", "99999999999999.9", "0.999999999999999",
+        "9007199254740991", "9007199254740992", "1e22", "1e23", "1.5e-22", "1.5e-23", "123456789012345e7",
+        "123456789012345e8", "5e-324", "2.2250738585072014e-308", "1.7976931348623157e308", "1e308", "1e-400",
+        "0.00000000000000000000001", "0.0000000000000000000001", "100000000000000000000000", "1e001", "1e0001",
+        "3.141592653589793", "2.718281828459045", "1700000000.123", "-52.3702", "4.8952",
+    ])
+    func readsWhatStrtodReads(_ text: String) throws {
+        let expected = try #require(Self.strtod(text))
+        let value = try #require(Self.read(text), "\(text)")
+        #expect(value.bitPattern == expected.bitPattern, "\(text): \(value) against \(expected)")
+    }
+
+    /// Random numbers of every shape the grammar allows: up to 20 digits, a point anywhere, an
+    /// exponent of up to three digits either way, either sign.
+    @Test func randomNumbersReadAsStrtodReadsThem() {
+        var state: UInt64 = 0x5EED_0F_39
+        func next(_ bound: Int) -> Int {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return Int((z ^ (z >> 31)) % UInt64(bound))
+        }
+        var mismatches: [String] = []
+        for _ in 0..<200_000 {
+            var text = next(2) == 0 ? "-" : ""
+            let integerDigits = 1 + next(17)
+            text += next(4) == 0 ? "0" : String(1 + next(9))
+            if integerDigits > 1, !text.hasSuffix("0") {
+                for _ in 1..<integerDigits { text += String(next(10)) }
+            }
+            if next(2) == 0 {
+                text += "."
+                for _ in 0...next(18) { text += String(next(10)) }
+            }
+            if next(3) == 0 {
+                text += next(2) == 0 ? "e" : "E"
+                text += ["", "+", "-"][next(3)]
+                text += String(next(next(2) == 0 ? 30 : 400))
+            }
+            guard let expected = Self.strtod(text), expected.isFinite else { continue }
+            if Self.read(text)?.bitPattern != expected.bitPattern { mismatches.append(text) }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(10))")
+    }
+
+    /// The rule the fast path must not skip: an integer part beyond 2^53 never reads as one within it.
+    @Test func integersPastTwoToThe53StillReadAsBeyondIt() throws {
+        let limit = 9_007_199_254_740_992.0
+        #expect(Self.read("9007199254740992") == limit)
+        #expect(try #require(Self.read("9007199254740993")) > limit)
+        #expect(try #require(Self.read("-9007199254740993")) < -limit)
+        #expect(try #require(Self.read("90071992547409920")) > limit)
+    }
+}
