@@ -38,6 +38,33 @@ import Testing
         #expect(job.payload == body && job.storeID == nil && job.courierID == "" && job.orderID == "é-2")
     }
 
+    /// Texts are copied into 4 KiB blocks that SQLite reads in place: a text larger than a block, one
+    /// that overflows the block the texts before it filled, and the small ones after either, all land
+    /// exactly as given, in the order row, the change log and the journal.
+    @Test(arguments: [0, 4_000, 4_095, 4_096, 4_097, 10_000, 1_000_000])
+    func textsAroundTheArenasBlockSizeAreStoredExactly(_ padding: Int) throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        let filler = String((0..<padding).map { Character(UnicodeScalar(UInt8(97 + $0 % 26))) })
+        let body = "{\"id\":\"o-\(padding)\",\"note\":\"\(filler)\"}"
+        let head = try store.changeHead()
+        let id = "o-" + String(repeating: "x", count: padding % 97)
+        try store.applyUpsert(Self.record(id, storeID: "store-" + filler.prefix(40), courierID: "c-\(padding)", body: body))
+        let stored = try #require(try store.order(id: id))
+        #expect(stored.body == body)
+        #expect(stored.storeID == "store-" + filler.prefix(40) && stored.courierID == "c-\(padding)")
+        guard case .changes(let changes) = try store.changes(after: head, limit: 10) else {
+            Issue.record("the change log cannot be read")
+            return
+        }
+        #expect(changes.map(\.body) == [body] && changes.map(\.orderID) == [id])
+
+        try store.journal([NewJob(kind: .upsert, orderID: id + "-j", order: Self.record(id + "-j", storeID: filler,
+                                                                                      courierID: "c", body: body), source: "stream")])
+        let job = try #require(try store.headJobs(limit: 1).first)
+        #expect(job.payload == body && job.storeID == filler && job.courierID == "c" && job.orderID == id + "-j")
+    }
+
     /// A NUL inside a value (an id read from `"a\u0000b"`) ends the text, as GRDB binds and reads
     /// text in the rest of the store: written here and read there, or the other way, the value is
     /// the same, so a lookup by id finds what the upsert wrote.
