@@ -244,7 +244,7 @@ struct Columns {
 }
 
 /// The per-order statements of one write transaction (the upsert, the change log's insert, the
-/// order's state), found by their index after their first use. GRDB's statement cache finds a
+/// order's row and tombstone), found by their index after their first use. GRDB's statement cache finds a
 /// statement by hashing its SQL text, about 1,700 instructions for these, three times per order; a
 /// push batch or a stream batch of N orders now pays that once, not N times.
 ///
@@ -255,27 +255,30 @@ struct Columns {
 final class TransactionStatements: @unchecked Sendable {
     /// The statements, with their SQL.
     enum Key {
-        case upsert, changeInsert, orderState
+        case upsert, changeInsert, orderRow, tombstoneRow
 
         var sql: String {
             switch self {
             case .upsert: OrderStore.upsertSQL
             case .changeInsert: ChangeAppender.insertSQL
-            case .orderState: PageLookup.stateSQL
+            case .orderRow: PageLookup.orderRowSQL
+            case .tombstoneRow: PageLookup.tombstoneRowSQL
             }
         }
     }
 
     private var upsert: Statement?
     private var changeInsert: Statement?
-    private var orderState: Statement?
+    private var orderRow: Statement?
+    private var tombstoneRow: Statement?
 
     /// The statement `key`, from GRDB's cache the first time in this transaction.
     func statement(_ key: Key, in db: Database) throws -> Statement {
         switch key {
         case .upsert: try Self.memo(&upsert, key, db)
         case .changeInsert: try Self.memo(&changeInsert, key, db)
-        case .orderState: try Self.memo(&orderState, key, db)
+        case .orderRow: try Self.memo(&orderRow, key, db)
+        case .tombstoneRow: try Self.memo(&tombstoneRow, key, db)
         }
     }
 
