@@ -99,54 +99,66 @@ public struct StreamService<C: Clock>: Service where C.Duration == Duration {
     }
 
     /// One event source until it ends: events are committed in the batches the parser hands over
-    /// (group commit), one transaction journaling a batch's jobs with its last cursor.
+    /// (group commit), one transaction journaling a batch's jobs with its last cursor, each batch
+    /// translated while the one before it commits (``PipelinedJournal``).
     private func stream(_ events: EventSource<C>, from cursor: String) async throws -> EventSourceEnd {
         var pending: [ServerSentEvent] = []
         var firstArrival: C.Instant?
         var resumeFrom = cursor  // what the next (re)connection sends as Last-Event-ID
+        var journal = pipelinedJournal()
+        let (observer, wake, clock, logger, now) = (self.observer, self.wake, self.clock, self.logger, self.now)
         func flush() async throws {
             guard !pending.isEmpty else { return }
-            try await journal(batch: pending)
-            observer.eventsJournaled(count: pending.count, commitLag: firstArrival.map { $0.duration(to: clock.now) }, at: now())
-            if logger.logLevel <= .debug {
-                for event in pending {
-                    logger.debug("event journaled", metadata: ["stream.event.id": "\(event.lastEventID)"])
-                }
+            let count = pending.count
+            let arrival = firstArrival
+            let ids = logger.logLevel <= .debug ? pending.map(\.lastEventID) : []
+            try await journal.journal(pending) {
+                observer.eventsJournaled(count: count, commitLag: arrival.map { $0.duration(to: clock.now) }, at: now())
+                for id in ids { logger.debug("event journaled", metadata: ["stream.event.id": "\(id)"]) }
+                wake.signal()
             }
             pending.removeAll(keepingCapacity: true)
             firstArrival = nil
-            wake.signal()
         }
         defer { observer.streamClosed() }
-        // One call per parsed chunk: its events join the pending batch here, and their data is made a
-        // String only when the batch is journaled.
-        return try await events.runBatches({ update in
-            switch update {
-            case .items(let items):
-                for item in items {
-                    switch item {
-                    case .event(let event):
-                        if firstArrival == nil { firstArrival = clock.now }
-                        pending.append(event)
-                        resumeFrom = event.lastEventID
-                    case .oversizedEventDiscarded(let id):
-                        try await flush()
-                        try await journalOversizedEvent(lastEventID: id)
-                        wake.signal()
-                    case .comment, .retry:
-                        break
+        do {
+            // One call per parsed chunk: its events join the pending batch here, and their data is made a
+            // String only when the batch is journaled.
+            let end = try await events.runBatches({ update in
+                switch update {
+                case .items(let items):
+                    for item in items {
+                        switch item {
+                        case .event(let event):
+                            if firstArrival == nil { firstArrival = clock.now }
+                            pending.append(event)
+                            resumeFrom = event.lastEventID
+                        case .oversizedEventDiscarded(let id):
+                            try await flush()
+                            try await journal.settle()
+                            try await journalOversizedEvent(lastEventID: id)
+                            wake.signal()
+                        case .comment, .retry:
+                            break
+                        }
                     }
+                case .open:
+                    observer.streamStateChanged(.open)
+                    logger.info("stream open", metadata: ["stream.cursor": "\(resumeFrom)"])
+                case .connectionLost(let error, let delay):
+                    observer.streamLost(reason: error.message, retryIn: delay)
+                    logger.warning("stream lost", metadata: [
+                        "stream.error": "\(error.message)", "stream.retry_in_ms": "\(delay?.milliseconds ?? 0)",
+                    ])
                 }
-            case .open:
-                observer.streamStateChanged(.open)
-                logger.info("stream open", metadata: ["stream.cursor": "\(resumeFrom)"])
-            case .connectionLost(let error, let delay):
-                observer.streamLost(reason: error.message, retryIn: delay)
-                logger.warning("stream lost", metadata: [
-                    "stream.error": "\(error.message)", "stream.retry_in_ms": "\(delay?.milliseconds ?? 0)",
-                ])
-            }
-        }, batchEnded: { try await flush() })
+            }, batchEnded: { try await flush() })
+            try await journal.settle()
+            return end
+        } catch {
+            // No commit outlives this stream: the next one reads the stored cursor after it.
+            try? await journal.settle()
+            throw error
+        }
     }
 
     /// The store belongs to the session's user; claiming it for another user clears the old data.

@@ -83,30 +83,37 @@ func commitLatency() async throws {
                     created.map.withLock { $0[sequence] = .now }
                 }
             }
-            var latencies: [Double] = []
+            let measured = Mutex<[Double]>([])
             var pending: [ServerSentEvents.ServerSentEvent] = []
+            // As `orderlive run` journals: each batch translated while the one before it commits.
+            var journal = ingest.pipelinedJournal()
             let source = EventSource(configuration: EventSourceConfiguration(url: url, idleTimeout: nil),
                                      loop: loop, clock: ContinuousClock(), logger: quiet)
             _ = try await source.run({ update in
                 if case .event(let event) = update { pending.append(event) }
             }, batchEnded: {
                 guard !pending.isEmpty else { return }
-                try await ingest.journal(batch: pending)
-                let committed = ContinuousClock.now
-                wake.signal()
-                for event in pending {
-                    if let at = created.map.withLock({ $0[event.lastEventID] }) {
-                        let elapsed = at.duration(to: committed)
-                        latencies.append(Double(elapsed.components.seconds) * 1000
-                                         + Double(elapsed.components.attoseconds) / 1e15)
+                let ids = pending.map(\.lastEventID)
+                try await journal.journal(pending) {
+                    let committed = ContinuousClock.now
+                    wake.signal()
+                    for id in ids {
+                        if let at = created.map.withLock({ $0[id] }) {
+                            let elapsed = at.duration(to: committed)
+                            measured.withLock {
+                                $0.append(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
+                            }
+                        }
                     }
                 }
                 if pending.last?.lastEventID == "\(total)" { source.stop() }
                 pending.removeAll(keepingCapacity: true)
             })
+            try await journal.settle()
             try await producer.value
             executorTask.cancel()
             await executorTask.value
+            var latencies = measured.withLock { $0 }
             latencies.sort()
             let p50 = latencies[latencies.count / 2]
             let p99 = latencies[min(latencies.count - 1, latencies.count * 99 / 100)]
@@ -165,6 +172,7 @@ struct Pipeline {
         let executorTask = Task { if applying { await executor.run(wake: wake) } }
         var count = 0
         var pending: [ServerSentEvents.ServerSentEvent] = []
+        var journal = ingest.pipelinedJournal()
         let source = EventSource(configuration: EventSourceConfiguration(url: eventsURL, idleTimeout: nil),
                                  loop: loop, clock: ContinuousClock(), logger: quiet)
         _ = try await source.run({ update in
@@ -174,10 +182,10 @@ struct Pipeline {
                 if event.lastEventID == target { source.stop() }
             }
         }, batchEnded: {
-            try await ingest.journal(batch: pending)
+            try await journal.journal(pending) { wake.signal() }
             pending.removeAll(keepingCapacity: true)
-            wake.signal()
         })
+        try await journal.settle()
         executorTask.cancel()
         await executorTask.value
         if applying { try await executor.runReadyJobs() }
