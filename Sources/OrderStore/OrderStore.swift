@@ -48,6 +48,10 @@ public final class OrderStore: Sendable, JobJournal, JobApplier, OrderReader, Ch
         try Self.migrator.migrate(writer)
     }
 
+    /// How many pages the write-ahead log holds before the commit that crosses it copies them into
+    /// the database file (`PRAGMA wal_autocheckpoint`).
+    public static let checkpointPages = 250
+
     /// Opens (creating and migrating) the database file at `path`.
     /// `busyTimeout` is how long a write waits for another process's lock before failing (then the
     /// job stays journaled and is tried again).
@@ -63,6 +67,11 @@ public final class OrderStore: Sendable, JobJournal, JobApplier, OrderReader, Ch
         let pool = try DatabasePool(path: path, configuration: configuration)
         try self.init(
             pool, now: now, healthChanged: healthChanged, changesCommitted: changesCommitted, immediateApply: immediateApply)
+        // Checkpoints four times as often as SQLite's default (1,000 pages): each one, run by the
+        // commit that crosses the threshold, then copies a quarter as much and syncs sooner. Under the
+        // push benchmark the p99 went from 7.6-8.5 to 4.8-5.0 ms and the rate rose 3-4 %; the stream's
+        // creation → committed p99 from 3.2-3.3 to 1.7-1.8 ms; a cold start took as long (PERFORMANCE.md).
+        try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_autocheckpoint = \(Self.checkpointPages)") }
         if durability == .full {
             // GRDB sets NORMAL on its writer after opening (STACK-NOTES); FULL must be set afterwards.
             try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }

@@ -201,3 +201,22 @@ import Testing
         #expect(try temporary.store.counts().orders == 1, "counting still works")
     }
 }
+
+/// The write-ahead log is checkpointed every `OrderStore.checkpointPages` pages (250, not SQLite's
+/// 1,000), so each checkpoint the writer runs inside a commit is a quarter of the size.
+@Suite(.timeLimit(.minutes(3))) struct CheckpointThresholdTests {
+    @Test func theLogIsCheckpointedEvery250PagesNotEvery1000() throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        let wal = store.path + "-wal"
+        let filler = String(repeating: "x", count: 12_000)
+        // About 1,600 pages written, four or more per commit: with SQLite's threshold the log would
+        // grow past 1,000 pages (4 MB) before its first checkpoint.
+        for id in 0..<400 {
+            try store.applyUpsert(order(id, extra: ["note": filler]))
+        }
+        let pageSize = 4_096 + 24
+        let frames = (try FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int ?? 0) / pageSize
+        #expect(frames > 0 && frames < 300, "the log reached \(frames) frames")
+    }
+}
