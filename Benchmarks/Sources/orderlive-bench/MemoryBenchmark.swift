@@ -97,7 +97,7 @@ func memoryBenchmark() async throws {
     // Idle: synced, stream open, nothing happening.
     try await Task.sleep(for: .seconds(idleSeconds))
     let idle = residentSplit(of: agent.pid)
-    print("| idle, \(idleSeconds) s after its full sync of \(orders) orders | \(format(idle.total)) | ≤ 45 |")
+    print("| idle, \(idleSeconds) s after its full sync of \(orders) orders | \(format(idle.total)) | ≤ 43 (DESIGN §9 since issue 39) |")
     print("| of which anonymous (heap, stacks, written data) / file-backed (code and read-only data mapped from"
           + " the executable and libraries) | \(format(idle.anonymous)) / \(format(idle.file)) | |")
 
