@@ -73,12 +73,24 @@ struct EndpointDelivery: Sendable {
             try await store.recordWebhookProgress(id: id, through: handled, success: succeeded != nil, at: succeeded ?? now)
             (stored, storedAt, succeeded) = (handled, now, nil)
         }
+        // The keys, decoded from their `whsec_` text once per batch rather than once per change, and
+        // again only when the set that signs changes (a rotation's 24 hours ending within the batch).
+        var signers: (secrets: [String], keys: [StandardWebhooks])?
         for change in changes {
             guard let (_, body) = WebhookPayload.event(for: change, to: endpoint) else {
                 handled = change.seq
                 continue
             }
-            switch await attempt(body, seq: change.seq, endpoint: endpoint) {
+            let secrets = endpoint.signingSecrets(at: deliverer.now())
+            if signers?.secrets != secrets {
+                do {
+                    signers = (secrets, try secrets.map { secret throws(StandardWebhooksSecretError) in try StandardWebhooks(secret: secret) })
+                } catch {
+                    try await persist(force: true)
+                    return try await failed(endpoint, reason: "the endpoint's secret is not a Standard Webhooks key", retryAfter: nil)
+                }
+            }
+            switch await attempt(body, seq: change.seq, endpoint: endpoint, signers: signers?.keys ?? []) {
             case .delivered:
                 handled = change.seq
                 succeeded = deliverer.now()
@@ -103,19 +115,12 @@ struct EndpointDelivery: Sendable {
         case failed(String, retryAfter: Double?)
     }
 
-    /// One signed POST.
-    private func attempt(_ body: String, seq: Int64, endpoint: WebhookEndpoint) async -> Outcome {
+    /// One POST, signed by each of `signers`.
+    private func attempt(_ body: String, seq: Int64, endpoint: WebhookEndpoint, signers: [StandardWebhooks]) async -> Outcome {
         let bytes = Array(body.utf8)
         let messageID = WebhookPayload.messageID(endpoint: endpoint.id, seq: seq)
         let timestamp = Int64(clamping: Checked.int64(clamping: deliverer.now()))
-        let signature: String
-        do {
-            signature = try endpoint.signingSecrets(at: deliverer.now()).map { secret in
-                try StandardWebhooks(secret: secret).sign(id: messageID, timestamp: timestamp, body: bytes)
-            }.joined(separator: " ")
-        } catch {
-            return .failed("the endpoint's secret is not a Standard Webhooks key", retryAfter: nil)
-        }
+        let signature = signers.map { $0.sign(id: messageID, timestamp: timestamp, body: bytes) }.joined(separator: " ")
         let settings = deliverer.settings
         let request = HTTPRequest(
             url: endpoint.url, method: "POST",
