@@ -253,8 +253,8 @@ struct Columns {
 /// It leaves that closure only inside the transaction's ``JobIntake``, whose counts are read after
 /// the commit; nothing calls it there, so no two threads ever touch it.
 final class TransactionStatements: @unchecked Sendable {
-    /// The statements, with their SQL.
-    enum Key {
+    /// The statements, with their SQL; the raw value is the statement's slot.
+    enum Key: Int, CaseIterable {
         case upsert, changeInsert, orderRow, tombstoneRow
 
         var sql: String {
@@ -267,25 +267,13 @@ final class TransactionStatements: @unchecked Sendable {
         }
     }
 
-    private var upsert: Statement?
-    private var changeInsert: Statement?
-    private var orderRow: Statement?
-    private var tombstoneRow: Statement?
+    private var slots = [Statement?](repeating: nil, count: Key.allCases.count)
 
     /// The statement `key`, from GRDB's cache the first time in this transaction.
     func statement(_ key: Key, in db: Database) throws -> Statement {
-        switch key {
-        case .upsert: try Self.memo(&upsert, key, db)
-        case .changeInsert: try Self.memo(&changeInsert, key, db)
-        case .orderRow: try Self.memo(&orderRow, key, db)
-        case .tombstoneRow: try Self.memo(&tombstoneRow, key, db)
-        }
-    }
-
-    private static func memo(_ slot: inout Statement?, _ key: Key, _ db: Database) throws -> Statement {
-        if let statement = slot { return statement }
+        if let statement = slots[key.rawValue] { return statement }
         let statement = try db.cachedStatement(sql: key.sql)
-        slot = statement
+        slots[key.rawValue] = statement
         return statement
     }
 }

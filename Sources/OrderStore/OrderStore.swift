@@ -71,10 +71,10 @@ public final class OrderStore: Sendable, JobJournal, JobApplier, OrderReader, Ch
         // commit that crosses the threshold, then copies a quarter as much and syncs sooner. Under the
         // push benchmark the p99 went from 7.6-8.5 to 4.8-5.0 ms and the rate rose 3-4 %; the stream's
         // creation → committed p99 from 3.2-3.3 to 1.7-1.8 ms; a cold start took as long (PERFORMANCE.md).
-        try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_autocheckpoint = \(Self.checkpointPages)") }
-        if durability == .full {
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = \(Self.checkpointPages)")
             // GRDB sets NORMAL on its writer after opening (STACK-NOTES); FULL must be set afterwards.
-            try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
+            if durability == .full { try db.execute(sql: "PRAGMA synchronous = FULL") }
         }
     }
 }

@@ -24,16 +24,14 @@ extension StreamService {
     public func journal(batch events: [ServerSentEvent]) async throws -> [EventTranslation.Disposition] {
         guard !events.isEmpty else { return [] }
         let batch = translate(batch: events)
-        try await store.journal(batch.jobs, cursor: batch.cursor, deadLetters: batch.deadLetters)
+        try await batch.journal(into: store)
         return batch.dispositions
     }
 
     /// Journals parser batches in order, one transaction each, each batch translated while the
     /// batch before it commits (``PipelinedJournal``).
     public func pipelinedJournal() -> PipelinedJournal {
-        PipelinedJournal(translate: { translate(batch: $0) }, commit: { [store] batch in
-            try await store.journal(batch.jobs, cursor: batch.cursor, deadLetters: batch.deadLetters)
-        })
+        PipelinedJournal(translate: { translate(batch: $0) }, commit: { [store] batch in try await batch.journal(into: store) })
     }
 
     /// What a batch of events means: its jobs and dead letters, the cursor of its last event with an
@@ -84,6 +82,11 @@ public struct TranslatedBatch: Sendable {
 
     /// An empty batch.
     package init() {}
+
+    /// Journals the jobs and dead letters with the cursor, in one transaction.
+    func journal(into store: any JobJournal) async throws {
+        try await store.journal(jobs, cursor: cursor, deadLetters: deadLetters)
+    }
 }
 
 /// Parser batches journaled in order, one transaction each (group commit), with each batch's
@@ -98,7 +101,9 @@ public struct TranslatedBatch: Sendable {
 public struct PipelinedJournal {
     private let translate: ([ServerSentEvent]) -> TranslatedBatch
     private let commit: @Sendable (TranslatedBatch) async throws -> Void
-    /// The commit of the last batch handed over, while it may still be running.
+    /// The commit of the last batch handed over, while it may still be running. A task of its own so
+    /// that the caller can read the next batch meanwhile; it is not left unowned: the next
+    /// ``journal(_:committed:)`` and ``settle()`` await it, and the stream settles on every way out.
     private var committing: Task<Void, any Error>?
 
     /// A pipeline that reads each batch with `translate` and commits it with `commit`.
