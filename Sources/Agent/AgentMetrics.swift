@@ -99,9 +99,9 @@ public final class AgentMetrics: Sendable {
         .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1), .seconds(5),
     ]
 
-    /// Counts one webhook attempt (issue 40).
-    func record(_ endpoint: WebhookEndpoint, _ attempt: WebhookAttempt) {
-        deliveries(endpoint.id, attempt).increment()
+    /// Counts `count` webhook attempts of one endpoint that ended alike (issue 40).
+    func record(webhook endpoint: Int64, _ attempt: WebhookAttempt, count: Int) {
+        deliveries(endpoint, attempt).increment(by: Int64(count))
     }
 
     private func deliveries(_ endpoint: Int64, _ attempt: WebhookAttempt) -> Prometheus.Counter {

@@ -147,27 +147,35 @@ final class Transfer: @unchecked Sendable {
     // MARK: Callbacks (loop thread)
 
     func receiveHeaderLine(_ line: UnsafeRawBufferPointer) {
+        // Split and trimmed as bytes, then decoded: a space, tab, colon, CR or LF byte is never part
+        // of a longer UTF-8 sequence, so this finds what a split of the decoded text would.
         var length = line.count
         while length > 0, line[length - 1] == 0x0A || line[length - 1] == 0x0D { length -= 1 }
-        let text = String(decoding: UnsafeRawBufferPointer(rebasing: line[0..<length]), as: UTF8.self)
-        if text.hasPrefix("HTTP/") {
+        let bytes = UnsafeRawBufferPointer(rebasing: line[0..<length])
+        if bytes.starts(with: "HTTP/".utf8) {
             headerFields = []
             return
         }
-        if text.isEmpty {
+        guard let first = bytes.first else {
             finishHeaderBlock()
             return
         }
-        if let first = text.first, first == " " || first == "\t", var last = headerFields.popLast() {
+        if first == 0x20 || first == 0x09, var last = headerFields.popLast() {
             // An obsolete folded continuation line.
-            last.value += " " + text.trimming()
+            last.value += " " + Self.text(bytes[...])
             headerFields.append(last)
             return
         }
-        guard let colon = text.firstIndex(of: ":") else { return }
-        let name = text[..<colon].trimming()
-        let value = text[text.index(after: colon)...].trimming()
-        headerFields.append(HTTPHeaders.Field(name: name, value: value))
+        guard let colon = bytes.firstIndex(of: 0x3A) else { return }
+        headerFields.append(HTTPHeaders.Field(name: Self.text(bytes[..<colon]), value: Self.text(bytes[(colon + 1)...])))
+    }
+
+    /// `bytes` without leading and trailing spaces and tabs (HTTP's optional white space), decoded.
+    private static func text(_ bytes: Slice<UnsafeRawBufferPointer>) -> String {
+        var (start, end) = (bytes.startIndex, bytes.endIndex)
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+        while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+        return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
     }
 
     private func finishHeaderBlock() {
@@ -288,10 +296,11 @@ extension StringProtocol {
     /// HTTP's optional white space), as a new `String`.
     public func trimming(_ characters: String = " \t") -> String {
         // By scalar, not Character: "\r\n" is one Character and would match neither "\r" nor "\n".
-        let set = Set(characters.unicodeScalars)
+        // A linear search of the few characters given costs less than building a set of them.
+        let trimmed = characters.unicodeScalars
         var scalars = Substring(self).unicodeScalars
-        while let first = scalars.first, set.contains(first) { scalars.removeFirst() }
-        while let last = scalars.last, set.contains(last) { scalars.removeLast() }
+        while let first = scalars.first, trimmed.contains(first) { scalars.removeFirst() }
+        while let last = scalars.last, trimmed.contains(last) { scalars.removeLast() }
         return String(scalars)
     }
 }

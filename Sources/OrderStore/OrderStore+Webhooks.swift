@@ -48,11 +48,13 @@ extension OrderStore: WebhookOutbox {
         }
     }
 
-    public func recordWebhookProgress(id: Int64, through seq: Int64, success: Bool, at: Double) throws {
-        _ = success
-            ? try changed("UPDATE webhook_endpoint SET cursor = ?, attempts = 0, next_attempt_at = 0, last_success_at = ? WHERE id = ?",
-                          [seq, at, id])
-            : try changed("UPDATE webhook_endpoint SET cursor = ?, attempts = 0, next_attempt_at = 0 WHERE id = ?", [seq, id])
+    public func recordWebhookProgress(id: Int64, from stored: Int64, through seq: Int64, success: Bool, at: Double) throws -> Bool {
+        success
+            ? try changed("""
+                UPDATE webhook_endpoint SET cursor = ?, attempts = 0, next_attempt_at = 0, last_success_at = ? WHERE id = ? AND cursor = ?
+                """, [seq, at, id, stored])
+            : try changed("UPDATE webhook_endpoint SET cursor = ?, attempts = 0, next_attempt_at = 0 WHERE id = ? AND cursor = ?",
+                          [seq, id, stored])
     }
 
     public func recordWebhookFailure(

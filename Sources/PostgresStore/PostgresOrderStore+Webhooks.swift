@@ -89,16 +89,16 @@ extension PostgresOrderStore: WebhookOutbox {
         }
     }
 
-    public func recordWebhookProgress(id: Int64, through seq: Int64, success: Bool, at: Double) async throws {
-        _ = try await changed { [self] connection in
+    public func recordWebhookProgress(id: Int64, from stored: Int64, through seq: Int64, success: Bool, at: Double) async throws -> Bool {
+        try await changed { [self] connection in
             success
                 ? try await connection.query("""
                     UPDATE orderlive_webhook_endpoint SET cursor = \(seq), attempts = 0, next_attempt_at = 0, last_success_at = \(at)
-                    WHERE account = \(account) AND id = \(id) RETURNING id
+                    WHERE account = \(account) AND id = \(id) AND cursor = \(stored) RETURNING id
                     """, logger: logger)
                 : try await connection.query("""
                     UPDATE orderlive_webhook_endpoint SET cursor = \(seq), attempts = 0, next_attempt_at = 0
-                    WHERE account = \(account) AND id = \(id) RETURNING id
+                    WHERE account = \(account) AND id = \(id) AND cursor = \(stored) RETURNING id
                     """, logger: logger)
         }
     }

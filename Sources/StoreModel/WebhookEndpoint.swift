@@ -107,8 +107,11 @@ public protocol WebhookOutbox: Sendable {
     func rotateWebhookSecret(id: Int64, to secret: String) async throws -> Bool
     /// Moves an endpoint's cursor to `seq` (a replay: the changes after it are sent again); false when unknown.
     func rewindWebhookEndpoint(id: Int64, to seq: Int64) async throws -> Bool
-    /// Records that the changes through `seq` were handled (`success`: the last one answered 2xx at `at`).
-    func recordWebhookProgress(id: Int64, through seq: Int64, success: Bool, at: Double) async throws
+    /// Records that the changes through `seq` were handled (`success`: the last one answered 2xx at `at`),
+    /// moving the cursor only if it is still at `stored`, where the deliverer last left it. False when it
+    /// is not (a replay or `enable` moved it meanwhile, or the endpoint is gone): nothing is written then,
+    /// and the deliverer starts again from the cursor the store holds.
+    func recordWebhookProgress(id: Int64, from stored: Int64, through seq: Int64, success: Bool, at: Double) async throws -> Bool
     /// The last change applied before `at` (Unix seconds), for `webhooks replay --since TIME`; nil when none is kept.
     func lastChange(before at: Double) async throws -> Int64?
     /// Records a failed attempt: kept for `retryAt`, or disabled with `disable` as the reason.

@@ -6,79 +6,127 @@ import Logging
 import StoreModel
 import WebhookSigning
 
-/// One endpoint's delivery loop: in change-log order, one change in flight, the cursor stored after
-/// each 2xx; a failure waits out the retry schedule where it stands.
+/// One endpoint's delivery loop: in change-log order, one change in flight; a failure waits out the
+/// retry schedule where it stands.
+///
+/// The loop keeps its place in the log in memory across turns (``DeliveryCursor``) and stores it
+/// every 100 ms while it is busy, when it runs out of changes, before it records a failure and when it
+/// stops; never ahead of the 2xx answers. A kill between two stores sends those changes again under
+/// the same `webhook-id`s (at least once, never lost). Each store is a compare-and-set from the cursor
+/// it last stored, so a replay or an `enable` that moved the cursor meanwhile is never overwritten: the
+/// store refuses, and the loop starts again from the cursor the store holds. (A replay that moves the
+/// cursor to exactly where the loop last stored it cannot be told apart from no replay; the changes
+/// handled in the 100 ms before it are then not sent again.)
 struct EndpointDelivery: Sendable {
     let id: Int64
     let deliverer: WebhookDeliverer
     let wake: WakeSignal
 
+    /// Where the loop is: the last change handled (answered 2xx or skipped by the filters) and the
+    /// cursor as the loop last stored it.
+    struct DeliveryCursor {
+        var handled: Int64
+        var stored: Int64
+        var storedAt: Double
+        /// When the last 2xx since the last store came, if one did.
+        var succeeded: Double?
+        /// 2xx answers not yet counted in the metrics.
+        var delivered = 0
+    }
+
     func run() async {
         let clock = ContinuousClock()
+        var cursor: DeliveryCursor?
         while !Task.isCancelled {
             let pause: Duration?
             do {
-                pause = try await turn()
+                pause = try await turn(&cursor)
             } catch {
                 deliverer.logger.debug("webhook delivery could not read the store; trying again",
                                        metadata: ["webhook.endpoint": "\(id)", "store.reason": "\(error)"])
                 pause = .seconds(1)
             }
-            guard let pause else { return }
+            guard let pause else { break }
+            // More is due at once: no wait (a pending wake only costs one empty turn later).
+            if pause == .zero { continue }
             await wake.wait(until: clock.now.advanced(by: pause), clock: clock)
         }
+        // Stopped (shutdown, or the endpoint disabled or gone): what was handled is stored, so the next
+        // start sends as little again as it can.
+        _ = try? await persist(&cursor, force: true)
     }
 
     /// Sends what is due; returns how long to wait before the next turn, or nil when the endpoint is
     /// gone or disabled.
-    private func turn() async throws -> Duration? {
+    private func turn(_ cursor: inout DeliveryCursor?) async throws -> Duration? {
         let store = deliverer.store
         guard let endpoint = try await store.webhookEndpoints().first(where: { $0.id == id }), endpoint.enabled else { return nil }
         let now = deliverer.now()
+        if cursor?.stored != endpoint.cursor {
+            // The first turn, or the cursor was moved by someone else (a replay, an enable, another agent):
+            // what was handled since the last store is dropped (sent again from there), not its count.
+            if let delivered = cursor?.delivered, delivered > 0 { deliverer.observe(id, .delivered, delivered) }
+            cursor = DeliveryCursor(handled: endpoint.cursor, stored: endpoint.cursor, storedAt: now)
+        }
         if endpoint.nextAttemptAt > now {
             return Checked.duration(seconds: endpoint.nextAttemptAt - now, maximum: .seconds(1))
         }
-        let head = try await store.changeHead()
-        if let behind = Checked.difference(head, endpoint.cursor), behind > deliverer.settings.maximumBacklog {
-            try await disable(endpoint, "\(behind) changes behind, over webhooks.max_backlog (\(deliverer.settings.maximumBacklog))")
-            return nil
-        }
-        switch try await store.changes(after: endpoint.cursor, limit: 100) {
+        let from = cursor?.handled ?? endpoint.cursor
+        let limit = 100
+        switch try await store.changes(after: from, limit: limit) {
         case .reset(let reason):
             // The log no longer holds what follows the cursor (a user switch cleared it): go on from now.
             deliverer.logger.warning("a webhook endpoint's place in the change log is gone; it continues from the newest change",
                                      metadata: ["webhook.endpoint": "\(id)", "webhook.reason": "\(reason)"])
-            try await store.recordWebhookProgress(id: id, through: head, success: false, at: now)
+            let head = try await store.changeHead()
+            _ = try await store.recordWebhookProgress(id: id, from: endpoint.cursor, through: head, success: false, at: now)
+            cursor = nil
             return .zero
         case .changes(let changes):
-            if changes.isEmpty { return .seconds(1) }
-            return try await send(changes, to: endpoint)
+            guard let last = changes.last else {
+                // Caught up: the place is stored now rather than in 100 ms (refused: start again at once).
+                return try await persist(&cursor, force: true) ? .seconds(1) : .zero
+            }
+            // Changes are numbered consecutively, so a batch short of the limit ends at the head.
+            let head = changes.count < limit ? last.seq : try await store.changeHead()
+            if let behind = Checked.difference(head, from), behind > deliverer.settings.maximumBacklog {
+                guard try await persist(&cursor, force: true) else { return .zero }
+                try await disable(endpoint, "\(behind) changes behind, over webhooks.max_backlog (\(deliverer.settings.maximumBacklog))")
+                return nil
+            }
+            return try await send(changes, to: endpoint, cursor: &cursor)
         }
     }
 
-    /// Sends `changes` in order, stopping at the first failure. The cursor is stored after the 2xx
-    /// answers, never ahead of them: after the batch (at most 100 changes), every 100 ms within it, and
-    /// before a failure is recorded. A kill between two stores sends those changes again, under the
-    /// same `webhook-id`s; one store per 2xx cost a write transaction per change, which took a
-    /// quarter of the push path's throughput with one endpoint (PERFORMANCE.md).
-    private func send(_ changes: [OrderChange], to endpoint: WebhookEndpoint) async throws -> Duration? {
-        let store = deliverer.store
-        var handled = endpoint.cursor
-        var stored = endpoint.cursor
-        var succeeded: Double?
-        var storedAt = deliverer.now()
-        func persist(force: Bool) async throws {
-            let now = deliverer.now()
-            guard handled != stored, force || now - storedAt >= 0.1 else { return }
-            try await store.recordWebhookProgress(id: id, through: handled, success: succeeded != nil, at: succeeded ?? now)
-            (stored, storedAt, succeeded) = (handled, now, nil)
+    /// Stores the cursor when it moved and `force` is set or 100 ms have passed since the last store.
+    /// False when the store refused because the cursor was moved meanwhile (`cursor` is then nil, so
+    /// the next turn starts from the store's).
+    private func persist(_ cursor: inout DeliveryCursor?, force: Bool) async throws -> Bool {
+        guard var current = cursor else { return true }
+        let now = deliverer.now()
+        guard current.handled != current.stored, force || now - current.storedAt >= 0.1 else { return true }
+        let moved = try await deliverer.store.recordWebhookProgress(
+            id: id, from: current.stored, through: current.handled, success: current.succeeded != nil, at: current.succeeded ?? now)
+        if current.delivered > 0 { deliverer.observe(id, .delivered, current.delivered) }
+        guard moved else {
+            cursor = nil
+            return false
         }
+        (current.stored, current.storedAt, current.succeeded, current.delivered) = (current.handled, now, nil, 0)
+        cursor = current
+        return true
+    }
+
+    /// Sends `changes` in order, stopping at the first failure or when the cursor was moved meanwhile.
+    private func send(_ changes: [OrderChange], to endpoint: WebhookEndpoint, cursor: inout DeliveryCursor?) async throws -> Duration? {
         // The keys, decoded from their `whsec_` text once per batch rather than once per change, and
         // again only when the set that signs changes (a rotation's 24 hours ending within the batch).
         var signers: (secrets: [String], keys: [StandardWebhooks])?
         for change in changes {
+            guard var current = cursor else { return .zero }
             guard let (_, body) = WebhookPayload.event(for: change, to: endpoint) else {
-                handled = change.seq
+                current.handled = change.seq
+                cursor = current
                 continue
             }
             let secrets = endpoint.signingSecrets(at: deliverer.now())
@@ -86,26 +134,26 @@ struct EndpointDelivery: Sendable {
                 do {
                     signers = (secrets, try secrets.map { secret throws(StandardWebhooksSecretError) in try StandardWebhooks(secret: secret) })
                 } catch {
-                    try await persist(force: true)
+                    guard try await persist(&cursor, force: true) else { return .zero }
                     return try await failed(endpoint, reason: "the endpoint's secret is not a Standard Webhooks key", retryAfter: nil)
                 }
             }
             switch await attempt(body, seq: change.seq, endpoint: endpoint, signers: signers?.keys ?? []) {
             case .delivered:
-                handled = change.seq
-                succeeded = deliverer.now()
-                deliverer.observe(endpoint, .delivered)
-                try await persist(force: false)
+                current.handled = change.seq
+                current.succeeded = deliverer.now()
+                current.delivered += 1
+                cursor = current
+                guard try await persist(&cursor, force: false) else { return .zero }
             case .gone(let status):
-                try await persist(force: true)
+                guard try await persist(&cursor, force: true) else { return .zero }
                 try await disable(endpoint, "the endpoint answered \(status) Gone")
                 return nil
             case .failed(let reason, let retryAfter):
-                try await persist(force: true)
+                guard try await persist(&cursor, force: true) else { return .zero }
                 return try await failed(endpoint, reason: reason, retryAfter: retryAfter)
             }
         }
-        try await persist(force: true)
         return .zero
     }
 
@@ -148,12 +196,12 @@ struct EndpointDelivery: Sendable {
         let attempts = endpoint.attempts + 1
         let schedule = deliverer.settings.retrySchedule
         let now = deliverer.now()
-        deliverer.observe(endpoint, .failed)
+        deliverer.observe(id, .failed, 1)
         guard attempts <= schedule.count else {
             try await deliverer.store.recordWebhookFailure(
                 id: id, error: reason, attempts: attempts, retryAt: now,
                 disable: "no 2xx after \(attempts) attempts (webhooks.retry_schedule); the last: \(reason)", at: now)
-            deliverer.observe(endpoint, .disabled)
+            deliverer.observe(id, .disabled, 1)
             deliverer.logger.error("a webhook endpoint was disabled: its retries are spent", metadata: [
                 "webhook.endpoint": "\(id)", "webhook.url": "\(Self.redacted(endpoint.url))", "webhook.reason": "\(reason)",
             ])
@@ -172,7 +220,7 @@ struct EndpointDelivery: Sendable {
 
     private func disable(_ endpoint: WebhookEndpoint, _ reason: String) async throws {
         _ = try await deliverer.store.setWebhookEndpoint(id: id, enabled: false, reason: reason)
-        deliverer.observe(endpoint, .disabled)
+        deliverer.observe(id, .disabled, 1)
         deliverer.logger.error("a webhook endpoint was disabled", metadata: [
             "webhook.endpoint": "\(id)", "webhook.url": "\(Self.redacted(endpoint.url))", "webhook.reason": "\(reason)",
         ])

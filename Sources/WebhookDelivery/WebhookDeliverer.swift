@@ -34,8 +34,9 @@ public struct WebhookSettings: Sendable, Hashable {
 }
 
 /// Delivers the change log to every enabled endpoint (issue 40), each endpoint on a task of its own.
-/// It looks at the endpoints when `changed` is signalled (every commit that appended changes) and
-/// every second (an endpoint added, enabled or replayed by `orderlive webhooks` in another process).
+/// Every commit that appended changes signals `changed`, which wakes the endpoints' tasks; the
+/// endpoints themselves are read from the store every second (one added, enabled or replayed by
+/// `orderlive webhooks` in another process) and when a task ended, not on every commit.
 public struct WebhookDeliverer: Service {
     let store: any WebhookOutbox & ChangeFeedSource
     let loop: CurlLoop
@@ -43,16 +44,17 @@ public struct WebhookDeliverer: Service {
     let changed: WakeSignal
     let now: @Sendable () -> Double
     let random: @Sendable () -> Double
-    let observe: @Sendable (WebhookEndpoint, WebhookAttempt) -> Void
+    let observe: @Sendable (Int64, WebhookAttempt, Int) -> Void
     let logger: Logger
 
     /// A deliverer over `store` through `loop`. `now` is the wall clock (Unix seconds), `random` a
-    /// uniform value in 0..<1 for the retries' jitter, `observe` hears every attempt (metrics).
+    /// uniform value in 0..<1 for the retries' jitter, `observe` hears every attempt by endpoint id and
+    /// outcome, with how many (metrics; 2xx answers are told in batches, when the cursor is stored).
     public init(
         store: any WebhookOutbox & ChangeFeedSource, loop: CurlLoop, settings: WebhookSettings, changed: WakeSignal,
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
-        observe: @escaping @Sendable (WebhookEndpoint, WebhookAttempt) -> Void = { _, _ in }, logger: Logger
+        observe: @escaping @Sendable (Int64, WebhookAttempt, Int) -> Void = { _, _, _ in }, logger: Logger
     ) {
         self.store = store
         self.loop = loop
@@ -77,25 +79,29 @@ public struct WebhookDeliverer: Service {
     private func supervise() async {
         let clock = ContinuousClock()
         var workers: [Int64: (task: Task<Void, Never>, wake: WakeSignal, ended: Locked<Bool>)] = [:]
+        var nextLook = clock.now
         while !Task.isCancelled {
-            if let endpoints = try? await store.webhookEndpoints() {
-                let enabled = Set(endpoints.filter(\.enabled).map(\.id))
-                for (id, worker) in workers where !enabled.contains(id) || worker.ended.withLock({ $0 }) {
-                    worker.task.cancel()
-                    workers[id] = nil
-                }
-                for id in enabled where workers[id] == nil {
-                    let wake = WakeSignal()
-                    let ended = Locked(false)
-                    let endpoint = EndpointDelivery(id: id, deliverer: self, wake: wake)
-                    workers[id] = (Task {
-                        await endpoint.run()
-                        ended.withLock { $0 = true }
-                    }, wake, ended)
+            if clock.now >= nextLook || workers.values.contains(where: { $0.ended.withLock { $0 } }) {
+                nextLook = clock.now.advanced(by: .seconds(1))
+                if let endpoints = try? await store.webhookEndpoints() {
+                    let enabled = Set(endpoints.filter(\.enabled).map(\.id))
+                    for (id, worker) in workers where !enabled.contains(id) || worker.ended.withLock({ $0 }) {
+                        worker.task.cancel()
+                        workers[id] = nil
+                    }
+                    for id in enabled where workers[id] == nil {
+                        let wake = WakeSignal()
+                        let ended = Locked(false)
+                        let endpoint = EndpointDelivery(id: id, deliverer: self, wake: wake)
+                        workers[id] = (Task {
+                            await endpoint.run()
+                            ended.withLock { $0 = true }
+                        }, wake, ended)
+                    }
                 }
             }
             for worker in workers.values { worker.wake.signal() }
-            await changed.wait(until: clock.now.advanced(by: .seconds(1)), clock: clock)
+            await changed.wait(until: nextLook, clock: clock)
         }
         for worker in workers.values { worker.task.cancel() }
         for worker in workers.values { await worker.task.value }

@@ -42,9 +42,14 @@ import Testing
             #expect(owed.count == 5)
             #expect(try await store.lastChange(before: 1_050) == head, "the last change before a time")
 
-            try await store.recordWebhookProgress(id: added.id, through: head + 3, success: true, at: 1_110)
+            // Progress is a compare-and-set from where the deliverer left the cursor: from anywhere else
+            // (a replay moved it meanwhile) nothing is written.
+            #expect(try await store.recordWebhookProgress(id: added.id, from: head + 1, through: head + 3, success: true, at: 1_110) == false)
+            #expect(try await store.webhookEndpoints().first?.cursor == head)
+            #expect(try await store.recordWebhookProgress(id: added.id, from: head, through: head + 3, success: true, at: 1_110))
             endpoint = try #require(try await store.webhookEndpoints().first)
             #expect(endpoint.cursor == head + 3 && endpoint.attempts == 0 && endpoint.nextAttemptAt == 0 && endpoint.lastSuccessAt == 1_110)
+            #expect(try await store.recordWebhookProgress(id: 999_999, from: head, through: head + 3, success: false, at: 1_110) == false)
 
             try await store.recordWebhookFailure(id: added.id, error: "410", attempts: 1, retryAt: 1_120, disable: "the endpoint answered 410 Gone",
                                                  at: 1_120)

@@ -23,7 +23,7 @@ public final class WebhookReceiver: Sendable {
     }
 
     private let verifier: StandardWebhooks
-    private let state = Locked<(received: [Received], answers: [Int], hanging: Bool, waiting: Int)>(([], [], false, 0))
+    private let state = Locked<(received: [Received], answers: [Int], hanging: Bool, waiting: Int, hangAfter: Int?)>(([], [], false, 0, nil))
     private let arrived = WakeSignal()
 
     init(secret: String) throws {
@@ -37,7 +37,17 @@ public final class WebhookReceiver: Sendable {
     public func answer(_ statuses: Int...) { state.withLock { $0.answers += statuses } }
 
     /// While true, requests get no answer (a receiver that hangs).
-    public func hang(_ on: Bool) { state.withLock { $0.hanging = on } }
+    public func hang(_ on: Bool) {
+        state.withLock {
+            $0.hanging = on
+            $0.hangAfter = nil
+        }
+    }
+
+    /// Answers `count` more requests, then holds the next ones as ``hang(_:)`` does.
+    public func hang(after count: Int) {
+        state.withLock { $0.hangAfter = $0.received.count + count }
+    }
 
     /// Requests held unanswered now (while hanging).
     public var waiting: Int { state.withLock { $0.waiting } }
@@ -60,7 +70,10 @@ public final class WebhookReceiver: Sendable {
         let verified: Bool = if case .success = verifier.verify(
             id: header("webhook-id"), timestamp: header("webhook-timestamp"), signatures: header("webhook-signature"), body: bytes,
             now: Int64(Date().timeIntervalSince1970)) { true } else { false }
-        state.withLock { $0.waiting += 1 }
+        state.withLock { state in
+            state.waiting += 1
+            if let after = state.hangAfter, state.received.count >= after { state.hanging = true }
+        }
         arrived.signal()
         while state.withLock({ $0.hanging }) { try await Task.sleep(for: .milliseconds(20)) }
         state.withLock { $0.waiting -= 1 }
