@@ -24,7 +24,7 @@ public enum AgentBuilder {
     ) throws(AgentStartError) -> AgentProgram {
         let listeners = try Listeners(configuration, logger: logger)
         let parts = try Parts(configuration: configuration, logger: logger, environment: environment)
-        var services: [any Service] = [CurlLoopService(loop: parts.loop)]
+        var services: [any Service] = [CurlLoopService(loop: parts.loop), CurlLoopService(loop: parts.webhookLoop)]
         services += syncServices(parts)
         services.append(StoreHealthProbe(store: parts.store, changed: parts.healthWake, logger: logger))
         services.append(StoreObservationService(observation: parts.observation))
@@ -113,6 +113,11 @@ public enum AgentBuilder {
         /// The state directory's lock, held shared while the agent lives (SQLite).
         let stateLock: StateLock?
         let loop: CurlLoop
+        /// Outgoing webhooks' own loop: a slow endpoint's transfers never share a thread with the
+        /// stream's, and the thread runs 10 nice levels below the process, so on a busy machine deliveries yield the
+        /// processor to pushes, the stream and the API, and catch up when it is free (they are
+        /// asynchronous anyway; docs/OPERATIONS.md).
+        let webhookLoop: CurlLoop
         let session: Session
         /// What readiness, status and metrics answer from.
         let observation: StoreObservation
@@ -136,6 +141,7 @@ public enum AgentBuilder {
             let (metrics, state) = (self.metrics, self.state)
             do {
                 loop = try CurlLoop(logger: logger)
+                webhookLoop = try CurlLoop(logger: logger, name: "orderlive-hooks", niceIncrement: 10)
                 session = try sessions.session(
                     loop: loop,
                     observe: { event in
@@ -185,7 +191,7 @@ public enum AgentBuilder {
         })
         let recorder = StreamStatusRecorder(state: state, stateDirectory: configuration.store.stateDirectory, logger: logger)
         let webhooks = WebhookDeliverer(
-            store: store, loop: parts.loop, settings: configuration.webhooks.settings, changed: parts.webhookWake,
+            store: store, loop: parts.webhookLoop, settings: configuration.webhooks.settings, changed: parts.webhookWake,
             observe: { endpoint, attempt, count in metrics.record(webhook: endpoint, attempt, count: count) }, logger: logger)
         guard let postgres = parts.postgres else {
             return [SessionRefreshService(session: parts.session), recorder, stream, executorService, retention, webhooks]

@@ -59,4 +59,31 @@ static inline int orderlive_pause_recv(void) { return CURLPAUSE_RECV; }
 static inline long orderlive_http_version_2tls(void) { return CURL_HTTP_VERSION_2TLS; }
 static inline long orderlive_redir_post_all(void) { return CURL_REDIR_POST_ALL; }
 
+#if defined(__linux__)
+#include <errno.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+// The curl loop's thread, named and prioritised (prctl and syscall are C-variadic, and glibc's
+// pthread_setname_np and gettid need _GNU_SOURCE, which Swift's Glibc module does not define).
+
+/// Names the calling thread; at most 15 bytes are kept. 0 on success.
+static inline int orderlive_name_thread(const char *name) {
+    return prctl(PR_SET_NAME, name, 0, 0, 0);
+}
+
+/// Raises the calling thread's niceness by `increment` above what it is (at most to 19), lowering its
+/// priority; Linux schedules threads apart. 0 on success, else errno.
+static inline int orderlive_raise_thread_niceness(int increment) {
+    id_t thread = (id_t)syscall(SYS_gettid);
+    errno = 0;
+    int current = getpriority(PRIO_PROCESS, thread);
+    if (current == -1 && errno != 0) return errno;
+    int wanted = current + increment > 19 ? 19 : current + increment;
+    return setpriority(PRIO_PROCESS, thread, wanted) == 0 ? 0 : errno;
+}
+#endif
+
 #endif

@@ -1,0 +1,42 @@
+import CurlHTTP
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Logging
+import Sandbox
+import Testing
+
+/// A loop's thread carries its name (for `top -H` and `perf`) and runs as many nice levels below the
+/// process as asked: the outgoing webhooks' loop yields the processor to the rest of the agent (issue 40).
+@Suite(.timeLimit(.minutes(3))) struct CurlLoopThreadTests {
+    @Test func theLoopThreadIsNamedAndRunsTheNiceLevelsAskedForBelowTheProcess() async throws {
+        try await Sandbox.withRunning { sandbox in
+            let base = await sandbox.baseURL
+            // Whatever niceness the test runner gave the process (at most 19).
+            let process = Int(getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0))
+            let loop = try CurlLoop(logger: Logger(label: "test.curl"), name: "curl-test-nice7", niceIncrement: 7)
+            // A transfer that completed proves the thread ran past its naming.
+            #expect(try await loop.perform(HTTPRequest(url: base + "/healthz")).status == 200)
+            let threads = try Self.threads(named: "curl-test-nice7")
+            #expect(threads.count == 1, "\(threads)")
+            #expect(threads.first?.nice == min(19, process + 7))
+            await loop.shutdown()
+        }
+    }
+
+    /// This process's threads named `name`, with their niceness (`/proc/self/task/*/stat`, field 19).
+    private static func threads(named name: String) throws -> [(tid: String, nice: Int?)] {
+        let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")
+        return tasks.compactMap { tid -> (String, Int?)? in
+            guard let comm = try? String(contentsOfFile: "/proc/self/task/\(tid)/comm", encoding: .utf8),
+                  comm.trimmingCharacters(in: .whitespacesAndNewlines) == name,
+                  let stat = try? String(contentsOfFile: "/proc/self/task/\(tid)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")")
+            else { return nil }
+            // After "pid (comm)": field 3 (state) onwards; the niceness is field 19.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            return (tid, fields.count > 16 ? Int(fields[16]) : nil)
+        }
+    }
+}
