@@ -37,3 +37,31 @@ func addBenchWebhook(to program: AgentProgram) async throws -> BenchAgent? {
         url: "http://127.0.0.1:\(port)/hook", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"))
     return receiver
 }
+
+/// What the load left to do once it ended: jobs journaled but not yet applied and, with an endpoint,
+/// changes not yet delivered. Waits (polling every 100 ms, up to 300 s) until every job is applied and
+/// the endpoint's cursor is at the head, and says how long that took and what CPU it cost per request
+/// of the load, so work that waited (deliveries yield the processor to pushes) is still counted.
+func settled(_ store: any OrderStoreEngine, requests: Int, webhook: Bool) async throws -> String {
+    let clock = ContinuousClock()
+    let ended = clock.now
+    let cpu = processCPUSeconds()
+    func owed() async throws -> (jobs: Int, changes: Int64) {
+        let jobs = try await store.counts().journalDepth
+        guard webhook else { return (jobs, 0) }
+        let head = try await store.changeHead()
+        return (jobs, head - (try await store.webhookEndpoints().first?.cursor ?? head))
+    }
+    let atEnd = try await owed()
+    var left = atEnd
+    while left.jobs > 0 || left.changes > 0, clock.now - ended < .seconds(300) {
+        try await Task.sleep(for: .milliseconds(100))
+        left = try await owed()
+    }
+    let took = clock.now - ended
+    let seconds = Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
+    let perRequest = (processCPUSeconds() - cpu) * 1e6 / Double(max(1, requests))
+    let owedText = webhook ? "\(atEnd.jobs) jobs and \(atEnd.changes) deliveries owed" : "\(atEnd.jobs) jobs owed"
+    let outcome = left.jobs > 0 || left.changes > 0 ? "still owed after 300 s" : "done \(format(seconds, 1)) s later"
+    return "; \(owedText) at the end, \(outcome) (+\(format(perRequest, 1)) µs CPU/request)"
+}

@@ -24,6 +24,7 @@ struct LoadResult {
     var errors: Int  // non-2xx answers and socket errors
     var cpuMicrosecondsPerRequest: Double
     var memory = ""  // RSS before → after (peak during), MB, for the agent runs
+    var settled = ""  // what the load left owed (jobs, deliveries) when it ended, and what finishing it took
 }
 
 /// User + system CPU, seconds: of this process (the servers run here; wrk runs in its own process), or with
@@ -149,6 +150,7 @@ func withAgent(durability: StoreDurability, tls: (certificate: String, key: Stri
     resetPeakResident()
     var result = try await body(port)
     result?.memory = "\(format(before, 0)) → \(format(residentMegabytes("VmRSS"), 0)) (\(format(residentMegabytes("VmHWM"), 0)))"
+    if let requests = result?.requests { result?.settled = try await settled(program.store, requests: requests, webhook: webhook != nil) }
     let counts = try await program.store.counts()
     await program.shutdown()
     try await running.value
@@ -190,7 +192,7 @@ func ingestBenchmark() async throws {
             }
             guard let result else { continue }
             line("orderlive push endpoint, durability \(durability.rawValue)", result,
-                 stored: "\(stored) / \(result.requests - result.errors)\(stored >= result.requests - result.errors ? "" : " LOST")")
+                 stored: "\(stored) / \(result.requests - result.errors)\(stored >= result.requests - result.errors ? "" : " LOST")\(result.settled)")
         }
         // The same over TLS (ECDSA P-256, keep-alive connections as the backend keeps them), against the
         // same plain reference: what serving HTTPS costs (issue 37).
@@ -199,7 +201,7 @@ func ingestBenchmark() async throws {
         }
         if let result {
             line("orderlive push endpoint over TLS, durability normal", result,
-                 stored: "\(stored) / \(result.requests - result.errors)\(stored >= result.requests - result.errors ? "" : " LOST")")
+                 stored: "\(stored) / \(result.requests - result.errors)\(stored >= result.requests - result.errors ? "" : " LOST")\(result.settled)")
         }
     }
 }
