@@ -18,7 +18,7 @@ import Darwin
 /// Create it with ``withLoop(logger:_:)`` or call ``shutdown()`` when done; after shutdown, new
 /// transfers fail with ``CurlError/Kind/shutDown`` and running ones end the same way.
 public final class CurlLoop: Sendable {
-    private enum Command {
+    enum Command {
         case add(Transfer)
         case cancel(Int)
         case resume(Int)
@@ -36,7 +36,7 @@ public final class CurlLoop: Sendable {
     /// false; the loop thread frees it after it has seen `closed` under that same lock.
     private nonisolated(unsafe) let multi: UnsafeMutableRawPointer
     private let queue = Locked(Queue())
-    private let nextID = Atomic<Int>(1)
+    let nextID = Atomic<Int>(1)
     private let logger: Logger
 
     private static let globalInitialization: CURLcode = curl_global_init(orderlive_global_default())
@@ -137,7 +137,7 @@ public final class CurlLoop: Sendable {
         _ = enqueue(.resume(transferID))
     }
 
-    private func enqueue(_ command: Command) -> Bool {
+    func enqueue(_ command: Command) -> Bool {
         queue.withLock { queue in
             guard !queue.closed else { return false }
             queue.commands.append(command)
@@ -170,6 +170,28 @@ public final class CurlLoop: Sendable {
                 continuation.resume(with: result.map { HTTPResponse(head: $0, body: body) }.mapError { $0 as any Error })
             case .stream(let delegate)?:
                 delegate.transferDidComplete(result)
+            case .sequence(let sequence)?:
+                // The next request starts here, on the loop thread, without a hop to the caller.
+                if let next = sequence.completed(result.map { HTTPResponse(head: $0, body: body) }) {
+                    start(Transfer(id: transfer.id, request: next, sink: .sequence(sequence)))
+                }
+            }
+        }
+
+        func start(_ transfer: Transfer) {
+            if transfer.cancelRequested.load(ordering: .relaxed) {
+                finish(transfer, .failure(Self.cancelled))
+            } else if let error = transfer.makeHandle() {
+                finish(transfer, .failure(error))
+            } else if let handle = transfer.handle {
+                let added = curl_multi_add_handle(multi, handle)
+                if added == CURLM_OK {
+                    transfers[handle] = transfer
+                    byID[transfer.id] = transfer
+                } else {
+                    finish(transfer, .failure(CurlError(
+                        kind: .other, message: "libcurl refused the transfer", code: Int(added.rawValue))))
+                }
             }
         }
 
@@ -182,20 +204,7 @@ public final class CurlLoop: Sendable {
             for command in commands {
                 switch command {
                 case .add(let transfer):
-                    if transfer.cancelRequested.load(ordering: .relaxed) {
-                        finish(transfer, .failure(Self.cancelled))
-                    } else if let error = transfer.makeHandle() {
-                        finish(transfer, .failure(error))
-                    } else if let handle = transfer.handle {
-                        let added = curl_multi_add_handle(multi, handle)
-                        if added == CURLM_OK {
-                            transfers[handle] = transfer
-                            byID[transfer.id] = transfer
-                        } else {
-                            finish(transfer, .failure(CurlError(
-                                kind: .other, message: "libcurl refused the transfer", code: Int(added.rawValue))))
-                        }
-                    }
+                    start(transfer)
                 case .cancel(let id):
                     if let transfer = byID[id] { finish(transfer, .failure(Self.cancelled)) }
                 case .resume(let id):
@@ -235,7 +244,7 @@ public final class CurlLoop: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    private static let cancelled = CurlError(kind: .cancelled, message: "the transfer was cancelled")
+    static let cancelled = CurlError(kind: .cancelled, message: "the transfer was cancelled")
 
     /// Names the calling thread and raises its niceness. A niceness the system refuses leaves the
     /// thread at its priority, logged: the loop works either way.

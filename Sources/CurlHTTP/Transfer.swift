@@ -23,6 +23,8 @@ public protocol StreamingResponseDelegate: AnyObject, Sendable {
 enum TransferSink {
     case collect(CheckedContinuation<HTTPResponse, any Error>)
     case stream(any StreamingResponseDelegate)
+    /// Collected into a sequence, whose next request starts on the loop thread (``CurlLoop/performSequence(_:proceed:)``).
+    case sequence(TransferSequence)
 }
 
 /// One easy handle and what its callbacks need.
@@ -194,7 +196,7 @@ final class Transfer: @unchecked Sendable {
         switch sink {
         case nil:
             return 0
-        case .collect?:
+        case .collect?, .sequence?:
             if body.count + bytes.count > request.maximumResponseBytes {
                 bodyTooLarge = true
                 return 0  // libcurl ends the transfer with CURLE_WRITE_ERROR.

@@ -117,43 +117,55 @@ struct EndpointDelivery: Sendable {
         return true
     }
 
-    /// Sends `changes` in order, stopping at the first failure or when the cursor was moved meanwhile.
+    /// Sends `changes` in order, stopping at the first failure. The batch's requests are signed here,
+    /// together, and performed as one sequence on the curl loop's thread: each starts when the one
+    /// before it answered 2xx, with no hop back to this task between them (that hop, a thread wake-up
+    /// each way, was most of a delivery's cost). A sequence stops after a minute, so no signature is
+    /// sent much older than its `webhook-timestamp`; what it did not reach is signed again next turn.
     private func send(_ changes: [OrderChange], to endpoint: WebhookEndpoint, cursor: inout DeliveryCursor?) async throws -> Duration? {
-        // The keys, decoded from their `whsec_` text once per batch rather than once per change, and
-        // again only when the set that signs changes (a rotation's 24 hours ending within the batch).
-        var signers: (secrets: [String], keys: [StandardWebhooks])?
-        for change in changes {
-            guard var current = cursor else { return .zero }
-            guard let (_, body) = WebhookPayload.event(for: change, to: endpoint) else {
-                current.handled = change.seq
-                cursor = current
-                continue
+        let signedAt = deliverer.now()
+        let signers: [StandardWebhooks]
+        do {
+            signers = try endpoint.signingSecrets(at: signedAt).map { secret throws(StandardWebhooksSecretError) in
+                try StandardWebhooks(secret: secret)
             }
-            let secrets = endpoint.signingSecrets(at: deliverer.now())
-            if signers?.secrets != secrets {
-                do {
-                    signers = (secrets, try secrets.map { secret throws(StandardWebhooksSecretError) in try StandardWebhooks(secret: secret) })
-                } catch {
+        } catch {
+            guard try await persist(&cursor, force: true) else { return .zero }
+            return try await failed(endpoint, reason: "the endpoint's secret is not a Standard Webhooks key", retryAfter: nil)
+        }
+        // Each change with its request, or none when the endpoint's filters skip it.
+        let planned = changes.map { change in
+            (seq: change.seq, request: WebhookPayload.event(for: change, to: endpoint).map {
+                request($0.body, seq: change.seq, endpoint: endpoint, signers: signers, at: signedAt)
+            })
+        }
+        let now = deliverer.now
+        let results = await deliverer.loop.performSequence(planned.compactMap(\.request)) { response in
+            (200..<300).contains(response.status) && now() - signedAt < 60
+        }
+        var answered = results.makeIterator()
+        for (seq, request) in planned {
+            guard var current = cursor else { return .zero }
+            if request != nil {
+                // Not reached by the sequence: the next turn signs it again.
+                guard let result = answered.next() else { break }
+                switch Self.outcome(result) {
+                case .delivered:
+                    current.succeeded = now()
+                    current.delivered += 1
+                case .gone(let status):
                     guard try await persist(&cursor, force: true) else { return .zero }
-                    return try await failed(endpoint, reason: "the endpoint's secret is not a Standard Webhooks key", retryAfter: nil)
+                    try await disable(endpoint, "the endpoint answered \(status) Gone")
+                    return nil
+                case .failed(let reason, let retryAfter):
+                    guard try await persist(&cursor, force: true) else { return .zero }
+                    return try await failed(endpoint, reason: reason, retryAfter: retryAfter)
                 }
             }
-            switch await attempt(body, seq: change.seq, endpoint: endpoint, signers: signers?.keys ?? []) {
-            case .delivered:
-                current.handled = change.seq
-                current.succeeded = deliverer.now()
-                current.delivered += 1
-                cursor = current
-                guard try await persist(&cursor, force: false) else { return .zero }
-            case .gone(let status):
-                guard try await persist(&cursor, force: true) else { return .zero }
-                try await disable(endpoint, "the endpoint answered \(status) Gone")
-                return nil
-            case .failed(let reason, let retryAfter):
-                guard try await persist(&cursor, force: true) else { return .zero }
-                return try await failed(endpoint, reason: reason, retryAfter: retryAfter)
-            }
+            current.handled = seq
+            cursor = current
         }
+        _ = try await persist(&cursor, force: false)
         return .zero
     }
 
@@ -163,21 +175,25 @@ struct EndpointDelivery: Sendable {
         case failed(String, retryAfter: Double?)
     }
 
-    /// One POST, signed by each of `signers`.
-    private func attempt(_ body: String, seq: Int64, endpoint: WebhookEndpoint, signers: [StandardWebhooks]) async -> Outcome {
+    /// One change's POST, signed by each of `signers` at `at` (Unix seconds).
+    private func request(_ body: String, seq: Int64, endpoint: WebhookEndpoint, signers: [StandardWebhooks], at: Double) -> HTTPRequest {
         let bytes = Array(body.utf8)
         let messageID = WebhookPayload.messageID(endpoint: endpoint.id, seq: seq)
-        let timestamp = Int64(clamping: Checked.int64(clamping: deliverer.now()))
+        let timestamp = Int64(clamping: Checked.int64(clamping: at))
         let signature = signers.map { $0.sign(id: messageID, timestamp: timestamp, body: bytes) }.joined(separator: " ")
         let settings = deliverer.settings
-        let request = HTTPRequest(
+        return HTTPRequest(
             url: endpoint.url, method: "POST",
             headers: ["Content-Type": "application/json", "webhook-id": messageID, "webhook-timestamp": "\(timestamp)",
                       "webhook-signature": signature],
             body: bytes, connectTimeout: min(settings.timeout, .seconds(10)), timeout: settings.timeout,
             tls: TLSOptions(caFile: settings.caFile), maximumRedirects: 0, maximumResponseBytes: 1 << 20)
-        do {
-            let response = try await deliverer.loop.perform(request)
+    }
+
+    /// What an attempt's result means for the endpoint.
+    private static func outcome(_ result: Result<HTTPResponse, CurlError>) -> Outcome {
+        switch result {
+        case .success(let response):
             switch response.status {
             case 200..<300: return .delivered
             case 410: return .gone(410)
@@ -185,7 +201,7 @@ struct EndpointDelivery: Sendable {
                 let retryAfter = response.head.headers["Retry-After"].flatMap { Checked.nonNegative(decimal: $0) }.map(Double.init)
                 return .failed("the endpoint answered \(response.status)", retryAfter: retryAfter)
             }
-        } catch {
+        case .failure(let error):
             return .failed("\(error)", retryAfter: nil)
         }
     }
