@@ -30,8 +30,6 @@ struct EndpointDelivery: Sendable {
         var storedAt: Double
         /// When the last 2xx since the last store came, if one did.
         var succeeded: Double?
-        /// 2xx answers not yet counted in the metrics.
-        var delivered = 0
     }
 
     func run() async {
@@ -64,8 +62,7 @@ struct EndpointDelivery: Sendable {
         let now = deliverer.now()
         if cursor?.stored != endpoint.cursor {
             // The first turn, or the cursor was moved by someone else (a replay, an enable, another agent):
-            // what was handled since the last store is dropped (sent again from there), not its count.
-            if let delivered = cursor?.delivered, delivered > 0 { deliverer.observe(id, .delivered, delivered) }
+            // what was handled since the last store is dropped and sent again from there.
             cursor = DeliveryCursor(handled: endpoint.cursor, stored: endpoint.cursor, storedAt: now)
         }
         if endpoint.nextAttemptAt > now {
@@ -107,12 +104,11 @@ struct EndpointDelivery: Sendable {
         guard current.handled != current.stored, force || now - current.storedAt >= 0.1 else { return true }
         let moved = try await deliverer.store.recordWebhookProgress(
             id: id, from: current.stored, through: current.handled, success: current.succeeded != nil, at: current.succeeded ?? now)
-        if current.delivered > 0 { deliverer.observe(id, .delivered, current.delivered) }
         guard moved else {
             cursor = nil
             return false
         }
-        (current.stored, current.storedAt, current.succeeded, current.delivered) = (current.handled, now, nil, 0)
+        (current.stored, current.storedAt, current.succeeded) = (current.handled, now, nil)
         cursor = current
         return true
     }
@@ -143,16 +139,19 @@ struct EndpointDelivery: Sendable {
         let results = await deliverer.loop.performSequence(planned.compactMap(\.request)) { response in
             (200..<300).contains(response.status) && now() - signedAt < 60
         }
+        guard var current = cursor else { return .zero }
+        // The 2xx answers are counted in the metrics once per batch, however it ends.
+        var delivered = 0
+        defer { if delivered > 0 { deliverer.observe(id, .delivered, delivered) } }
         var answered = results.makeIterator()
         for (seq, request) in planned {
-            guard var current = cursor else { return .zero }
             if request != nil {
                 // Not reached by the sequence: the next turn signs it again.
                 guard let result = answered.next() else { break }
                 switch Self.outcome(result) {
                 case .delivered:
                     current.succeeded = now()
-                    current.delivered += 1
+                    delivered += 1
                 case .gone(let status):
                     guard try await persist(&cursor, force: true) else { return .zero }
                     try await disable(endpoint, "the endpoint answered \(status) Gone")

@@ -49,7 +49,7 @@ public struct WebhookDeliverer: Service {
 
     /// A deliverer over `store` through `loop`. `now` is the wall clock (Unix seconds), `random` a
     /// uniform value in 0..<1 for the retries' jitter, `observe` hears every attempt by endpoint id and
-    /// outcome, with how many (metrics; 2xx answers are told in batches, when the cursor is stored).
+    /// outcome, with how many (metrics; 2xx answers are told once per batch sent).
     public init(
         store: any WebhookOutbox & ChangeFeedSource, loop: CurlLoop, settings: WebhookSettings, changed: WakeSignal,
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
