@@ -114,10 +114,10 @@ final class Transfer: @unchecked Sendable {
         var lines = ["Expect:"]
         for field in request.headers {
             // Header injection guard: a CR or LF in a name or value would start a new header line.
-            let name = field.name.filter { $0 != "\r" && $0 != "\n" && $0 != ":" }
-            let value = field.value.filter { $0 != "\r" && $0 != "\n" }
+            let name = Self.headerText(field.name, droppingColons: true)
+            let value = Self.headerText(field.value, droppingColons: false)
             guard !name.isEmpty else { continue }
-            lines.append(value.isEmpty ? "\(name);" : "\(name): \(value)")
+            lines.append(value.isEmpty ? name + ";" : name + ": " + value)
         }
         for line in lines {
             guard let appended = curl_slist_append(headerList, line) else {
@@ -136,6 +136,20 @@ final class Transfer: @unchecked Sendable {
             return CurlError(kind: .other, message: Self.describe(failed), code: Int(failed.rawValue))
         }
         return nil
+    }
+
+    /// `text` without CR, LF (and colons, for a name): as it is when it holds none, which a scan of
+    /// its bytes tells without the per-character filtering that cost a webhook delivery about 5 µs.
+    /// Filtered by Unicode scalar, not by `Character`: "\r\n" is one Character, equal to neither "\r"
+    /// nor "\n", and a filter by Character let that pair through (a header injection).
+    static func headerText(_ text: String, droppingColons: Bool) -> String {
+        func unwanted(_ byte: UInt32) -> Bool {
+            byte == 0x0D || byte == 0x0A || (droppingColons && byte == 0x3A)
+        }
+        guard text.utf8.contains(where: { unwanted(UInt32($0)) }) else { return text }
+        var kept = String.UnicodeScalarView()
+        kept.append(contentsOf: text.unicodeScalars.filter { !unwanted($0.value) })
+        return String(kept)
     }
 
     /// Frees the easy handle and header list. Loop thread, after the handle left the multi handle.

@@ -33,6 +33,13 @@ extension Sandbox {
         router.post("/sandbox/echo") { request, _ in
             var headers = HTTPFields()
             if let name = HTTPField.Name("X-Echo-Method") { headers[name] = request.method.rawValue }
+            // The request's header names, and its `X-Value`, so a client's header handling can be checked.
+            if let name = HTTPField.Name("X-Echo-Header-Names") {
+                headers[name] = request.headers.map { $0.name.canonicalName }.sorted().joined(separator: ",")
+            }
+            if let name = HTTPField.Name("X-Echo-Value"), let value = HTTPField.Name("X-Value").flatMap({ request.headers[$0] }) {
+                headers[name] = value
+            }
             let body = try await request.body.collect(upTo: 16 << 20)
             return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: body))
         }

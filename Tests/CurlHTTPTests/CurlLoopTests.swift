@@ -36,6 +36,24 @@ import Testing
         }
     }
 
+    /// A CR or LF in a header's name or value cannot start a header line of its own, nor a colon in
+    /// a name split it; clean headers are sent as they are.
+    @Test func requestHeadersCannotInjectLines() async throws {
+        try await Sandbox.withRunning { sandbox in
+            let base = await sandbox.baseURL
+            try await CurlLoop.withLoop(logger: logger) { loop in
+                let response = try await loop.perform(HTTPRequest(
+                    url: base + "/sandbox/echo", method: "POST",
+                    headers: ["X-Value": "one\r\nX-Injected: 1", "X-Na:me\r\nX-Also": "two", "X-Clean": "three: 3"], body: []))
+                #expect(response.status == 200)
+                let names = response.head.headers["x-echo-header-names"]?.lowercased().split(separator: ",").map(String.init) ?? []
+                #expect(names.contains("x-value") && names.contains("x-namex-also") && names.contains("x-clean"), "\(names)")
+                #expect(!names.contains("x-injected"), "\(names)")
+                #expect(response.head.headers["x-echo-value"] == "oneX-Injected: 1")
+            }
+        }
+    }
+
     @Test func followsRedirectsUpToTheLimit() async throws {
         try await Sandbox.withRunning { sandbox in
             let base = await sandbox.baseURL
