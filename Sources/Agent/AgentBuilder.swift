@@ -114,9 +114,10 @@ public enum AgentBuilder {
         let stateLock: StateLock?
         let loop: CurlLoop
         /// Outgoing webhooks' own loop: a slow endpoint's transfers never share a thread with the
-        /// stream's, and the thread runs 10 nice levels below the process, so on a busy machine deliveries yield the
+        /// stream's, and the thread runs under SCHED_IDLE, so on a busy machine deliveries yield the
         /// processor to pushes, the stream and the API, and catch up when it is free (they are
-        /// asynchronous anyway; docs/OPERATIONS.md).
+        /// asynchronous anyway; docs/OPERATIONS.md). Its thread starts with the first delivery: an
+        /// agent without endpoints has none.
         let webhookLoop: CurlLoop
         let session: Session
         /// What readiness, status and metrics answer from.
@@ -141,7 +142,7 @@ public enum AgentBuilder {
             let (metrics, state) = (self.metrics, self.state)
             do {
                 loop = try CurlLoop(logger: logger)
-                webhookLoop = try CurlLoop(logger: logger, name: "orderlive-hooks", niceIncrement: 10)
+                webhookLoop = try CurlLoop(logger: logger, name: "orderlive-hooks", priority: .idle, startsWhenUsed: true)
                 session = try sessions.session(
                     loop: loop,
                     observe: { event in

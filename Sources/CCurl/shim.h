@@ -84,6 +84,19 @@ static inline int orderlive_raise_thread_niceness(int increment) {
     int wanted = current + increment > 19 ? 19 : current + increment;
     return setpriority(PRIO_PROCESS, thread, wanted) == 0 ? 0 : errno;
 }
+
+#include <sched.h>
+#ifndef SCHED_IDLE
+#define SCHED_IDLE 5
+#endif
+
+/// Puts the calling thread under SCHED_IDLE: it runs on what the processor's other threads leave
+/// (a weight of 3 against a nice-0 thread's 1,024), never preempting them. Lowering a thread's
+/// scheduling needs no privilege. 0 on success, else errno.
+static inline int orderlive_idle_thread_scheduling(void) {
+    struct sched_param parameter = { .sched_priority = 0 };
+    return sched_setscheduler(0, SCHED_IDLE, &parameter) == 0 ? 0 : errno;
+}
 #endif
 
 #endif

@@ -29,23 +29,44 @@ public final class CurlLoop: Sendable {
         var closed = false
         var exitWaiters: [CheckedContinuation<Void, Never>] = []
         var exited = false
+        /// Whether the loop thread was started (in `init`, or by the first command of a loop that
+        /// starts when used).
+        var started = false
     }
 
     /// The multi handle. Thread rule: created in `init`, used by the loop thread only, except
     /// `curl_multi_wakeup`, which is called with the queue lock held and only while `closed` is
-    /// false; the loop thread frees it after it has seen `closed` under that same lock.
+    /// false; the loop thread frees it after it has seen `closed` under that same lock (or, when the
+    /// thread never started, `shutdown` frees it under the lock as it sets `closed`).
     private nonisolated(unsafe) let multi: UnsafeMutableRawPointer
     private let queue = Locked(Queue())
     let nextID = Atomic<Int>(1)
     private let logger: Logger
+    private let threadName: String
+    private let priority: ThreadPriority
 
     private static let globalInitialization: CURLcode = curl_global_init(orderlive_global_default())
 
+    /// How the loop's thread is scheduled against the process's other threads.
+    public enum ThreadPriority: Sendable, Equatable {
+        /// As the process.
+        case normal
+        /// `increment` nice levels below the process (at most to 19; Linux schedules threads apart).
+        case nice(Int32)
+        /// Linux's SCHED_IDLE: the thread runs on what the others leave (a weight of 3 against 1,024
+        /// for a thread at nice 0), so under a load that saturates the processor it takes almost none
+        /// of it and catches up when the load ends. Where the system refuses, nice 19.
+        case idle
+    }
+
     /// Starts the loop thread, named `name` (as `top -H` and `perf` show it; at most 15 bytes are
-    /// kept). A `niceIncrement` above 0 raises that thread's niceness by as much above the process's
-    /// (at most to 19; Linux schedules threads apart), for transfers that should yield the processor
-    /// to other work when it is contended.
-    public init(logger: Logger, name: String = "orderlive-curl", niceIncrement: Int32 = 0) throws(CurlError) {
+    /// kept), scheduled at `priority`: lower for transfers that should yield the processor to other
+    /// work when it is contended. With `startsWhenUsed`, the thread starts with the first transfer
+    /// rather than here, so a loop that may never be used (the webhooks' loop, with no endpoint) costs
+    /// no thread, stack or allocator arena until it is.
+    public init(
+        logger: Logger, name: String = "orderlive-curl", priority: ThreadPriority = .normal, startsWhenUsed: Bool = false
+    ) throws(CurlError) {
         let initialized = Self.globalInitialization
         guard initialized == CURLE_OK else {
             throw CurlError(kind: .other, message: "libcurl failed to initialise", code: Int(initialized.rawValue))
@@ -55,13 +76,20 @@ public final class CurlLoop: Sendable {
         }
         self.multi = multi
         self.logger = logger
-        let started = startThread { [self] in
-            Self.nameThread(name, niceIncrement: niceIncrement, logger: logger)
-            runLoop()
-        }
-        guard started else {
+        self.threadName = name
+        self.priority = priority
+        guard !startsWhenUsed else { return }
+        guard startLoopThread() else {
             curl_multi_cleanup(multi)
             throw CurlError(kind: .other, message: "could not start the curl loop thread")
+        }
+        queue.withLock { $0.started = true }
+    }
+
+    private func startLoopThread() -> Bool {
+        startThread { [self] in
+            Self.nameThread(threadName, priority: priority, logger: logger)
+            runLoop()
         }
     }
 
@@ -87,6 +115,13 @@ public final class CurlLoop: Sendable {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let alreadyExited = queue.withLock { queue in
                 if queue.exited { return true }
+                if !queue.started {
+                    // The thread never ran, so nothing is in flight: the multi handle is freed here, once
+                    // (closed is set under this lock, so no other call reaches it afterwards).
+                    (queue.closed, queue.exited) = (true, true)
+                    curl_multi_cleanup(multi)
+                    return true
+                }
                 queue.exitWaiters.append(continuation)
                 if !queue.closed {
                     queue.closed = true
@@ -140,6 +175,15 @@ public final class CurlLoop: Sendable {
     func enqueue(_ command: Command) -> Bool {
         queue.withLock { queue in
             guard !queue.closed else { return false }
+            if !queue.started {
+                // Started under the lock, so only one command starts it; the thread takes the lock
+                // for its first drain once this returns.
+                guard startLoopThread() else {
+                    logger.error("could not start the curl loop thread; the transfer fails", metadata: ["curl.thread": "\(threadName)"])
+                    return false
+                }
+                queue.started = true
+            }
             queue.commands.append(command)
             curl_multi_wakeup(multi)
             return true
@@ -246,18 +290,25 @@ public final class CurlLoop: Sendable {
 
     static let cancelled = CurlError(kind: .cancelled, message: "the transfer was cancelled")
 
-    /// Names the calling thread and raises its niceness. A niceness the system refuses leaves the
-    /// thread at its priority, logged: the loop works either way.
-    private static func nameThread(_ name: String, niceIncrement: Int32, logger: Logger) {
+    /// Names the calling thread and lowers its priority. A priority the system refuses leaves the
+    /// thread where it is, logged: the loop works either way.
+    private static func nameThread(_ name: String, priority: ThreadPriority, logger: Logger) {
         #if os(Linux)
         _ = orderlive_name_thread(name)
-        if niceIncrement > 0 {
-            let failed = orderlive_raise_thread_niceness(niceIncrement)
-            if failed != 0 {
-                logger.debug("the curl loop thread's priority was not lowered", metadata: [
-                    "curl.thread": "\(name)", "curl.nice_increment": "\(niceIncrement)", "curl.errno": "\(failed)",
-                ])
-            }
+        var failed: Int32 = 0
+        switch priority {
+        case .normal:
+            break
+        case .nice(let increment):
+            failed = increment > 0 ? orderlive_raise_thread_niceness(increment) : 0
+        case .idle:
+            failed = orderlive_idle_thread_scheduling()
+            if failed != 0 { failed = orderlive_raise_thread_niceness(19) }
+        }
+        if failed != 0 {
+            logger.debug("the curl loop thread's priority was not lowered", metadata: [
+                "curl.thread": "\(name)", "curl.priority": "\(priority)", "curl.errno": "\(failed)",
+            ])
         }
         #endif
     }
