@@ -204,9 +204,11 @@ public final class CurlLoop: Sendable {
             byID[transfer.id] = nil
             let body = transfer.body
             transfer.body = []
-            transfer.releaseHandle()
             let sink = transfer.sink
             transfer.sink = nil
+            // A sequence's next request reuses the handle (reset), rather than free one and make one.
+            let kept: UnsafeMutableRawPointer?
+            if case .sequence? = sink { kept = transfer.releaseHandle(keeping: true) } else { kept = transfer.releaseHandle() }
             switch sink {
             case nil:
                 break
@@ -217,15 +219,18 @@ public final class CurlLoop: Sendable {
             case .sequence(let sequence)?:
                 // The next request starts here, on the loop thread, without a hop to the caller.
                 if let next = sequence.completed(result.map { HTTPResponse(head: $0, body: body) }) {
-                    start(Transfer(id: transfer.id, request: next, sink: .sequence(sequence)))
+                    start(Transfer(id: transfer.id, request: next, sink: .sequence(sequence)), reusing: kept)
+                } else if let kept {
+                    curl_easy_cleanup(kept)
                 }
             }
         }
 
-        func start(_ transfer: Transfer) {
+        func start(_ transfer: Transfer, reusing reused: UnsafeMutableRawPointer? = nil) {
             if transfer.cancelRequested.load(ordering: .relaxed) {
+                if let reused { curl_easy_cleanup(reused) }
                 finish(transfer, .failure(Self.cancelled))
-            } else if let error = transfer.makeHandle() {
+            } else if let error = transfer.makeHandle(reusing: reused) {
                 finish(transfer, .failure(error))
             } else if let handle = transfer.handle {
                 let added = curl_multi_add_handle(multi, handle)

@@ -61,9 +61,10 @@ final class Transfer: @unchecked Sendable {
         errorBuffer.deallocate()
     }
 
-    /// Creates and configures the easy handle. Loop thread.
-    func makeHandle() -> CurlError? {
-        guard let handle = curl_easy_init() else {
+    /// Creates and configures the easy handle, or configures `reused` (a handle given up by
+    /// ``releaseHandle(keeping:)`` and reset to libcurl's defaults). Loop thread.
+    func makeHandle(reusing reused: UnsafeMutableRawPointer? = nil) -> CurlError? {
+        guard let handle = reused ?? curl_easy_init() else {
             return CurlError(kind: .other, message: "libcurl could not create a transfer handle")
         }
         self.handle = handle
@@ -153,11 +154,24 @@ final class Transfer: @unchecked Sendable {
     }
 
     /// Frees the easy handle and header list. Loop thread, after the handle left the multi handle.
-    func releaseHandle() {
-        if let handle { curl_easy_cleanup(handle) }
+    /// With `keeping`, the handle is not freed but reset to libcurl's defaults and returned, for the
+    /// next transfer of a sequence: no allocation and set-up of a new one per request.
+    @discardableResult
+    func releaseHandle(keeping: Bool = false) -> UnsafeMutableRawPointer? {
+        var kept: UnsafeMutableRawPointer?
+        if let handle {
+            if keeping {
+                curl_easy_reset(handle)
+                kept = handle
+            } else {
+                curl_easy_cleanup(handle)
+            }
+        }
         handle = nil
+        // After the reset: the handle no longer points at the list.
         if let headerList { curl_slist_free_all(headerList) }
         headerList = nil
+        return kept
     }
 
     // MARK: Callbacks (loop thread)
