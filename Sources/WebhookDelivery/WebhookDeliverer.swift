@@ -45,16 +45,21 @@ public struct WebhookDeliverer: Service {
     let now: @Sendable () -> Double
     let random: @Sendable () -> Double
     let observe: @Sendable (Int64, WebhookAttempt, Int) -> Void
+    let processorCounters: @Sendable () -> ProcessorIdleGauge.Counters?
     let logger: Logger
 
     /// A deliverer over `store` through `loop`. `now` is the wall clock (Unix seconds), `random` a
     /// uniform value in 0..<1 for the retries' jitter, `observe` hears every attempt by endpoint id and
     /// outcome, with how many (metrics; 2xx answers are told once per batch sent).
+    /// `processorCounters` reads the machine's idle and total processor time (`/proc/stat`), from which
+    /// deliveries tell that the machine is busy to its last core and yield.
     public init(
         store: any WebhookOutbox & ChangeFeedSource, loop: CurlLoop, settings: WebhookSettings, changed: WakeSignal,
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
-        observe: @escaping @Sendable (Int64, WebhookAttempt, Int) -> Void = { _, _, _ in }, logger: Logger
+        observe: @escaping @Sendable (Int64, WebhookAttempt, Int) -> Void = { _, _, _ in },
+        processorCounters: @escaping @Sendable () -> ProcessorIdleGauge.Counters? = ProcessorIdleGauge.readProcStat,
+        logger: Logger
     ) {
         self.store = store
         self.loop = loop
@@ -63,6 +68,7 @@ public struct WebhookDeliverer: Service {
         self.now = now
         self.random = random
         self.observe = observe
+        self.processorCounters = processorCounters
         self.logger = logger
     }
 

@@ -20,6 +20,8 @@ public final class WebhookReceiver: Sendable {
         public var verified: Bool
         /// The status it was answered.
         public var status: Int
+        /// When it was taken down, before it was answered.
+        public var at = ContinuousClock.now
     }
 
     private let verifier: StandardWebhooks
