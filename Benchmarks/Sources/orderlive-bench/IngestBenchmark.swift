@@ -120,7 +120,7 @@ func withBareServer<T: Sendable>(_ body: @Sendable @escaping (Int) async throws 
 
 /// The agent as `orderlive run` builds it, in a fresh state directory; returns wrk's result and how
 /// many orders and jobs the store holds afterwards (every acknowledged request must be one of them).
-func withAgent(durability: StoreDurability, tls: (certificate: String, key: String)? = nil,
+func withAgent(durability: StoreDurability, tls: (certificate: String, key: String)? = nil, webhook withEndpoint: Bool,
                _ body: @Sendable @escaping (Int) async throws -> LoadResult?) async throws -> (LoadResult?, stored: Int)
 {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-ingest-bench-\(UUID().uuidString)").path
@@ -142,7 +142,7 @@ func withAgent(durability: StoreDurability, tls: (certificate: String, key: Stri
     logger.logLevel = ProcessInfo.processInfo.environment["BENCH_AGENT_LOG"] == nil ? .warning : .debug
     let program = try AgentBuilder.build(configuration: configuration, logger: logger, environment: [:])
     guard let server = program.pushServer else { return (nil, 0) }
-    let webhook = try await addBenchWebhook(to: program)
+    let webhook = try await addBenchWebhook(to: program, enabled: withEndpoint)
     defer { webhook?.kill() }
     let running = Task { try await program.run(handlingSignals: false) }
     let port = await server.port
@@ -160,6 +160,8 @@ func withAgent(durability: StoreDurability, tls: (certificate: String, key: Stri
 func ingestBenchmark() async throws {
     let seconds = Int(ProcessInfo.processInfo.environment["BENCH_INGEST_SECONDS"] ?? "") ?? 10
     let connections = 50
+    // BENCH_INGEST_CASES=normal,full,tls (the default: all three) picks the agent's rows.
+    let cases = Set((ProcessInfo.processInfo.environment["BENCH_INGEST_CASES"] ?? "normal,full,tls").split(separator: ",").map(String.init))
     let script = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-push-\(getpid()).lua").path
     try Data(wrkScript.utf8).write(to: URL(fileURLWithPath: script))
     defer { try? FileManager.default.removeItem(atPath: script) }
@@ -169,7 +171,8 @@ func ingestBenchmark() async throws {
     print("push ingest: wrk -t2 -c\(connections) -d\(seconds)s, one-notification Gorush requests with a whole order")
     print("| round | server | requests/s | p50 ms | p99 ms | CPU µs/request | errors | stored/acknowledged | ratio to bare | process RSS MB before → after (peak) |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |")
-    for round in 1...2 {
+    let rounds = max(1, Int(ProcessInfo.processInfo.environment["BENCH_INGEST_ROUNDS"] ?? "") ?? 2)
+    for round in 1...rounds {
         guard let bare = try await withBareServer({ port in try runWrk(port: port, seconds: seconds, connections: connections, script: script) }) else {
             print("wrk is not installed: `sudo apt-get install wrk`, then `BENCH_ONLY=ingest make bench`")
             return
@@ -186,17 +189,21 @@ func ingestBenchmark() async throws {
         }) {
             line("bare NIO handler, 200 without work (no request task)", nio, stored: "—")
         }
-        for durability in [StoreDurability.normal, .full] {
-            let (result, stored) = try await withAgent(durability: durability) { port in
+        let agentCases = [StoreDurability.normal, .full].filter { cases.contains($0.rawValue) }.flatMap { durability in
+            benchWebhookVariants.map { (durability, $0) }
+        }
+        for (durability, withEndpoint) in agentCases {
+            let (result, stored) = try await withAgent(durability: durability, webhook: withEndpoint) { port in
                 try runWrk(port: port, seconds: seconds, connections: connections, script: script)
             }
             guard let result else { continue }
-            line("orderlive push endpoint, durability \(durability.rawValue)", result,
+            line("orderlive push endpoint, durability \(durability.rawValue)\(withEndpoint ? ", one webhook endpoint" : "")", result,
                  stored: "\(stored) / \(result.requests - result.errors)\(stored >= result.requests - result.errors ? "" : " LOST")\(result.settled)")
         }
         // The same over TLS (ECDSA P-256, keep-alive connections as the backend keeps them), against the
         // same plain reference: what serving HTTPS costs (issue 37).
-        let (result, stored) = try await withAgent(durability: .normal, tls: (tls.certificate, tls.key)) { port in
+        guard cases.contains("tls") else { continue }
+        let (result, stored) = try await withAgent(durability: .normal, tls: (tls.certificate, tls.key), webhook: benchWebhookEnabled) { port in
             try runWrk(port: port, seconds: seconds, connections: connections, script: script, scheme: "https")
         }
         if let result {
