@@ -28,6 +28,7 @@ public enum AgentBuilder {
         services += syncServices(parts)
         services.append(StoreHealthProbe(store: parts.store, changed: parts.healthWake, logger: logger))
         services.append(StoreObservationService(observation: parts.observation))
+        services.append(StartupMemoryReleaseService(state: parts.state, store: parts.store, fullSyncs: parts.fullSyncs, logger: logger))
         let pushServer = listeners.push.map { makePushServer($0, parts) }
         if let pushServer { services.append(pushServer) }
         let apiServer = listeners.api.map { makeOrdersAPI($0, maximumSubscribers: listeners.maximumSubscribers, parts) }
@@ -107,6 +108,8 @@ public enum AgentBuilder {
         let healthWake = WakeSignal()
         /// Signalled by the store after every commit that appended changes: outgoing webhooks wake.
         let webhookWake = WakeSignal()
+        /// Signalled by the executor when a full sync completed: start-up memory is released again.
+        let fullSyncs = WakeSignal()
         let store: any OrderStoreEngine
         /// The same store when it is on PostgreSQL.
         let postgres: PostgresOrderStore?
@@ -178,6 +181,7 @@ public enum AgentBuilder {
             observe: { kind, outcome in
                 metrics.record(kind, outcome)
                 if outcome == .deadLettered { deadLettered.signal() }
+                if kind == .fullSync, outcome == .completed { parts.fullSyncs.signal() }
             },
             logger: logger)
         let stream = StreamService(

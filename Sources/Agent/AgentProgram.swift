@@ -28,7 +28,7 @@ public struct AgentStartError: Error, Sendable, CustomStringConvertible {
 /// run by ``run(handlingSignals:)``.
 public struct AgentProgram: Sendable {
     /// The services in dependency order: curl loop → session refresher → stream-status recorder → stream → executor →
-    /// store probe → push endpoint → orders API → shutdown marker. The group stops them in reverse: pushes are refused first, the curl loop stops last.
+    /// store probe → store observation → start-up memory release → push endpoint → orders API → shutdown marker. The group stops them in reverse: pushes are refused first, the curl loop stops last.
     public let services: [any Service]
     /// The push listener, when `ingest.listen` is set.
     public let pushServer: PushServer?

@@ -111,6 +111,10 @@ import TestKit
             #expect(ready.status == 200, "\(ready.body)")
             #expect(ready.body.contains(#""ready":true"#))
             let metricsBefore = try #require(prometheusSamples(try await http.get(agentURL + "/metrics").body))
+            // Settled (stream open, journal empty): what only starting needed was given back (DESIGN §9's
+            // idle RSS); all that follows runs on from the code pages it released.
+            let released = try #require(await logs.wait(message: "startup memory released"))
+            #expect(Int(released.line["memory.code_mappings"] ?? "") ?? 0 > 0, "\(released.line)")
 
             // Changes over the stream: full bodies and id-only events (fetched), with every access
             // token expiring in the middle, so fetches meet 401 and the session refreshes.
