@@ -142,6 +142,11 @@ extension OrderStore {
             // a few active orders out of many, 20 ms scanned against nothing indexed.
             try db.execute(sql: "DROP INDEX order_store_id; DROP INDEX order_courier_id")
         }
+        migrator.registerMigration("v8-webhook-revision") { db in
+            // Issue 40: a replay or an enable moves the revision on, so the deliverer's next store of its
+            // cursor (a compare-and-set) sees the move even when it left the cursor where it was.
+            try db.execute(sql: "ALTER TABLE webhook_endpoint ADD COLUMN revision INTEGER NOT NULL DEFAULT 0")
+        }
         return migrator
     }
 }

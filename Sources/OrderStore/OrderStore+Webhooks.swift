@@ -29,7 +29,10 @@ extension OrderStore: WebhookOutbox {
 
     public func setWebhookEndpoint(id: Int64, enabled: Bool, reason: String?) throws -> Bool {
         enabled
-            ? try changed("UPDATE webhook_endpoint SET enabled = 1, disabled_reason = NULL, attempts = 0, next_attempt_at = 0 WHERE id = ?", [id])
+            ? try changed("""
+                UPDATE webhook_endpoint SET enabled = 1, disabled_reason = NULL, attempts = 0, next_attempt_at = 0,
+                    revision = revision + 1 WHERE id = ?
+                """, [id])
             : try changed("UPDATE webhook_endpoint SET enabled = 0, disabled_reason = ? WHERE id = ?", [reason, id])
     }
 
@@ -38,7 +41,8 @@ extension OrderStore: WebhookOutbox {
     }
 
     public func rewindWebhookEndpoint(id: Int64, to seq: Int64) throws -> Bool {
-        try changed("UPDATE webhook_endpoint SET cursor = ?, attempts = 0, next_attempt_at = 0 WHERE id = ?", [seq, id])
+        try changed("UPDATE webhook_endpoint SET cursor = ?, attempts = 0, next_attempt_at = 0, revision = revision + 1 WHERE id = ?",
+                    [seq, id])
     }
 
     public func lastChange(before at: Double) throws -> Int64? {
@@ -48,13 +52,17 @@ extension OrderStore: WebhookOutbox {
         }
     }
 
-    public func recordWebhookProgress(id: Int64, from stored: Int64, through seq: Int64, success: Bool, at: Double) throws -> Bool {
+    public func recordWebhookProgress(
+        id: Int64, from stored: Int64, revision: Int64, through seq: Int64, success: Bool, at: Double
+    ) throws -> Bool {
         success
             ? try changed("""
-                UPDATE webhook_endpoint SET cursor = ?, attempts = 0, next_attempt_at = 0, last_success_at = ? WHERE id = ? AND cursor = ?
-                """, [seq, at, id, stored])
-            : try changed("UPDATE webhook_endpoint SET cursor = ?, attempts = 0, next_attempt_at = 0 WHERE id = ? AND cursor = ?",
-                          [seq, id, stored])
+                UPDATE webhook_endpoint SET cursor = ?, attempts = 0, next_attempt_at = 0, last_success_at = ?
+                WHERE id = ? AND cursor = ? AND revision = ?
+                """, [seq, at, id, stored, revision])
+            : try changed("""
+                UPDATE webhook_endpoint SET cursor = ?, attempts = 0, next_attempt_at = 0 WHERE id = ? AND cursor = ? AND revision = ?
+                """, [seq, id, stored, revision])
     }
 
     public func recordWebhookFailure(
@@ -80,6 +88,6 @@ extension OrderStore: WebhookOutbox {
             storeIDs: WebhookEndpoint.split(row["store_ids"]), enabled: row["enabled"], disabledReason: row["disabled_reason"],
             cursor: row["cursor"], attempts: row["attempts"], nextAttemptAt: row["next_attempt_at"], lastError: row["last_error"],
             lastErrorAt: row["last_error_at"], lastSuccessAt: row["last_success_at"], createdAt: row["created_at"],
-            previousSecret: row["previous_secret"], rotatedAt: row["rotated_at"])
+            previousSecret: row["previous_secret"], rotatedAt: row["rotated_at"], revision: row["revision"])
     }
 }

@@ -105,6 +105,11 @@ extension PostgresOrderStore {
             "DROP INDEX orderlive_order_store_id",
             "DROP INDEX orderlive_order_courier_id",
         ]),
+        // Issue 40: a replay or an enable moves the revision on, so the deliverer's next store of its
+        // cursor (a compare-and-set) sees the move even when it left the cursor where it was.
+        Migration(version: "6", statements: [
+            "ALTER TABLE orderlive_webhook_endpoint ADD COLUMN revision bigint NOT NULL DEFAULT 0",
+        ]),
     ]
 
     /// The key of the advisory lock migrations run under ("orderliv" in ASCII).

@@ -7,7 +7,7 @@ import StoreModel
 extension PostgresOrderStore: WebhookOutbox {
     private static let columns = """
         id, url, secret, events, store_ids, enabled, disabled_reason, cursor, attempts, next_attempt_at, last_error,
-        last_error_at, last_success_at, created_at, previous_secret, rotated_at
+        last_error_at, last_success_at, created_at, previous_secret, rotated_at, revision
         """
 
     public func webhookEndpoints() async throws -> [WebhookEndpoint] {
@@ -48,7 +48,8 @@ extension PostgresOrderStore: WebhookOutbox {
         try await changed { [self] connection in
             enabled
                 ? try await connection.query("""
-                    UPDATE orderlive_webhook_endpoint SET enabled = true, disabled_reason = NULL, attempts = 0, next_attempt_at = 0
+                    UPDATE orderlive_webhook_endpoint SET enabled = true, disabled_reason = NULL, attempts = 0, next_attempt_at = 0,
+                        revision = revision + 1
                     WHERE account = \(account) AND id = \(id) RETURNING id
                     """, logger: logger)
                 : try await connection.query("""
@@ -71,7 +72,7 @@ extension PostgresOrderStore: WebhookOutbox {
     public func rewindWebhookEndpoint(id: Int64, to seq: Int64) async throws -> Bool {
         try await changed { [self] connection in
             try await connection.query("""
-                UPDATE orderlive_webhook_endpoint SET cursor = \(seq), attempts = 0, next_attempt_at = 0
+                UPDATE orderlive_webhook_endpoint SET cursor = \(seq), attempts = 0, next_attempt_at = 0, revision = revision + 1
                 WHERE account = \(account) AND id = \(id) RETURNING id
                 """, logger: logger)
         }
@@ -89,16 +90,18 @@ extension PostgresOrderStore: WebhookOutbox {
         }
     }
 
-    public func recordWebhookProgress(id: Int64, from stored: Int64, through seq: Int64, success: Bool, at: Double) async throws -> Bool {
+    public func recordWebhookProgress(
+        id: Int64, from stored: Int64, revision: Int64, through seq: Int64, success: Bool, at: Double
+    ) async throws -> Bool {
         try await changed { [self] connection in
             success
                 ? try await connection.query("""
                     UPDATE orderlive_webhook_endpoint SET cursor = \(seq), attempts = 0, next_attempt_at = 0, last_success_at = \(at)
-                    WHERE account = \(account) AND id = \(id) AND cursor = \(stored) RETURNING id
+                    WHERE account = \(account) AND id = \(id) AND cursor = \(stored) AND revision = \(revision) RETURNING id
                     """, logger: logger)
                 : try await connection.query("""
                     UPDATE orderlive_webhook_endpoint SET cursor = \(seq), attempts = 0, next_attempt_at = 0
-                    WHERE account = \(account) AND id = \(id) AND cursor = \(stored) RETURNING id
+                    WHERE account = \(account) AND id = \(id) AND cursor = \(stored) AND revision = \(revision) RETURNING id
                     """, logger: logger)
         }
     }
@@ -128,12 +131,12 @@ extension PostgresOrderStore: WebhookOutbox {
         var endpoints: [WebhookEndpoint] = []
         for try await row in rows {
             let value = try row.decode((Int64, String, String, String, String, Bool, String?, Int64, Int64, Double, String?,
-                                        Double?, Double?, Double, String?, Double?).self)
+                                        Double?, Double?, Double, String?, Double?, Int64).self)
             endpoints.append(WebhookEndpoint(
                 id: value.0, url: value.1, secret: value.2, events: WebhookEndpoint.split(value.3),
                 storeIDs: WebhookEndpoint.split(value.4), enabled: value.5, disabledReason: value.6, cursor: value.7,
                 attempts: Int(clamping: value.8), nextAttemptAt: value.9, lastError: value.10, lastErrorAt: value.11,
-                lastSuccessAt: value.12, createdAt: value.13, previousSecret: value.14, rotatedAt: value.15))
+                lastSuccessAt: value.12, createdAt: value.13, previousSecret: value.14, rotatedAt: value.15, revision: value.16))
         }
         return endpoints
     }

@@ -33,12 +33,17 @@ public struct WebhookEndpoint: Sendable, Hashable {
     public var previousSecret: String?
     /// When the secret was last rotated, Unix seconds.
     public var rotatedAt: Double?
+    /// Counts the moves of the cursor made from outside the deliverer (a replay, an enable), so the
+    /// deliverer's next store tells one apart from no move even when it put the cursor exactly where
+    /// the deliverer last left it.
+    public var revision: Int64
 
     /// Creates an endpoint record.
     public init(
         id: Int64, url: String, secret: String, events: Set<String>, storeIDs: Set<String>, enabled: Bool,
         disabledReason: String?, cursor: Int64, attempts: Int, nextAttemptAt: Double, lastError: String?,
-        lastErrorAt: Double?, lastSuccessAt: Double?, createdAt: Double, previousSecret: String? = nil, rotatedAt: Double? = nil
+        lastErrorAt: Double?, lastSuccessAt: Double?, createdAt: Double, previousSecret: String? = nil, rotatedAt: Double? = nil,
+        revision: Int64 = 0
     ) {
         self.id = id
         self.url = url
@@ -56,6 +61,7 @@ public struct WebhookEndpoint: Sendable, Hashable {
         self.createdAt = createdAt
         self.previousSecret = previousSecret
         self.rotatedAt = rotatedAt
+        self.revision = revision
     }
 
     /// The secrets that sign a request at `now`: the current one, and the previous one for 24 hours
@@ -101,17 +107,21 @@ public protocol WebhookOutbox: Sendable {
     func addWebhookEndpoint(_ endpoint: NewWebhookEndpoint) async throws -> WebhookEndpoint
     /// Removes an endpoint; false when there is none with `id`.
     func removeWebhookEndpoint(id: Int64) async throws -> Bool
-    /// Enables (attempts reset, due at once) or disables (with `reason`) an endpoint; false when unknown.
+    /// Enables (attempts reset, due at once, the revision moved on) or disables (with `reason`) an
+    /// endpoint; false when unknown.
     func setWebhookEndpoint(id: Int64, enabled: Bool, reason: String?) async throws -> Bool
     /// Replaces an endpoint's secret; the old one keeps signing beside it for 24 hours. False when unknown.
     func rotateWebhookSecret(id: Int64, to secret: String) async throws -> Bool
-    /// Moves an endpoint's cursor to `seq` (a replay: the changes after it are sent again); false when unknown.
+    /// Moves an endpoint's cursor to `seq` (a replay: the changes after it are sent again) and its
+    /// revision on; false when unknown.
     func rewindWebhookEndpoint(id: Int64, to seq: Int64) async throws -> Bool
     /// Records that the changes through `seq` were handled (`success`: the last one answered 2xx at `at`),
-    /// moving the cursor only if it is still at `stored`, where the deliverer last left it. False when it
-    /// is not (a replay or `enable` moved it meanwhile, or the endpoint is gone): nothing is written then,
-    /// and the deliverer starts again from the cursor the store holds.
-    func recordWebhookProgress(id: Int64, from stored: Int64, through seq: Int64, success: Bool, at: Double) async throws -> Bool
+    /// moving the cursor only if it is still at `stored` and the revision still `revision`, where and as
+    /// the deliverer last left them. False when not (a replay or `enable` moved them meanwhile, or the
+    /// endpoint is gone): nothing is written then, and the deliverer starts again from the store's cursor.
+    func recordWebhookProgress(
+        id: Int64, from stored: Int64, revision: Int64, through seq: Int64, success: Bool, at: Double
+    ) async throws -> Bool
     /// The last change applied before `at` (Unix seconds), for `webhooks replay --since TIME`; nil when none is kept.
     func lastChange(before at: Double) async throws -> Int64?
     /// Records a failed attempt: kept for `retryAt`, or disabled with `disable` as the reason.

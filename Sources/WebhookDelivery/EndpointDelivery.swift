@@ -13,10 +13,9 @@ import WebhookSigning
 /// every 100 ms while it is busy, when it runs out of changes, before it records a failure and when it
 /// stops; never ahead of the 2xx answers. A kill between two stores sends those changes again under
 /// the same `webhook-id`s (at least once, never lost). Each store is a compare-and-set from the cursor
-/// it last stored, so a replay or an `enable` that moved the cursor meanwhile is never overwritten: the
-/// store refuses, and the loop starts again from the cursor the store holds. (A replay that moves the
-/// cursor to exactly where the loop last stored it cannot be told apart from no replay; the changes
-/// handled in the 100 ms before it are then not sent again.)
+/// and revision it last stored, so a replay or an `enable` that moved the cursor meanwhile is never
+/// overwritten: the store refuses, and the loop starts again from the cursor the store holds. Both
+/// move the revision on, so even a replay to exactly where the loop last stored its cursor is seen.
 struct EndpointDelivery: Sendable {
     let id: Int64
     let deliverer: WebhookDeliverer
@@ -27,6 +26,8 @@ struct EndpointDelivery: Sendable {
     struct DeliveryCursor {
         var handled: Int64
         var stored: Int64
+        /// The endpoint's revision when the loop took its cursor: a replay or an enable moves it on.
+        var revision: Int64
         var storedAt: Double
         /// When the last 2xx since the last store came, if one did.
         var succeeded: Double?
@@ -76,10 +77,10 @@ struct EndpointDelivery: Sendable {
         let store = deliverer.store
         guard let endpoint = try await store.webhookEndpoints().first(where: { $0.id == id }), endpoint.enabled else { return nil }
         let now = deliverer.now()
-        if cursor?.stored != endpoint.cursor {
+        if cursor?.stored != endpoint.cursor || cursor?.revision != endpoint.revision {
             // The first turn, or the cursor was moved by someone else (a replay, an enable, another agent):
             // what was handled since the last store is dropped and sent again from there.
-            cursor = DeliveryCursor(handled: endpoint.cursor, stored: endpoint.cursor, storedAt: now)
+            cursor = DeliveryCursor(handled: endpoint.cursor, stored: endpoint.cursor, revision: endpoint.revision, storedAt: now)
         }
         if endpoint.nextAttemptAt > now {
             return Checked.duration(seconds: endpoint.nextAttemptAt - now, maximum: .seconds(1))
@@ -92,7 +93,8 @@ struct EndpointDelivery: Sendable {
             deliverer.logger.warning("a webhook endpoint's place in the change log is gone; it continues from the newest change",
                                      metadata: ["webhook.endpoint": "\(id)", "webhook.reason": "\(reason)"])
             let head = try await store.changeHead()
-            _ = try await store.recordWebhookProgress(id: id, from: endpoint.cursor, through: head, success: false, at: now)
+            _ = try await store.recordWebhookProgress(
+                id: id, from: endpoint.cursor, revision: endpoint.revision, through: head, success: false, at: now)
             cursor = nil
             return .zero
         case .changes(let changes):
@@ -119,7 +121,8 @@ struct EndpointDelivery: Sendable {
         let now = deliverer.now()
         guard current.handled != current.stored, force || now - current.storedAt >= 0.1 else { return true }
         let moved = try await deliverer.store.recordWebhookProgress(
-            id: id, from: current.stored, through: current.handled, success: current.succeeded != nil, at: current.succeeded ?? now)
+            id: id, from: current.stored, revision: current.revision, through: current.handled, success: current.succeeded != nil,
+            at: current.succeeded ?? now)
         guard moved else {
             cursor = nil
             return false

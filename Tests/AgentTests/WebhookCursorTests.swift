@@ -60,6 +60,44 @@ import WebhookDelivery
         }
     }
 
+    /// A replay to exactly the cursor the deliverer last stored: only the revision tells it from no
+    /// replay, and every change after that cursor is sent again.
+    @Test func aReplayToTheCursorTheDelivererLastStoredIsSeenToo() async throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        try await WebhookReceiver.withRunning(secret: WebhookDeliveryTests.secret) { receiver, url in
+            let endpoint = try store.addWebhookEndpoint(NewWebhookEndpoint(url: url, secret: WebhookDeliveryTests.secret))
+            let start = endpoint.cursor
+            for index in 1...5 {
+                try store.applyUpsert(OrderRecord(
+                    id: "\(index)", status: "created", storeID: nil, courierID: nil, version: 1, updatedAt: nil,
+                    body: #"{"id":\#(index),"status":"created","version":1}"#, appliedAt: 0), completing: nil)
+            }
+            receiver.hang(after: 2)
+            let loop = try CurlLoop(logger: quietLogger)
+            let wall = Locked(Date().timeIntervalSince1970)
+            let deliverer = WebhookDeliverer(
+                store: store, loop: loop, settings: WebhookSettings(timeout: .seconds(30)), changed: WakeSignal(),
+                now: { wall.withLock { $0 } }, processorCounters: { nil }, logger: quietLogger)
+            let running = Task { await deliverer.run() }
+
+            #expect(await receiver.until { _ in receiver.waiting == 1 && receiver.received.count == 2 })
+            #expect(try store.webhookEndpoints().first?.cursor == start)
+            // `webhooks replay --since` the cursor as it is stored: the same number, a new revision.
+            #expect(try store.rewindWebhookEndpoint(id: endpoint.id, to: start))
+            wall.withLock { $0 += 1 }
+            receiver.hang(false)
+
+            let expected = Array((start + 1)...(start + 5)) + Array((start + 1)...(start + 5))
+            #expect(await receiver.until { WebhookDeliveryTests.seqs($0).count >= expected.count })
+            #expect(WebhookDeliveryTests.seqs(receiver.received) == expected)
+            #expect(await eventually { try store.webhookEndpoints().first?.cursor == start + 5 })
+            running.cancel()
+            await running.value
+            await loop.shutdown()
+        }
+    }
+
     /// Polls `condition` for up to 10 s.
     private func eventually(_ condition: () throws -> Bool) async -> Bool {
         let clock = ContinuousClock()

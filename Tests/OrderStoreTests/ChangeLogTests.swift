@@ -104,4 +104,18 @@ import Testing
             #expect(try store.orders(status: "delivered").map(\.id) == ["1", "3", "5"])
         }
     }
+
+    @Test func theWebhookRevisionMigrationKeepsEveryEndpointAtRevisionZero() throws {
+        try withStore(migratedFrom: "v7-order-indexes", filled: { db in
+            try db.execute(sql: """
+                INSERT INTO webhook_endpoint (url, secret, events, store_ids, cursor, created_at)
+                VALUES ('http://127.0.0.1:9/hook', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', '', '', 7, 1)
+                """)
+        }) { store, _ in
+            let endpoint = try #require(try store.webhookEndpoints().first)
+            #expect(endpoint.cursor == 7 && endpoint.revision == 0)
+            #expect(try store.rewindWebhookEndpoint(id: endpoint.id, to: 7))
+            #expect(try store.webhookEndpoints().first?.revision == 1)
+        }
+    }
 }

@@ -44,12 +44,22 @@ import Testing
 
             // Progress is a compare-and-set from where the deliverer left the cursor: from anywhere else
             // (a replay moved it meanwhile) nothing is written.
-            #expect(try await store.recordWebhookProgress(id: added.id, from: head + 1, through: head + 3, success: true, at: 1_110) == false)
+            #expect(added.revision == 0)
+            #expect(try await store.recordWebhookProgress(
+                id: added.id, from: head + 1, revision: 0, through: head + 3, success: true, at: 1_110) == false)
             #expect(try await store.webhookEndpoints().first?.cursor == head)
-            #expect(try await store.recordWebhookProgress(id: added.id, from: head, through: head + 3, success: true, at: 1_110))
+            // A replay to exactly where the deliverer left the cursor still moves the revision on, so the
+            // deliverer's store from the old revision is refused as well.
+            #expect(try await store.rewindWebhookEndpoint(id: added.id, to: head))
+            #expect(try await store.webhookEndpoints().first?.revision == 1)
+            #expect(try await store.recordWebhookProgress(
+                id: added.id, from: head, revision: 0, through: head + 3, success: true, at: 1_110) == false)
+            #expect(try await store.webhookEndpoints().first?.cursor == head)
+            #expect(try await store.recordWebhookProgress(id: added.id, from: head, revision: 1, through: head + 3, success: true, at: 1_110))
             endpoint = try #require(try await store.webhookEndpoints().first)
             #expect(endpoint.cursor == head + 3 && endpoint.attempts == 0 && endpoint.nextAttemptAt == 0 && endpoint.lastSuccessAt == 1_110)
-            #expect(try await store.recordWebhookProgress(id: 999_999, from: head, through: head + 3, success: false, at: 1_110) == false)
+            #expect(try await store.recordWebhookProgress(
+                id: 999_999, from: head, revision: 1, through: head + 3, success: false, at: 1_110) == false)
 
             try await store.recordWebhookFailure(id: added.id, error: "410", attempts: 1, retryAt: 1_120, disable: "the endpoint answered 410 Gone",
                                                  at: 1_120)
@@ -60,6 +70,7 @@ import Testing
             #expect(try await store.setWebhookEndpoint(id: added.id, enabled: true, reason: nil))
             endpoint = try #require(try await store.webhookEndpoints().first)
             #expect(endpoint.enabled && endpoint.disabledReason == nil && endpoint.attempts == 0 && endpoint.cursor == head + 3)
+            #expect(endpoint.revision == 2, "an enable moves the revision on")
             #expect(try await store.rewindWebhookEndpoint(id: added.id, to: head))
             #expect(try await store.webhookEndpoints().first?.cursor == head)
             #expect(try await store.setWebhookEndpoint(id: 999_999, enabled: false, reason: "x") == false)
