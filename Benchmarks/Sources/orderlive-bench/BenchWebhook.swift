@@ -17,9 +17,11 @@ import Glibc
 var benchWebhookEnabled: Bool { ProcessInfo.processInfo.environment["BENCH_WEBHOOK"] == "1" }
 
 /// The ingest benchmark's agent rows without and with an endpoint: `BENCH_WEBHOOK=both` runs each row
-/// both ways, one after the other in the same round, so the two are compared on the same machine state.
-var benchWebhookVariants: [Bool] {
-    ProcessInfo.processInfo.environment["BENCH_WEBHOOK"] == "both" ? [false, true] : [benchWebhookEnabled]
+/// both ways, one after the other in the same round, so the two are compared on the same machine state;
+/// without first in odd rounds and with first in even ones, so neither always runs second.
+func benchWebhookVariants(round: Int) -> [Bool] {
+    guard ProcessInfo.processInfo.environment["BENCH_WEBHOOK"] == "both" else { return [benchWebhookEnabled] }
+    return round % 2 == 1 ? [false, true] : [true, false]
 }
 
 /// `orderlive-bench webhook-receiver`: answers 200 to every POST until killed, from a bare NIO handler

@@ -190,7 +190,7 @@ func ingestBenchmark() async throws {
             line("bare NIO handler, 200 without work (no request task)", nio, stored: "—")
         }
         let agentCases = [StoreDurability.normal, .full].filter { cases.contains($0.rawValue) }.flatMap { durability in
-            benchWebhookVariants.map { (durability, $0) }
+            benchWebhookVariants(round: round).map { (durability, $0) }
         }
         for (durability, withEndpoint) in agentCases {
             let (result, stored) = try await withAgent(durability: durability, webhook: withEndpoint) { port in
