@@ -28,7 +28,8 @@ public enum AgentBuilder {
         services += syncServices(parts)
         services.append(StoreHealthProbe(store: parts.store, changed: parts.healthWake, logger: logger))
         services.append(StoreObservationService(observation: parts.observation))
-        services.append(StartupMemoryReleaseService(state: parts.state, store: parts.store, fullSyncs: parts.fullSyncs, logger: logger))
+        services.append(StartupMemoryReleaseService(
+            state: parts.state, observation: parts.observation, fullSyncs: parts.fullSyncs, logger: logger))
         let pushServer = listeners.push.map { makePushServer($0, parts) }
         if let pushServer { services.append(pushServer) }
         let apiServer = listeners.api.map { makeOrdersAPI($0, maximumSubscribers: listeners.maximumSubscribers, parts) }

@@ -79,12 +79,15 @@ package enum StartupMemoryRelease {
 }
 
 /// Releases start-up memory (``StartupMemoryRelease``) once the agent has settled — its stream open
-/// and its journal empty, looked at every 2 s — and again after each full sync that completed
-/// (`fullSyncs`, signalled by the executor), the other heavy phase. Code released and needed again
-/// comes back from the page cache at its first use: a few hundred minor page faults, once.
+/// and its journal empty as the store observation last saw it, looked at every 2 s — and again after
+/// each full sync that completed (`fullSyncs`, signalled by the executor), the other heavy phase. It
+/// never reads the store itself (the observation reads it every second anyway), so an agent that
+/// never settles (a PostgreSQL follower, an agent whose backend is down) costs nothing but the look.
+/// Code released and needed again comes back from the page cache at its first use: a few hundred
+/// minor page faults, once.
 struct StartupMemoryReleaseService: Service {
     let state: AgentState
-    let store: any OrderStoreEngine
+    let observation: StoreObservation
     let fullSyncs: WakeSignal
     let logger: Logger
 
@@ -92,7 +95,7 @@ struct StartupMemoryReleaseService: Service {
         await cancelWhenGracefulShutdown {
             let clock = ContinuousClock()
             while !Task.isCancelled {
-                if state.snapshot.stream == .open, (try? await store.counts().journalDepth) == 0 { break }
+                if state.snapshot.stream == .open, observation.lastSeen.status?.counts.journalDepth == 0 { break }
                 await fullSyncs.wait(until: clock.now.advanced(by: .seconds(2)), clock: clock)
             }
             while !Task.isCancelled {

@@ -93,6 +93,9 @@ public final class StoreObservation: Sendable {
         return state.withLock { $0.seen }
     }
 
+    /// What was last seen, without asking for a read: for a watcher content with the periodic ones.
+    public var lastSeen: Seen { state.withLock { $0.seen } }
+
     /// Whether the store answered recently and its last read succeeded; else why not.
     public func problem(in seen: Seen) -> String? {
         let time = now()
