@@ -17,11 +17,7 @@ import WebhookDelivery
         try await WebhookReceiver.withRunning(secret: WebhookDeliveryTests.secret) { receiver, url in
             let endpoint = try store.addWebhookEndpoint(NewWebhookEndpoint(url: url, secret: WebhookDeliveryTests.secret))
             let start = endpoint.cursor
-            func upsert(_ index: Int) throws {
-                try store.applyUpsert(OrderRecord(
-                    id: "\(index)", status: "created", storeID: nil, courierID: nil, version: 1, updatedAt: nil,
-                    body: #"{"id":\#(index),"status":"created","version":1}"#, appliedAt: 0), completing: nil)
-            }
+            func upsert(_ index: Int) throws { try store.applyUpsert(try order(index, status: "created", version: 1), completing: nil) }
             try upsert(1)
             // A machine that never idles: each look finds 100 more ticks, none of them idle.
             let ticks = Locked<UInt64>(0)
