@@ -44,6 +44,12 @@ struct DirectStatement {
         }
     }
 
+    /// How many rows the connection's last completed `INSERT`, `UPDATE` or `DELETE` changed (SQLite's
+    /// `sqlite3_changes`; GRDB's `changesCount` checks the queue first, a measurable cost per order).
+    static func changesCount(of db: Database) -> Int {
+        Int(sqlite3_changes(db.sqliteConnection))
+    }
+
     /// The first column of the first row of a query without parameters (`COUNT(*)`, `MAX(seq)`) as
     /// an integer; nil when there is no row or the value is NULL.
     func integer() throws -> Int64? {
@@ -59,6 +65,19 @@ struct DirectStatement {
         if code == SQLITE_DONE { return nil }
         guard code == SQLITE_ROW else { throw failure(code) }
         return try read(Columns(handle: statement.sqliteStatement, statement: statement))
+    }
+
+    /// Binds the parameters with `bind` and reads every row with `read`, in order.
+    func forEach(_ bind: (inout Bindings) throws -> Void, read: (Columns) throws -> Void) throws {
+        var bindings = try prepare(bind)
+        defer { finish(&bindings) }
+        let columns = Columns(handle: statement.sqliteStatement, statement: statement)
+        while true {
+            let code = sqlite3_step(statement.sqliteStatement)
+            if code == SQLITE_DONE { return }
+            guard code == SQLITE_ROW else { throw failure(code) }
+            try read(columns)
+        }
     }
 
     private func prepare(_ bind: (inout Bindings) throws -> Void) throws -> Bindings {
@@ -255,11 +274,15 @@ struct Columns {
 final class TransactionStatements: @unchecked Sendable {
     /// The statements, with their SQL; the raw value is the statement's slot.
     enum Key: Int, CaseIterable {
-        case upsert, changeInsert, orderRow, tombstoneRow
+        case upsert, insertNew, insertNewBatch, materialize, changeInsert, changeInsertBatch, orderRow, tombstoneRow
 
         var sql: String {
             switch self {
             case .upsert: OrderStore.upsertSQL
+            case .insertNew: OrderStore.insertNewSQL
+            case .insertNewBatch: OrderStore.insertNewBatchSQL
+            case .changeInsertBatch: OrderStore.changeInsertBatchSQL
+            case .materialize: OrderStore.materializeSQL
             case .changeInsert: ChangeAppender.insertSQL
             case .orderRow: PageLookup.orderRowSQL
             case .tombstoneRow: PageLookup.tombstoneRowSQL

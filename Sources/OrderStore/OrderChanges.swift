@@ -2,8 +2,15 @@ import GRDB
 import StoreModel
 
 extension OrderChange {
-    static let columns = "seq, order_id, kind, version, body, at, status, store_id, courier_id, "
-        + "before_status, before_store_id, before_courier_id"
+    /// The columns ``init(row:)`` reads, from `order_change`. An upsert's change written by a full
+    /// sync's page has no body of its own while the order's row still holds it (`body_change`):
+    /// it is read from there.
+    static let columns = """
+        seq, order_id, kind, version,
+        CASE WHEN body IS NULL AND kind = 'upserted' THEN (SELECT o.body FROM "order" o
+            WHERE o.id = order_change.order_id AND o.body_change = order_change.seq) ELSE body END,
+        at, status, store_id, courier_id, before_status, before_store_id, before_courier_id
+        """
 
     /// Decodes a row of ``columns``; a hand-edited row is an error, never a trap.
     init(row: Row) throws {
@@ -39,20 +46,32 @@ struct ChangeAppender {
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
 
-    /// Appends a change with the next `seq`.
+    /// Records that `count` changes were inserted from `first` on, which must be ``nextSeq(in:)``.
+    mutating func appended(_ count: Int, from first: Int64) throws {
+        guard count > 0 else { return }
+        let (end, overflow) = first.addingReportingOverflow(Int64(count))
+        guard next == first, !overflow else { throw OrderParseError("the change log's numbering went wrong at seq \(first)") }
+        last = end - 1
+        next = end
+    }
+
+    /// The `seq` the next ``append`` gives its change.
+    mutating func nextSeq(in db: Database) throws -> Int64 {
+        if let next { return next }
+        // The head is read back from the database: numbered without overflow.
+        let (following, overflow) = try OrderStore.changeHead(in: db).addingReportingOverflow(1)
+        guard !overflow else { throw OrderParseError("the change log's sequence is exhausted") }
+        next = following
+        return following
+    }
+
+    /// Appends a change with the next `seq`. A nil `body` for an upsert means the order's row holds it
+    /// (its `body_change` is this seq; see ``OrderStore/materialize(_:of:in:statements:)``).
     mutating func append(
         _ kind: OrderChange.Kind, orderID: String, version: Int64?, body: String?, at now: Double,
         after: OrderChange.Fields?, before: OrderChange.Fields?, in db: Database
     ) throws {
-        let seq: Int64
-        if let next {
-            seq = next
-        } else {
-            // The head is read back from the database: numbered without overflow.
-            let (following, overflow) = try OrderStore.changeHead(in: db).addingReportingOverflow(1)
-            guard !overflow else { throw OrderParseError("the change log's sequence is exhausted") }
-            seq = following
-        }
+        let seq = try nextSeq(in: db)
         try DirectStatement(.changeInsert, of: statements, in: db).execute { values in
             try values.bind(seq)
             try values.bind(orderID)

@@ -147,6 +147,12 @@ extension OrderStore {
             // cursor (a compare-and-set) sees the move even when it left the cursor where it was.
             try db.execute(sql: "ALTER TABLE webhook_endpoint ADD COLUMN revision INTEGER NOT NULL DEFAULT 0")
         }
+        migrator.registerMigration("v9-order-body-change") { db in
+            // Issue 39: a full sync's change of an order new to the store does not copy the body; the
+            // order's row stands in for it (`body_change` is the change's seq) until the row next
+            // changes or goes, when the body is copied into the change first.
+            try db.execute(sql: #"ALTER TABLE "order" ADD COLUMN body_change INTEGER"#)
+        }
         return migrator
     }
 }

@@ -20,7 +20,7 @@ public struct StoreFileCheck: Sendable, Hashable {
 extension OrderStoreFile {
     /// Checks the store file at `path`: SQLite's `integrity_check`, then the store's own invariants —
     /// a schema this build knows, every journal job's kind known, the change log's seqs without gaps,
-    /// every order's version at least 1 — and notes a missing stream cursor. Never throws and never
+    /// every order's version at least 1, every change's body readable — and notes a missing stream cursor. Never throws and never
     /// writes: a file that cannot be opened or read is a problem it reports.
     public static func check(_ path: String) -> StoreFileCheck {
         var check = StoreFileCheck()
@@ -89,6 +89,15 @@ extension OrderStoreFile {
             if span.overflow || span.partialValue != count - 1 {
                 check.problems.append("the change log has gaps: \(count) changes between seq \(low) and \(high)")
             }
+        }
+        if check.migrations.contains("v9-order-body-change") {
+            // A full sync's change of a new order refers to the order's row for its body until the row
+            // changes; a change that refers to a row no longer holding it has lost its body.
+            let lost = try Int.fetchOne(db, sql: """
+                SELECT COUNT(*) FROM order_change c WHERE c.kind = 'upserted' AND c.body IS NULL
+                AND NOT EXISTS (SELECT 1 FROM "order" o WHERE o.id = c.order_id AND o.body_change = c.seq)
+                """) ?? 0
+            if lost > 0 { check.problems.append("\(lost) change(s) in the change log have lost their order's body") }
         }
         let unversioned = try Int.fetchOne(db, sql: #"SELECT COUNT(*) FROM "order" WHERE version IS NOT NULL AND version < 1"#) ?? 0
         if unversioned > 0 { check.problems.append("\(unversioned) order(s) have a version below 1") }

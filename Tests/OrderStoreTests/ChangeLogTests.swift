@@ -105,6 +105,23 @@ import Testing
         }
     }
 
+    @Test func theBodyChangeMigrationKeepsEveryChangesOwnBodyAndPagesReferToRowsAfterIt() throws {
+        try withStore(migratedFrom: "v8-webhook-revision", filled: { db in
+            try db.execute(sql: #"INSERT INTO "order" (id, status, version, body, applied_at) VALUES ('7', 'created', 1, '{"id":7}', 1)"#)
+            try db.execute(sql: """
+                INSERT INTO order_change (seq, order_id, kind, version, body, at, status)
+                VALUES ((SELECT floor FROM change_log) + 1, '7', 'upserted', 1, '{"id":7}', 1, 'created')
+                """)
+        }) { store, path in
+            try store.applyUpsert(try order(7, status: "assigned", version: 2))
+            try store.applyPage([try order(8, version: 1)])
+            let changes = try store.appendedChanges(after: 0, limit: 10)
+            #expect(changes.map(\.orderID) == ["7", "7", "8"])
+            #expect(changes.map(\.body) == [#"{"id":7}"#, try order(7, status: "assigned", version: 2).body, try order(8, version: 1).body])
+            #expect(OrderStoreFile.check(path).isSound)
+        }
+    }
+
     @Test func theWebhookRevisionMigrationKeepsEveryEndpointAtRevisionZero() throws {
         try withStore(migratedFrom: "v7-order-indexes", filled: { db in
             try db.execute(sql: """
