@@ -28,6 +28,9 @@ public protocol OrderSource: Sendable {
     func fetchOrder(id: String) async throws(SyncError) -> OrderRecord?
     /// One page of `GET orders?limit=&cursor=`: the orders and the next cursor (nil at the end).
     func fetchPage(cursor: String?, limit: Int) async throws(SyncError) -> (orders: [OrderRecord], next: String?)
+    /// The same page with its orders still to decode, so that the next page can be fetched while
+    /// this one is decoded (a default in an extension decodes at once).
+    func fetchPageForLater(cursor: String?, limit: Int) async throws(SyncError) -> FetchedPage
 }
 
 /// ``OrderSource`` over the curl loop, authenticated by the session: a 401 tells the session that
@@ -80,13 +83,31 @@ public struct OrdersClient: OrderSource {
     }
 
     public func fetchPage(cursor: String?, limit: Int) async throws(SyncError) -> (orders: [OrderRecord], next: String?) {
+        try Self.decodePage(try await pageBody(cursor: cursor, limit: limit), appliedAt: now())
+    }
+
+    /// The page's body with only its `next_cursor` read (``pageCursor(_:)``): the rest is decoded
+    /// by ``FetchedPage/orders()``, while the next page is on its way.
+    public func fetchPageForLater(cursor: String?, limit: Int) async throws(SyncError) -> FetchedPage {
+        let body = try await pageBody(cursor: cursor, limit: limit)
+        let next = try Self.pageCursor(body)
+        let appliedAt = now()
+        return FetchedPage(next: next) { () throws(SyncError) in
+            let page = try Self.decodePage(body, appliedAt: appliedAt)
+            // The same bytes read twice cannot give two cursors; were they to, the page is refused.
+            guard page.next == next else { throw SyncError("GET orders: the page's next_cursor was read two ways") }
+            return page.orders
+        }
+    }
+
+    private func pageBody(cursor: String?, limit: Int) async throws(SyncError) -> [UInt8] {
         var path = ordersPath + "?limit=\(limit)"
         if let cursor {
             path += "&cursor=" + (cursor.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? cursor)
         }
         let response = try await get(path)
         guard response.status == 200 else { throw SyncError("GET orders answered HTTP \(response.status)") }
-        return try Self.decodePage(response.body, appliedAt: now())
+        return response.body
     }
 
     /// Decodes a page body: a bare array, or `{"orders": [...], "next_cursor": ...}`; each order is
@@ -94,7 +115,7 @@ public struct OrdersClient: OrderSource {
     public static func decodePage(
         _ body: [UInt8], appliedAt: Double
     ) throws(SyncError) -> (orders: [OrderRecord], next: String?) {
-        let shapeError = SyncError("GET orders: the body is neither an array nor {\"orders\": [...]}")
+        let shapeError = pageShapeError
         var entries: [(members: [JSONValue?]?, text: String)]?
         var next: String?
         let read: Bool = body.withUnsafeBufferPointer { buffer in
@@ -144,6 +165,9 @@ public struct OrdersClient: OrderSource {
         }
         return (records, next)
     }
+
+    /// What a page body that is neither shape is told.
+    static let pageShapeError = SyncError("GET orders: the body is neither an array nor {\"orders\": [...]}")
 
     private func get(_ path: String) async throws(SyncError) -> HTTPResponse {
         var retried = false

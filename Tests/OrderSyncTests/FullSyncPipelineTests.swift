@@ -68,30 +68,81 @@ import Testing
         func deadLetter(job: JobRecord, reason: String) async throws { try store.deadLetter(job: job, reason: reason) }
     }
 
+    /// The real source, whose first page's decoding waits until the second page has been asked for
+    /// (or 20 s have passed): the pages come one cursor after another, so a decode in the way of the
+    /// next request made each page wait for the one before it to be decoded.
+    final class DecodeHoldingSource: OrderSource {
+        let client: OrdersClient
+        let laterFetchStarted = DispatchSemaphore(value: 0)
+        /// Whether the first page's decoding saw the second page's fetch start; nil before it ran.
+        let overlapped = Locked<Bool?>(nil)
+
+        init(_ client: OrdersClient) {
+            self.client = client
+        }
+
+        func fetchOrder(id: String) async throws(SyncError) -> OrderRecord? { try await client.fetchOrder(id: id) }
+
+        func fetchPage(cursor: String?, limit: Int) async throws(SyncError) -> (orders: [OrderRecord], next: String?) {
+            try await client.fetchPage(cursor: cursor, limit: limit)
+        }
+
+        func fetchPageForLater(cursor: String?, limit: Int) async throws(SyncError) -> FetchedPage {
+            if cursor != nil { laterFetchStarted.signal() }
+            let page = try await client.fetchPageForLater(cursor: cursor, limit: limit)
+            guard cursor == nil else { return page }
+            let overlapped = self.overlapped
+            let started = laterFetchStarted
+            return FetchedPage(next: page.next) { () throws(SyncError) in
+                if overlapped.withLock({ $0 }) == nil {
+                    let seen = started.wait(timeout: .now() + .seconds(20)) == .success
+                    overlapped.withLock { $0 = seen }
+                }
+                return try page.orders()
+            }
+        }
+    }
+
+    /// Runs one full sync of `store` from `source` through ``ExecutorService``, as the agent runs it.
+    private func fullSync(_ harness: SyncHarness, store: any JobApplier, source: any OrderSource) async throws {
+        let (outcomes, outcome) = AsyncStream.makeStream(of: SyncExecutor.Outcome.self)
+        let executor = SyncExecutor(
+            store: store, source: source, configuration: .init(pageSize: 2),
+            observe: { kind, result in if kind == .fullSync { outcome.yield(result) } }, logger: quietLogger)
+        try harness.store.journal([NewJob(kind: .fullSync, source: "test")])
+        let wake = WakeSignal()
+        let group = ServiceGroup(configuration: .init(
+            services: [.init(service: ExecutorService(executor: executor, wake: wake))], logger: quietLogger))
+        try await withThrowingTaskGroup { tasks in
+            tasks.addTask { try await group.run() }
+            var finished = outcomes.makeAsyncIterator()
+            #expect(await finished.next() == .completed)
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+    }
+
     @Test func theNextPageIsFetchedWhileTheExecutorsThreadAppliesThisOne() async throws {
         try await SyncHarness.run(pageSize: 2) { harness in
             for _ in 0..<5 { harness.sandbox.orders.create(announce: .silent) }
             let base = await harness.sandbox.baseURL
             let source = AnnouncingSource(OrdersClient(loop: harness.loop, session: harness.session, baseURL: base))
             let store = HoldingStore(harness.store, source: source)
-            let (outcomes, outcome) = AsyncStream.makeStream(of: SyncExecutor.Outcome.self)
-            let executor = SyncExecutor(
-                store: store, source: source, configuration: .init(pageSize: 2),
-                observe: { kind, result in if kind == .fullSync { outcome.yield(result) } }, logger: quietLogger)
-            try harness.store.journal([NewJob(kind: .fullSync, source: "test")])
-
-            let wake = WakeSignal()
-            let group = ServiceGroup(configuration: .init(
-                services: [.init(service: ExecutorService(executor: executor, wake: wake))], logger: quietLogger))
-            try await withThrowingTaskGroup { tasks in
-                tasks.addTask { try await group.run() }
-                var finished = outcomes.makeAsyncIterator()
-                #expect(await finished.next() == .completed)
-                await group.triggerGracefulShutdown()
-                try await tasks.waitForAll()
-            }
+            try await fullSync(harness, store: store, source: source)
             #expect(store.overlapped.withLock { $0 } == true,
                     "the second page's fetch did not start while the first page's apply held the executor's thread")
+            #expect(try harness.local() == harness.upstream())
+        }
+    }
+
+    @Test func theNextPageIsAskedForBeforeThisOneIsDecoded() async throws {
+        try await SyncHarness.run(pageSize: 2) { harness in
+            for _ in 0..<5 { harness.sandbox.orders.create(announce: .silent) }
+            let base = await harness.sandbox.baseURL
+            let source = DecodeHoldingSource(OrdersClient(loop: harness.loop, session: harness.session, baseURL: base))
+            try await fullSync(harness, store: harness.store, source: source)
+            #expect(source.overlapped.withLock { $0 } == true,
+                    "the second page was not asked for while the first page was being decoded")
             #expect(try harness.local() == harness.upstream())
         }
     }

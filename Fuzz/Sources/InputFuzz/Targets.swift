@@ -125,6 +125,8 @@ enum Targets {
             for order in page.orders where order.id.isEmpty || order.status.isEmpty {
                 violated("a page order without id or status")
             }
+            // The full sync asks for the next page with the cursor read before the page is decoded.
+            if (try? OrdersClient.pageCursor(bytes)) != .some(page.next) { violated("pageCursor and decodePage disagree") }
         }
     }
 
