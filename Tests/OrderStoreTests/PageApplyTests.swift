@@ -3,6 +3,7 @@ import GRDB
 @testable import OrderStore
 import StoreModel
 import TestHarnesses
+import TestKit
 import Testing
 
 /// A full sync's page (issue 39): new orders inserted fifty to a statement, their changes referring
@@ -68,19 +69,19 @@ import Testing
     /// at all (where whole batches are inserted). The page must leave the store as one-by-one
     /// upserts do, and each order's changes must be the same, in the same order, with no gap.
     @Test(arguments: 0..<12) func aPageDoesWhatTheSameUpsertsOneByOneDo(seed: UInt64) throws {
-        var random = SplitMix(seed: seed)
+        var random = SplitMix(state: seed)
         let withTombstones = seed % 2 == 1
         let paged = try TemporaryStore()
         let single = try TemporaryStore()
         for store in [paged.store, single.store] {
-            var prepare = SplitMix(seed: seed &+ 1_000)
-            for id in 1...40 where prepare.next(below: 3) == 0 {
-                try store.applyUpsert(try order(id, version: Int(1 + prepare.next(below: 4))))
+            var prepare = SplitMix(state: seed &+ 1_000)
+            for id in 1...40 where prepare.next(upperBound: UInt64(3)) == 0 {
+                try store.applyUpsert(try order(id, version: Int(1 + prepare.next(upperBound: UInt64(4)))))
             }
             if withTombstones {
-                for id in 41...60 where prepare.next(below: 3) == 0 {
+                for id in 41...60 where prepare.next(upperBound: UInt64(3)) == 0 {
                     try store.applyUpsert(try order(id, version: 1))
-                    try store.applyDelete(orderID: "\(id)", version: Int64(1 + prepare.next(below: 3)))
+                    try store.applyDelete(orderID: "\(id)", version: Int64(1 + prepare.next(upperBound: UInt64(3))))
                 }
             }
         }
@@ -88,10 +89,10 @@ import Testing
         let singleStart = try single.store.changeHead()
         // The first 50 are new (a batch that goes in whole, unless the store has tombstones), then a mix.
         var page = try (100..<150).map { try order($0, status: "created", version: 1) }
-        for _ in 0..<(60 + Int(random.next(below: 60))) {
-            let id = Int(random.next(below: 180))
+        for _ in 0..<(60 + Int(random.next(upperBound: UInt64(60)))) {
+            let id = Int(random.next(upperBound: UInt64(180)))
             let statuses = ["created", "assigned", "picked_up", "delivered"]
-            page.append(try order(id, status: statuses[Int(random.next(below: 4))], version: Int(1 + random.next(below: 5))))
+            page.append(try order(id, status: statuses[Int(random.next(upperBound: UInt64(4)))], version: Int(1 + random.next(upperBound: UInt64(5)))))
         }
         try paged.store.applyPage(page)
         for order in page { try single.store.applyUpsert(order) }
@@ -111,26 +112,5 @@ import Testing
         for order in page.prefix(50) { try paged.store.applyUpsert(try TestHarnesses.order(order.id, status: "delivered", version: 9)) }
         let after = try changes(of: paged.store, after: pagedStart)
         #expect(Array(after.prefix(pagedChanges.count)).map(\.body) == pagedChanges.map(\.body))
-    }
-}
-
-/// A seeded generator (SplitMix64), so a failing case can be run again.
-struct SplitMix {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func next(below bound: UInt64) -> UInt64 {
-        next() % bound
     }
 }
