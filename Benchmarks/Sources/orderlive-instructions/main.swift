@@ -23,6 +23,8 @@
 //   reading the body and answering. Hummingbird, NIO and the task hand-offs around it are not counted.
 // - `push-keyed`: the same with a `notif_id` and a `webhook-id`, each stored with the fingerprint of
 //   its content (the notification's bytes, the whole body), as PushEndpoint does.
+// - `page`: one order of a cold start: pages of 500 orders decoded (`OrdersClient.decodePage`) and
+//   applied into an empty store (`applyPage`), then the full sync's end (`completeFullSync`).
 
 import Foundation
 import OrderStore
@@ -146,14 +148,40 @@ func run(_ workload: String, count: Int, prepared: Int) throws {
             }
         }
         guard try store.counts().orders == count else { throw Usage(description: "stored \(try store.counts().orders) of \(count)") }
+    case "page":
+        // Pages of 500 orders as the Sandbox serves `GET /v1/orders` (DESIGN §3), decoded and applied
+        // into an empty store as a cold start does, then the full sync's end.
+        let pageSize = 500
+        guard count % pageSize == 0, prepared % pageSize == 0 else { throw Usage(description: "page counts are whole pages of \(pageSize)") }
+        let statuses = ["created", "assigned", "picked_up", "delivered"]
+        let bodies = stride(from: 0, to: max(pageSize, prepared), by: pageSize).map { first in
+            let orders = (first..<(first + pageSize)).map { id in
+                "{\"id\":\(id + 1),\"status\":\"\(statuses[id % 4])\",\"version\":1,\"store_id\":\(id % 7),"
+                    + "\"courier_id\":\(id % 13),\"updated_at\":\"2026-11-26T10:00:00Z\",\"items\":[{\"sku\":\"sku-\(id % 50)\",\"qty\":1}],"
+                    + "\"customer\":{\"name\":\"Customer \(id)\"}}"
+            }
+            return Array(("{\"orders\":[" + orders.joined(separator: ",") + "],\"next_cursor\":\"c\(first + pageSize)\"}").utf8)
+        }
+        let directory = NSTemporaryDirectory() + "orderlive-instructions-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try OrderStore(path: directory + "/orderlive.sqlite")
+        var kept = Set<String>()
+        for body in bodies.prefix(count / pageSize) {
+            let page = try OrdersClient.decodePage(body, appliedAt: 1_000)
+            for order in page.orders { kept.insert(order.id) }
+            try store.applyPage(page.orders)
+        }
+        _ = try store.completeFullSync(keeping: kept, completing: nil)
+        guard try store.counts().orders == count else { throw Usage(description: "stored \(try store.counts().orders) of \(count)") }
     default:
-        throw Usage(description: "unknown workload \(workload): parse, parse-batched, store, store-at-once, push or push-keyed")
+        throw Usage(description: "unknown workload \(workload): parse, parse-batched, store, store-at-once, push, push-keyed or page")
     }
 }
 
 let arguments = CommandLine.arguments
 guard arguments.count == 4, let count = Int(arguments[2]), let prepared = Int(arguments[3]), count >= 0, prepared >= count else {
-    FileHandle.standardError.write(Data("usage: orderlive-instructions parse|parse-batched|store|store-at-once|push COUNT PREPARED (PREPARED ≥ COUNT)\n".utf8))
+    FileHandle.standardError.write(Data("usage: orderlive-instructions parse|parse-batched|store|store-at-once|push|push-keyed|page COUNT PREPARED (PREPARED ≥ COUNT)\n".utf8))
     exit(2)
 }
 do {
