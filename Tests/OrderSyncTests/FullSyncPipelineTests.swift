@@ -30,27 +30,17 @@ import Testing
         }
     }
 
-    /// The real store, whose first page apply holds the executor's thread, as SQLite does, until the
-    /// next page's fetch has started (or 20 s have passed).
-    final class HoldingStore: JobApplier {
+    /// The real store, every capability passed through but a page's apply, which `applyPage` does.
+    final class ScriptedStore: JobApplier {
         let store: OrderStore
-        let source: AnnouncingSource
-        /// Whether the first apply saw the next fetch start while it held the thread; nil before it ran.
-        let overlapped = Locked<Bool?>(nil)
+        let page: @Sendable (OrderStore, [OrderRecord], Int64?) async throws -> Void
 
-        init(_ store: OrderStore, source: AnnouncingSource) {
+        init(_ store: OrderStore, applyPage: @escaping @Sendable (OrderStore, [OrderRecord], Int64?) async throws -> Void) {
             self.store = store
-            self.source = source
+            page = applyPage
         }
 
-        func applyPage(_ orders: [OrderRecord], for jobID: Int64?) async throws {
-            if overlapped.withLock({ $0 }) == nil {
-                let started = source.nextPageFetchStarted.wait(timeout: .now() + .seconds(20)) == .success
-                overlapped.withLock { $0 = started }
-            }
-            try store.applyPage(orders, for: jobID)
-        }
-
+        func applyPage(_ orders: [OrderRecord], for jobID: Int64?) async throws { try await page(store, orders, jobID) }
         func headJobs(limit: Int) async throws -> [JobRecord] { try store.headJobs(limit: limit) }
         func applyInOneTransaction(_ jobs: [JobRecord]) async throws -> Int { try store.applyInOneTransaction(jobs) }
         func applyUpsert(_ order: OrderRecord, completing jobID: Int64?) async throws -> UpsertOutcome {
@@ -66,6 +56,41 @@ import Testing
             try store.recordFailure(jobID: jobID, reason: reason, retryAt: retryAt, countsAttempt: countsAttempt)
         }
         func deadLetter(job: JobRecord, reason: String) async throws { try store.deadLetter(job: job, reason: reason) }
+    }
+
+    /// The real store, whose first page apply holds the executor's thread, as SQLite does, until the
+    /// next page's fetch has started (or 20 s have passed); whether it saw that, nil before it ran.
+    static func holdingStore(_ store: OrderStore, source: AnnouncingSource) -> (ScriptedStore, Locked<Bool?>) {
+        let overlapped = Locked<Bool?>(nil)
+        let scripted = ScriptedStore(store) { store, orders, jobID in
+            if overlapped.withLock({ $0 }) == nil {
+                let started = source.nextPageFetchStarted.wait(timeout: .now() + .seconds(20)) == .success
+                overlapped.withLock { $0 = started }
+            }
+            try store.applyPage(orders, for: jobID)
+        }
+        return (scripted, overlapped)
+    }
+
+    struct Refused: Error {}
+
+    /// The real source, counting the pages asked for.
+    final class CountingSource: OrderSource {
+        let client: OrdersClient
+        let pages = Locked(0)
+
+        init(_ client: OrdersClient) {
+            self.client = client
+        }
+
+        func fetchOrder(id: String) async throws(SyncError) -> OrderRecord? { try await client.fetchOrder(id: id) }
+        func fetchPage(cursor: String?, limit: Int) async throws(SyncError) -> (orders: [OrderRecord], next: String?) {
+            try await client.fetchPage(cursor: cursor, limit: limit)
+        }
+        func fetchPageForLater(cursor: String?, limit: Int) async throws(SyncError) -> FetchedPage {
+            pages.withLock { $0 += 1 }
+            return try await client.fetchPageForLater(cursor: cursor, limit: limit)
+        }
     }
 
     /// The real source, whose first page's decoding waits until the second page has been asked for
@@ -127,9 +152,9 @@ import Testing
             for _ in 0..<5 { harness.sandbox.orders.create(announce: .silent) }
             let base = await harness.sandbox.baseURL
             let source = AnnouncingSource(OrdersClient(loop: harness.loop, session: harness.session, baseURL: base))
-            let store = HoldingStore(harness.store, source: source)
+            let (store, overlapped) = Self.holdingStore(harness.store, source: source)
             try await fullSync(harness, store: store, source: source)
-            #expect(store.overlapped.withLock { $0 } == true,
+            #expect(overlapped.withLock { $0 } == true,
                     "the second page's fetch did not start while the first page's apply held the executor's thread")
             #expect(try harness.local() == harness.upstream())
         }
@@ -144,6 +169,30 @@ import Testing
             #expect(source.overlapped.withLock { $0 } == true,
                     "the second page was not asked for while the first page was being decoded")
             #expect(try harness.local() == harness.upstream())
+        }
+    }
+
+    @Test func anApplyThatFailsEndsTheJobAndTheFetchesAheadOfIt() async throws {
+        try await SyncHarness.run(pageSize: 2) { harness in
+            for _ in 0..<40 { harness.sandbox.orders.create(announce: .silent) }
+            let base = await harness.sandbox.baseURL
+            let source = CountingSource(OrdersClient(loop: harness.loop, session: harness.session, baseURL: base))
+            let applied = Locked(0)
+            let failing = ScriptedStore(harness.store) { store, orders, jobID in
+                // The second page's apply fails.
+                if applied.withLock({ count in
+                    count += 1
+                    return count
+                }) == 2 { throw Refused() }
+                try store.applyPage(orders, for: jobID)
+            }
+            let executor = SyncExecutor(store: failing, source: source, configuration: .init(pageSize: 2), logger: quietLogger)
+            try harness.store.journal([NewJob(kind: .fullSync, source: "test")])
+            #expect(try await executor.runReadyJobs().failed == 1)
+            // Two pages applied or refused, two waiting in the hand-off, one held by a waiting send and
+            // one fetch in flight: the stages stopped there instead of reading all 20 pages.
+            #expect(source.pages.withLock { $0 } <= 6)
+            #expect(try harness.store.pendingJobs(limit: 10).map(\.kind) == [.fullSync], "the job stays to be retried")
         }
     }
 }

@@ -149,34 +149,38 @@ func run(_ workload: String, count: Int, prepared: Int) throws {
         }
         guard try store.counts().orders == count else { throw Usage(description: "stored \(try store.counts().orders) of \(count)") }
     case "page":
-        // Pages of 500 orders as the Sandbox serves `GET /v1/orders` (DESIGN §3), decoded and applied
-        // into an empty store as a cold start does, then the full sync's end.
-        let pageSize = 500
-        guard count % pageSize == 0, prepared % pageSize == 0 else { throw Usage(description: "page counts are whole pages of \(pageSize)") }
-        let statuses = ["created", "assigned", "picked_up", "delivered"]
-        let bodies = stride(from: 0, to: max(pageSize, prepared), by: pageSize).map { first in
-            let orders = (first..<(first + pageSize)).map { id in
-                "{\"id\":\(id + 1),\"status\":\"\(statuses[id % 4])\",\"version\":1,\"store_id\":\(id % 7),"
-                    + "\"courier_id\":\(id % 13),\"updated_at\":\"2026-11-26T10:00:00Z\",\"items\":[{\"sku\":\"sku-\(id % 50)\",\"qty\":1}],"
-                    + "\"customer\":{\"name\":\"Customer \(id)\"}}"
-            }
-            return Array(("{\"orders\":[" + orders.joined(separator: ",") + "],\"next_cursor\":\"c\(first + pageSize)\"}").utf8)
-        }
-        let directory = NSTemporaryDirectory() + "orderlive-instructions-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = try OrderStore(path: directory + "/orderlive.sqlite")
-        var kept = Set<String>()
-        for body in bodies.prefix(count / pageSize) {
-            let page = try OrdersClient.decodePage(body, appliedAt: 1_000)
-            for order in page.orders { kept.insert(order.id) }
-            try store.applyPage(page.orders)
-        }
-        _ = try store.completeFullSync(keeping: kept, completing: nil)
-        guard try store.counts().orders == count else { throw Usage(description: "stored \(try store.counts().orders) of \(count)") }
+        try applyPages(count: count, prepared: prepared)
     default:
         throw Usage(description: "unknown workload \(workload): parse, parse-batched, store, store-at-once, push, push-keyed or page")
     }
+}
+
+/// The `page` workload: pages of 500 orders as the Sandbox serves `GET /v1/orders` (DESIGN §3),
+/// decoded and applied into an empty store as a cold start does, then the full sync's end.
+func applyPages(count: Int, prepared: Int) throws {
+    let pageSize = 500
+    guard count % pageSize == 0, prepared % pageSize == 0 else { throw Usage(description: "page counts are whole pages of \(pageSize)") }
+    let statuses = ["created", "assigned", "picked_up", "delivered"]
+    let bodies = stride(from: 0, to: max(pageSize, prepared), by: pageSize).map { first in
+        let orders = (first..<(first + pageSize)).map { id in
+            "{\"id\":\(id + 1),\"status\":\"\(statuses[id % 4])\",\"version\":1,\"store_id\":\(id % 7),"
+                + "\"courier_id\":\(id % 13),\"updated_at\":\"2026-11-26T10:00:00Z\",\"items\":[{\"sku\":\"sku-\(id % 50)\",\"qty\":1}],"
+                + "\"customer\":{\"name\":\"Customer \(id)\"}}"
+        }
+        return Array(("{\"orders\":[" + orders.joined(separator: ",") + "],\"next_cursor\":\"c\(first + pageSize)\"}").utf8)
+    }
+    let directory = NSTemporaryDirectory() + "orderlive-instructions-\(UUID().uuidString)"
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let store = try OrderStore(path: directory + "/orderlive.sqlite")
+    var kept = Set<String>()
+    for body in bodies.prefix(count / pageSize) {
+        let page = try OrdersClient.decodePage(body, appliedAt: 1_000)
+        for order in page.orders { kept.insert(order.id) }
+        try store.applyPage(page.orders)
+    }
+    _ = try store.completeFullSync(keeping: kept, completing: nil)
+    guard try store.counts().orders == count else { throw Usage(description: "stored \(try store.counts().orders) of \(count)") }
 }
 
 let arguments = CommandLine.arguments
