@@ -7,7 +7,7 @@
 # Swift concurrency, so the push server's HTTP side (Hummingbird, NIO, the task hand-offs) is not
 # counted here; `push` counts what the endpoint does between the body and the answer.
 #
-#   BENCH_INSTRUCTIONS=parse,parse-batched,store,store-at-once,push,push-keyed,page   the workloads (default: all seven)
+#   BENCH_INSTRUCTIONS=parse,parse-batched,store,store-at-once,push,push-keyed,page,page-again   the workloads (default: all eight)
 #   BENCH_INSTRUCTIONS_SCALE=1            multiplies every N (larger: steadier, slower)
 set -euo pipefail
 
@@ -16,7 +16,7 @@ bench="$here/.build-bench/release/orderlive-instructions"
 command -v valgrind >/dev/null || { echo "bench-instructions: valgrind is missing (make bench-instructions installs it)" >&2; exit 1; }
 [ -x "$bench" ] || { echo "bench-instructions: build the benchmarks first (make bench-instructions does)" >&2; exit 1; }
 
-workloads="${BENCH_INSTRUCTIONS:-parse,parse-batched,store,store-at-once,push,push-keyed,page}"
+workloads="${BENCH_INSTRUCTIONS:-parse,parse-batched,store,store-at-once,push,push-keyed,page,page-again}"
 scale="${BENCH_INSTRUCTIONS_SCALE:-1}"
 case "$scale" in ''|*[!0-9]*|0) echo "bench-instructions: BENCH_INSTRUCTIONS_SCALE must be a whole number above 0, not '$scale'" >&2; exit 2;; esac
 
@@ -55,7 +55,8 @@ for workload in "${list[@]}"; do
         push) n=$((1000 * scale)); unit="push request (one notification with a whole order) parsed, translated and applied in its own group commit";;
         push-keyed) n=$((1000 * scale)); unit="the same push with a notif_id and a webhook-id, both stored with their content's fingerprint";;
         page) n=$((1000 * scale)); unit="order of a cold start: pages of 500 decoded and applied into an empty store, then the full sync's end";;
-        *) echo "bench-instructions: unknown workload '$workload' (parse, parse-batched, store, store-at-once, push, push-keyed, page)" >&2; exit 2;;
+        page-again) n=$((1000 * scale)); unit="order of a second full sync of the same orders, unchanged (its pages decoded and applied; a resync after a lost cursor)";;
+        *) echo "bench-instructions: unknown workload '$workload' (parse, parse-batched, store, store-at-once, push, push-keyed, page, page-again)" >&2; exit 2;;
     esac
     one="$(collected "$workload" "$n" $((2 * n)))"
     two="$(collected "$workload" $((2 * n)) $((2 * n)))"

@@ -25,6 +25,7 @@
 //   its content (the notification's bytes, the whole body), as PushEndpoint does.
 // - `page`: one order of a cold start: pages of 500 orders decoded (`OrdersClient.decodePage`) and
 //   applied into an empty store (`applyPage`), then the full sync's end (`completeFullSync`).
+// - `page-again`: one order of a second full sync of the same, unchanged orders (its pages' applies).
 
 import Foundation
 import OrderStore
@@ -148,16 +149,19 @@ func run(_ workload: String, count: Int, prepared: Int) throws {
             }
         }
         guard try store.counts().orders == count else { throw Usage(description: "stored \(try store.counts().orders) of \(count)") }
-    case "page":
-        try applyPages(count: count, prepared: prepared)
+    case "page", "page-again":
+        try applyPages(count: count, prepared: prepared, again: workload == "page-again")
     default:
-        throw Usage(description: "unknown workload \(workload): parse, parse-batched, store, store-at-once, push, push-keyed or page")
+        throw Usage(description: "unknown workload \(workload): parse, parse-batched, store, store-at-once, push, push-keyed, page or page-again")
     }
 }
 
 /// The `page` workload: pages of 500 orders as the Sandbox serves `GET /v1/orders` (DESIGN §3),
-/// decoded and applied into an empty store as a cold start does, then the full sync's end.
-func applyPages(count: Int, prepared: Int) throws {
+/// decoded and applied into an empty store as a cold start does, then the full sync's end. With
+/// `again` (`page-again`), every prepared page is applied first and the counted pages are a second
+/// full sync of the same orders, unchanged (its pages' applies; not its end): what a resync after a
+/// lost cursor costs.
+func applyPages(count: Int, prepared: Int, again: Bool) throws {
     let pageSize = 500
     guard count % pageSize == 0, prepared % pageSize == 0 else { throw Usage(description: "page counts are whole pages of \(pageSize)") }
     let statuses = ["created", "assigned", "picked_up", "delivered"]
@@ -173,19 +177,24 @@ func applyPages(count: Int, prepared: Int) throws {
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let store = try OrderStore(path: directory + "/orderlive.sqlite")
+    if again {
+        for body in bodies { try store.applyPage(try OrdersClient.decodePage(body, appliedAt: 1_000).orders) }
+    }
     var kept = Set<String>()
     for body in bodies.prefix(count / pageSize) {
         let page = try OrdersClient.decodePage(body, appliedAt: 1_000)
         for order in page.orders { kept.insert(order.id) }
         try store.applyPage(page.orders)
     }
-    _ = try store.completeFullSync(keeping: kept, completing: nil)
-    guard try store.counts().orders == count else { throw Usage(description: "stored \(try store.counts().orders) of \(count)") }
+    // The second sync's end is left out: it would delete the orders of the pages not counted.
+    if !again { _ = try store.completeFullSync(keeping: kept, completing: nil) }
+    let expected = again ? max(pageSize, prepared) : count
+    guard try store.counts().orders == expected else { throw Usage(description: "stored \(try store.counts().orders) of \(expected)") }
 }
 
 let arguments = CommandLine.arguments
 guard arguments.count == 4, let count = Int(arguments[2]), let prepared = Int(arguments[3]), count >= 0, prepared >= count else {
-    FileHandle.standardError.write(Data("usage: orderlive-instructions parse|parse-batched|store|store-at-once|push|push-keyed|page COUNT PREPARED (PREPARED ≥ COUNT)\n".utf8))
+    FileHandle.standardError.write(Data("usage: orderlive-instructions parse|parse-batched|store|store-at-once|push|push-keyed|page|page-again COUNT PREPARED (PREPARED ≥ COUNT)\n".utf8))
     exit(2)
 }
 do {
