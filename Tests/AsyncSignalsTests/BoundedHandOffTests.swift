@@ -11,6 +11,15 @@ import Testing
         while !condition(), ContinuousClock.now < deadline { await Task.yield() }
     }
 
+    /// A hand-off of one, full with 1, and a send of 2 waiting for room.
+    private func fullWithASendWaiting() async throws -> (BoundedHandOff<Int>, Task<Void, any Error>) {
+        let handOff = BoundedHandOff<Int>(capacity: 1)
+        try await handOff.send(1)
+        let waiting = Task { try await handOff.send(2) }
+        await until { handOff.pending == 2 }
+        return (handOff, waiting)
+    }
+
     @Test func everyElementArrivesInOrderThenTheEnd() async throws {
         let handOff = BoundedHandOff<Int>(capacity: 2)
         async let produced: Void = {
@@ -57,10 +66,7 @@ import Testing
     }
 
     @Test func closingRefusesAWaitingAndEveryLaterSend() async throws {
-        let handOff = BoundedHandOff<Int>(capacity: 1)
-        try await handOff.send(1)
-        let waiting = Task { try await handOff.send(2) }
-        await until { handOff.pending == 2 }
+        let (handOff, waiting) = try await fullWithASendWaiting()
         handOff.close()
         await #expect(throws: CancellationError.self) { try await waiting.value }
         await #expect(throws: CancellationError.self) { try await handOff.send(3) }
@@ -68,10 +74,7 @@ import Testing
     }
 
     @Test func cancelledWaitsEndWithCancellation() async throws {
-        let full = BoundedHandOff<Int>(capacity: 1)
-        try await full.send(1)
-        let sender = Task { try await full.send(2) }
-        await until { full.pending == 2 }
+        let (full, sender) = try await fullWithASendWaiting()
         sender.cancel()
         await #expect(throws: CancellationError.self) { try await sender.value }
         #expect(full.pending == 1, "the cancelled send's element is dropped")

@@ -74,13 +74,15 @@ import Testing
 
     struct Refused: Error {}
 
-    /// The real source, counting the pages asked for.
-    final class CountingSource: OrderSource {
+    /// The real source, every call passed through but a page fetched for later, which `fetch` does.
+    final class ScriptedSource: OrderSource {
+        typealias Fetch = @Sendable (OrdersClient, String?, Int) async throws(SyncError) -> FetchedPage
         let client: OrdersClient
-        let pages = Locked(0)
+        let fetch: Fetch
 
-        init(_ client: OrdersClient) {
+        init(_ client: OrdersClient, fetchPageForLater: @escaping Fetch) {
             self.client = client
+            fetch = fetchPageForLater
         }
 
         func fetchOrder(id: String) async throws(SyncError) -> OrderRecord? { try await client.fetchOrder(id: id) }
@@ -88,44 +90,30 @@ import Testing
             try await client.fetchPage(cursor: cursor, limit: limit)
         }
         func fetchPageForLater(cursor: String?, limit: Int) async throws(SyncError) -> FetchedPage {
-            pages.withLock { $0 += 1 }
-            return try await client.fetchPageForLater(cursor: cursor, limit: limit)
+            try await fetch(client, cursor, limit)
         }
     }
 
     /// The real source, whose first page's decoding waits until the second page has been asked for
     /// (or 20 s have passed): the pages come one cursor after another, so a decode in the way of the
-    /// next request made each page wait for the one before it to be decoded.
-    final class DecodeHoldingSource: OrderSource {
-        let client: OrdersClient
+    /// next request made each page wait for the one before it to be decoded. Whether the decoding saw
+    /// the second fetch start; nil before it ran.
+    static func decodeHoldingSource(_ client: OrdersClient) -> (ScriptedSource, Locked<Bool?>) {
         let laterFetchStarted = DispatchSemaphore(value: 0)
-        /// Whether the first page's decoding saw the second page's fetch start; nil before it ran.
         let overlapped = Locked<Bool?>(nil)
-
-        init(_ client: OrdersClient) {
-            self.client = client
-        }
-
-        func fetchOrder(id: String) async throws(SyncError) -> OrderRecord? { try await client.fetchOrder(id: id) }
-
-        func fetchPage(cursor: String?, limit: Int) async throws(SyncError) -> (orders: [OrderRecord], next: String?) {
-            try await client.fetchPage(cursor: cursor, limit: limit)
-        }
-
-        func fetchPageForLater(cursor: String?, limit: Int) async throws(SyncError) -> FetchedPage {
+        let source = ScriptedSource(client) { client, cursor, limit throws(SyncError) in
             if cursor != nil { laterFetchStarted.signal() }
             let page = try await client.fetchPageForLater(cursor: cursor, limit: limit)
             guard cursor == nil else { return page }
-            let overlapped = self.overlapped
-            let started = laterFetchStarted
             return FetchedPage(next: page.next) { () throws(SyncError) in
                 if overlapped.withLock({ $0 }) == nil {
-                    let seen = started.wait(timeout: .now() + .seconds(20)) == .success
+                    let seen = laterFetchStarted.wait(timeout: .now() + .seconds(20)) == .success
                     overlapped.withLock { $0 = seen }
                 }
                 return try page.orders()
             }
         }
+        return (source, overlapped)
     }
 
     /// Runs one full sync of `store` from `source` through ``ExecutorService``, as the agent runs it.
@@ -147,11 +135,20 @@ import Testing
         }
     }
 
-    @Test func theNextPageIsFetchedWhileTheExecutorsThreadAppliesThisOne() async throws {
+    /// A Sandbox holding `orders` orders (pages of 2) and an orders client of it, for `body`.
+    private func withOrders(
+        _ orders: Int, _ body: (SyncHarness, OrdersClient) async throws -> Void
+    ) async throws {
         try await SyncHarness.run(pageSize: 2) { harness in
-            for _ in 0..<5 { harness.sandbox.orders.create(announce: .silent) }
+            for _ in 0..<orders { harness.sandbox.orders.create(announce: .silent) }
             let base = await harness.sandbox.baseURL
-            let source = AnnouncingSource(OrdersClient(loop: harness.loop, session: harness.session, baseURL: base))
+            try await body(harness, OrdersClient(loop: harness.loop, session: harness.session, baseURL: base))
+        }
+    }
+
+    @Test func theNextPageIsFetchedWhileTheExecutorsThreadAppliesThisOne() async throws {
+        try await withOrders(5) { harness, client in
+            let source = AnnouncingSource(client)
             let (store, overlapped) = Self.holdingStore(harness.store, source: source)
             try await fullSync(harness, store: store, source: source)
             #expect(overlapped.withLock { $0 } == true,
@@ -161,22 +158,22 @@ import Testing
     }
 
     @Test func theNextPageIsAskedForBeforeThisOneIsDecoded() async throws {
-        try await SyncHarness.run(pageSize: 2) { harness in
-            for _ in 0..<5 { harness.sandbox.orders.create(announce: .silent) }
-            let base = await harness.sandbox.baseURL
-            let source = DecodeHoldingSource(OrdersClient(loop: harness.loop, session: harness.session, baseURL: base))
+        try await withOrders(5) { harness, client in
+            let (source, overlapped) = Self.decodeHoldingSource(client)
             try await fullSync(harness, store: harness.store, source: source)
-            #expect(source.overlapped.withLock { $0 } == true,
+            #expect(overlapped.withLock { $0 } == true,
                     "the second page was not asked for while the first page was being decoded")
             #expect(try harness.local() == harness.upstream())
         }
     }
 
     @Test func anApplyThatFailsEndsTheJobAndTheFetchesAheadOfIt() async throws {
-        try await SyncHarness.run(pageSize: 2) { harness in
-            for _ in 0..<40 { harness.sandbox.orders.create(announce: .silent) }
-            let base = await harness.sandbox.baseURL
-            let source = CountingSource(OrdersClient(loop: harness.loop, session: harness.session, baseURL: base))
+        try await withOrders(40) { harness, client in
+            let pages = Locked(0)
+            let source = ScriptedSource(client) { client, cursor, limit throws(SyncError) in
+                pages.withLock { $0 += 1 }
+                return try await client.fetchPageForLater(cursor: cursor, limit: limit)
+            }
             let applied = Locked(0)
             let failing = ScriptedStore(harness.store) { store, orders, jobID in
                 // The second page's apply fails.
@@ -191,7 +188,7 @@ import Testing
             #expect(try await executor.runReadyJobs().failed == 1)
             // Two pages applied or refused, two waiting in the hand-off, one held by a waiting send and
             // one fetch in flight: the stages stopped there instead of reading all 20 pages.
-            #expect(source.pages.withLock { $0 } <= 6)
+            #expect(pages.withLock { $0 } <= 6)
             #expect(try harness.store.pendingJobs(limit: 10).map(\.kind) == [.fullSync], "the job stays to be retried")
         }
     }
