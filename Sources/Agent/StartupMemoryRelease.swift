@@ -14,8 +14,8 @@ import Glibc
 /// says when.
 ///
 /// Code pages are file-backed and clean: `MADV_DONTNEED` on a read-only executable mapping
-/// (`r-xp` in `/proc/self/smaps`, with no private dirty page) unmaps them from this process, and the next use of any of them maps it
-/// again from the page cache (a minor fault, no disk read while the cache holds it). Only those
+/// (`r-xp` in `/proc/self/smaps`, with no anonymous page) unmaps them from this process, and the next
+/// use of any of them maps it again from the page cache (a minor fault, no disk read while the cache holds it). Only those
 /// mappings are touched: never a writable one, and never a read-only data mapping, which may hold
 /// pages the dynamic loader relocated before it made them read-only (dropped, they would come back
 /// unrelocated from the file).

@@ -73,21 +73,29 @@ struct ChangeAppender {
     ) throws {
         let seq = try nextSeq(in: db)
         try DirectStatement(.changeInsert, of: statements, in: db).execute { values in
-            try values.bind(seq)
-            try values.bind(orderID)
-            try values.bind(kind.rawValue)
-            try values.bind(version)
-            try values.bind(body)
-            try values.bind(now)
-            try values.bind(after?.status)
-            try values.bind(after?.storeID)
-            try values.bind(after?.courierID)
-            try values.bind(before?.status)
-            try values.bind(before?.storeID)
-            try values.bind(before?.courierID)
+            try Self.bind(seq, kind, orderID: orderID, version: version, body: body, at: now, after: after, before: before, to: &values)
         }
         next = seq == .max ? nil : seq + 1
         last = seq
+    }
+
+    /// One change's values in ``insertSQL``'s order (a multi-row insert repeats them per row).
+    static func bind(
+        _ seq: Int64, _ kind: OrderChange.Kind, orderID: String, version: Int64?, body: String?, at now: Double,
+        after: OrderChange.Fields?, before: OrderChange.Fields?, to values: inout Bindings
+    ) throws {
+        try values.bind(seq)
+        try values.bind(orderID)
+        try values.bind(kind.rawValue)
+        try values.bind(version)
+        try values.bind(body)
+        try values.bind(now)
+        try values.bind(after?.status)
+        try values.bind(after?.storeID)
+        try values.bind(after?.courierID)
+        try values.bind(before?.status)
+        try values.bind(before?.storeID)
+        try values.bind(before?.courierID)
     }
 }
 

@@ -162,7 +162,7 @@ extension OrderStore {
             guard order.freshness.isNewer(than: tombstone) else { return .stale }
             try db.cachedStatement(sql: "DELETE FROM tombstone WHERE id = ?").execute(arguments: [order.id])
         }
-        let after = OrderChange.Fields(status: order.status, storeID: order.storeID, courierID: order.courierID)
+        let after = OrderChange.Fields(of: order)
         try DirectStatement(.upsert, of: changes.statements, in: db).execute { values in
             try bindColumns(of: order, to: &values)
         }
@@ -186,7 +186,7 @@ extension OrderStore {
             try values.bind(seq)
         }
         guard DirectStatement.changesCount(of: db) == 1 else { return false }
-        let after = OrderChange.Fields(status: order.status, storeID: order.storeID, courierID: order.courierID)
+        let after = OrderChange.Fields(of: order)
         try changes.append(.upserted, orderID: order.id, version: order.version, body: nil, at: now, after: after, before: nil, in: db)
         return true
     }

@@ -26,7 +26,7 @@ extension OrderStore {
                 for order in try OrderRecord.fetchAll(db) {
                     try changes.append(
                         .deleted, orderID: order.id, version: order.version, body: nil, at: now, after: nil,
-                        before: OrderChange.Fields(status: order.status, storeID: order.storeID, courierID: order.courierID),
+                        before: OrderChange.Fields(of: order),
                         in: db)
                 }
                 for table in ["\"order\"", "tombstone", "job", "stream_cursor", "dedupe_key", "dead_letter"] {

@@ -56,18 +56,9 @@ extension OrderStore {
     ) throws {
         try DirectStatement(.changeInsertBatch, of: changes.statements, in: db).execute { values in
             for (offset, order) in batch.enumerated() {
-                try values.bind(base + Int64(offset))
-                try values.bind(order.id)
-                try values.bind(OrderChange.Kind.upserted.rawValue)
-                try values.bind(order.version)
-                try values.bind(nil as String?)
-                try values.bind(now)
-                try values.bind(order.status)
-                try values.bind(order.storeID)
-                try values.bind(order.courierID)
-                try values.bind(nil as String?)
-                try values.bind(nil as String?)
-                try values.bind(nil as String?)
+                try ChangeAppender.bind(
+                    base + Int64(offset), .upserted, orderID: order.id, version: order.version, body: nil, at: now,
+                    after: OrderChange.Fields(of: order), before: nil, to: &values)
             }
         }
         try changes.appended(batch.count, from: base)

@@ -115,7 +115,6 @@ public struct OrdersClient: OrderSource {
     public static func decodePage(
         _ body: [UInt8], appliedAt: Double
     ) throws(SyncError) -> (orders: [OrderRecord], next: String?) {
-        let shapeError = pageShapeError
         var entries: [(members: [JSONValue?]?, text: String)]?
         var next: String?
         let read: Bool = body.withUnsafeBufferPointer { buffer in
@@ -152,7 +151,7 @@ public struct OrdersClient: OrderSource {
             reader.skipWhitespace()
             return reader.atEnd
         }
-        guard read, let entries else { throw shapeError }
+        guard read, let entries else { throw pageShapeError }
         var records: [OrderRecord] = []
         records.reserveCapacity(entries.count)
         for entry in entries {

@@ -190,7 +190,7 @@ struct AppliedRows {
         }
         var order = incoming
         order.appliedAt = now
-        let after = OrderChange.Fields(status: order.status, storeID: order.storeID, courierID: order.courierID)
+        let after = OrderChange.Fields(of: order)
         slot.current = Slot.Current(version: order.version, updatedAt: order.updatedAt, fields: after)
         slot.written = order
         slot.orderChanged = true

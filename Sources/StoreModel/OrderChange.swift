@@ -23,6 +23,11 @@ public struct OrderChange: Sendable, Hashable {
             self.storeID = storeID
             self.courierID = courierID
         }
+
+        /// The fields `order` has.
+        public init(of order: OrderRecord) {
+            self.init(status: order.status, storeID: order.storeID, courierID: order.courierID)
+        }
     }
 
     /// The change's position in this store's sequence: consecutive, never reused.
