@@ -121,7 +121,7 @@ extension OrderStore {
     }
 
     /// Writes with a change appender; tells ``changesCommitted`` the last change once it committed.
-    func changeWrite<T>(_ updates: (Database, inout ChangeAppender) throws -> T) throws -> T {
+    func changeWrite<T: Sendable>(_ updates: @escaping @Sendable (Database, inout ChangeAppender) throws -> T) throws -> T {
         let (result, last) = try recordedWrite { db -> (T, Int64?) in
             var appender = ChangeAppender()
             let result = try updates(db, &appender)

@@ -26,11 +26,11 @@ extension OrderStore {
         }
     }
 
-    /// `writer.write` (one transaction, its control statements cached), with the outcome noted in
-    /// ``writeHealth``.
-    func recordedWrite<T>(_ updates: (Database) throws -> T) throws -> T {
+    /// `updates` in the next transaction of the store's one writer (``GroupCommit``, its control
+    /// statements cached), with the outcome noted in ``writeHealth``; returns once it has committed.
+    func recordedWrite<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) throws -> T {
         do {
-            let result = try writer.writeWithoutTransaction { db in try db.inCachedTransaction { try updates(db) } }
+            let result = try groupCommit.write(updates)
             noteWrite(failure: nil)
             return result
         } catch {

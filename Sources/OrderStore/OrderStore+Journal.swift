@@ -12,7 +12,7 @@ extension OrderStore {
         let now = self.now()
         let intake = try recordedWrite { db in
             // The journal is only looked at when the store may apply at once.
-            var intake = JobIntake(applying: try immediateApply != nil && Self.journalIsEmpty(in: db))
+            var intake = JobIntake(applying: try self.immediateApply != nil && Self.journalIsEmpty(in: db))
             for job in jobs { _ = try intake.take(job, at: now, in: db) }
             for var letter in deadLetters { try letter.insert(db) }
             if let cursor {

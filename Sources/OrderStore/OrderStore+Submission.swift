@@ -11,8 +11,8 @@ extension OrderStore {
     public func accept(_ submissions: [IdempotentSubmission], policy: SubmissionPolicy) async -> [SubmissionOutcome] {
         let now = self.now()
         do {
-            let (outcomes, intake) = try await writer.writeWithoutTransaction { db in
-                try db.inCachedTransaction { try self.accept(submissions, policy: policy, at: now, in: db) }
+            let (outcomes, intake) = try await groupCommit.write { db in
+                try self.accept(submissions, policy: policy, at: now, in: db)
             }
             return finish(outcomes, intake)
         } catch {
@@ -27,8 +27,8 @@ extension OrderStore {
     public func accept(_ submissions: [IdempotentSubmission], policy: SubmissionPolicy) -> [SubmissionOutcome] {
         let now = self.now()
         do {
-            let (outcomes, intake) = try writer.writeWithoutTransaction { db in
-                try db.inCachedTransaction { try self.accept(submissions, policy: policy, at: now, in: db) }
+            let (outcomes, intake) = try groupCommit.write { db in
+                try self.accept(submissions, policy: policy, at: now, in: db)
             }
             return finish(outcomes, intake)
         } catch {

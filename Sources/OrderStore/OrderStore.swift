@@ -26,6 +26,8 @@ public final class OrderStore: Sendable, JobJournal, JobApplier, OrderReader, Ch
     let changesCommitted: @Sendable (Int64) -> Void
     /// Set when whole-order jobs that find the journal empty are applied at once (``ImmediateApply``).
     let immediateApply: ImmediateApply?
+    /// The one writer every write transaction goes through, committing what is pending together.
+    let groupCommit: GroupCommit
 
     /// A store over `writer`, migrated to the current schema. `now` is the wall clock (Unix seconds)
     /// stamped on what is written; `healthChanged` hears every change of ``writeHealth``;
@@ -45,6 +47,7 @@ public final class OrderStore: Sendable, JobJournal, JobApplier, OrderReader, Ch
         self.healthChanged = healthChanged
         self.changesCommitted = changesCommitted
         self.immediateApply = immediateApply
+        self.groupCommit = GroupCommit(writer)
         try Self.migrator.migrate(writer)
     }
 
