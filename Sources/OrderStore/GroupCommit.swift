@@ -23,7 +23,10 @@ import GRDB
 /// Units are bounded already (a push batch by ``PushJournal``'s 512 submissions and the ingest
 /// body limit, a stream batch by the parser's batch, the executor's by its head read), so a
 /// transaction holds at most ``maximumUnits`` bounded units.
-final class GroupCommit: Sendable {
+public final class GroupCommit: Sendable {
+    /// The most units one transaction takes unless the store is told otherwise.
+    public static let defaultLimit = 64
+
     /// One caller's writes: `run` executes them inside the shared transaction (in a savepoint unless
     /// alone) and returns whether they failed and what to tell the caller once the transaction has
     /// ended (nil: committed; else the error that ended it); `refuse` tells the caller that its
@@ -48,7 +51,7 @@ final class GroupCommit: Sendable {
     /// Hears how many units are pending after one is queued behind a running transaction (tests).
     private let queueObserver = Locked<(@Sendable (Int) -> Void)?>(nil)
 
-    init(_ writer: any DatabaseWriter, maximumUnits: Int = 64) {
+    init(_ writer: any DatabaseWriter, maximumUnits: Int = GroupCommit.defaultLimit) {
         self.writer = writer
         self.maximumUnits = max(1, maximumUnits)
     }
@@ -132,8 +135,8 @@ final class GroupCommit: Sendable {
             let taken = min(state.pending.count, maximumUnits - units.count)
             units += state.pending.prefix(taken)
             state.pending.removeFirst(taken)
-            state.transactions += 1
-            state.units += units.count
+            state.transactions &+= 1
+            state.units &+= units.count
             return units
         }
         Self.commit(units, in: db)

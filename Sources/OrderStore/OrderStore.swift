@@ -35,25 +35,30 @@ public final class OrderStore: Sendable, JobJournal, JobApplier, OrderReader, Ch
     /// after it committed (it must return at once: it runs on the writer's thread). With
     /// `immediateApply`, whole-order jobs that find the journal empty are applied in the transaction
     /// that accepts them instead of being journaled (one write instead of two); without it, every job
-    /// is journaled and waits for the executor.
+    /// is journaled and waits for the executor. `groupCommitLimit` is the most callers' writes one
+    /// transaction takes (``GroupCommit``; 1 commits each on its own, as a reference to measure against).
     public init(
         _ writer: any DatabaseWriter, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         healthChanged: @escaping @Sendable (StoreWriteHealth) -> Void = { _ in },
         changesCommitted: @escaping @Sendable (Int64) -> Void = { _ in },
-        immediateApply: ImmediateApply? = nil
+        immediateApply: ImmediateApply? = nil, groupCommitLimit: Int = GroupCommit.defaultLimit
     ) throws {
         self.writer = writer
         self.now = now
         self.healthChanged = healthChanged
         self.changesCommitted = changesCommitted
         self.immediateApply = immediateApply
-        self.groupCommit = GroupCommit(writer)
+        self.groupCommit = GroupCommit(writer, maximumUnits: groupCommitLimit)
         try Self.migrator.migrate(writer)
     }
 
     /// How many pages the write-ahead log holds before the commit that crosses it copies them into
     /// the database file (`PRAGMA wal_autocheckpoint`).
     public static let checkpointPages = 250
+
+    /// Write transactions committed (or tried) and the callers' writes they held: their ratio is how
+    /// much the store's one writer grouped (``GroupCommit``).
+    public var writeStatistics: (transactions: Int, units: Int) { groupCommit.statistics }
 
     /// Opens (creating and migrating) the database file at `path`.
     /// `busyTimeout` is how long a write waits for another process's lock before failing (then the
@@ -63,13 +68,14 @@ public final class OrderStore: Sendable, JobJournal, JobApplier, OrderReader, Ch
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         healthChanged: @escaping @Sendable (StoreWriteHealth) -> Void = { _ in },
         changesCommitted: @escaping @Sendable (Int64) -> Void = { _ in },
-        immediateApply: ImmediateApply? = nil
+        immediateApply: ImmediateApply? = nil, groupCommitLimit: Int = GroupCommit.defaultLimit
     ) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(busyTimeout)
         let pool = try DatabasePool(path: path, configuration: configuration)
         try self.init(
-            pool, now: now, healthChanged: healthChanged, changesCommitted: changesCommitted, immediateApply: immediateApply)
+            pool, now: now, healthChanged: healthChanged, changesCommitted: changesCommitted, immediateApply: immediateApply,
+            groupCommitLimit: groupCommitLimit)
         // Checkpoints four times as often as SQLite's default (1,000 pages): each one, run by the
         // commit that crosses the threshold, then copies a quarter as much and syncs sooner. Under the
         // push benchmark the p99 went from 7.6-8.5 to 4.8-5.0 ms and the rate rose 3-4 %; the stream's

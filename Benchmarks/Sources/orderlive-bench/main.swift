@@ -215,6 +215,7 @@ if only == "" || only == "transport" {
 if only == "" || only == "store" {
     try await storeBenchmark()
     try await commitLatency()
+    try await groupCommitBenchmark()
 }
 if only == "" || only == "ingest" { try await ingestBenchmark() }
 if only == "" || only == "feed" { try await feedBenchmark() }
