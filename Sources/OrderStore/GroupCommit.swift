@@ -4,9 +4,10 @@ import GRDB
 
 /// The store's one writer (issue 39, item 1): every write transaction of ``OrderStore`` — a push
 /// batch's acceptance, a stream batch's journal, the executor's applies, a full sync's pages, the
-/// commands' repairs — is a *unit* handed to it. When it wakes it takes every unit pending (up to
-/// ``maximumUnits``) and commits them in one transaction, each in a savepoint of its own, in the
-/// order they came; then it tells each unit's caller, after the commit and never before.
+/// commands' repairs — is a *unit* handed to it. When it wakes it takes the units pending (as many
+/// as its ``Grouping`` allows: with `durability: full`, all of them up to 64; with `normal`, where a
+/// commit does not sync, one) and commits them in one transaction, each in a savepoint of its own,
+/// in the order they came; then it tells each unit's caller, after the commit and never before.
 ///
 /// - A lone unit commits at once, with no timer and no savepoint: exactly the transaction it had
 ///   before. A synchronous caller that finds the writer idle runs it on its own thread, as GRDB's
@@ -22,11 +23,8 @@ import GRDB
 ///
 /// Units are bounded already (a push batch by ``PushJournal``'s 512 submissions and the ingest
 /// body limit, a stream batch by the parser's batch, the executor's by its head read), so a
-/// transaction holds at most ``maximumUnits`` bounded units.
+/// transaction holds at most its limit of bounded units.
 public final class GroupCommit: Sendable {
-    /// The most units one transaction takes unless the store is told otherwise.
-    public static let defaultLimit = 64
-
     /// One caller's writes: `run` executes them inside the shared transaction (in a savepoint unless
     /// alone) and returns whether they failed and what to tell the caller once the transaction has
     /// ended (nil: committed; else the error that ended it); `refuse` tells the caller that its
@@ -44,16 +42,16 @@ public final class GroupCommit: Sendable {
         var units = 0
     }
 
-    /// The most units one transaction takes; more wait for the next.
-    let maximumUnits: Int
+    /// When units share a transaction.
+    let grouping: Grouping
     private let writer: any DatabaseWriter
     private let state = Locked(State())
     /// Hears how many units are pending after one is queued behind a running transaction (tests).
     private let queueObserver = Locked<(@Sendable (Int) -> Void)?>(nil)
 
-    init(_ writer: any DatabaseWriter, maximumUnits: Int = GroupCommit.defaultLimit) {
+    init(_ writer: any DatabaseWriter, grouping: Grouping = .always(limit: 64)) {
         self.writer = writer
-        self.maximumUnits = max(1, maximumUnits)
+        self.grouping = grouping
     }
 
     /// Calls `observer` with the number of pending units each time one is queued behind a running
@@ -79,27 +77,25 @@ public final class GroupCommit: Sendable {
     /// the calling thread (the executor's own thread, a command's). It must not be called from
     /// inside a unit.
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) throws -> T {
+        let leads = state.withLock { state -> Bool in
+            if state.draining { return false }
+            state.draining = true
+            return true
+        }
+        if leads {
+            // Idle: this thread runs the transaction, its own writes first, then whatever else
+            // arrived before it began; nothing is queued or signalled for its own.
+            return try writer.writeWithoutTransaction { db in try lead(db, body) }
+        }
         let result = Locked<Result<T, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         let unit = Self.unit(body) { outcome in
             result.withLock { $0 = outcome }
             done.signal()
         }
-        let leads = state.withLock { state -> Bool in
-            if state.draining {
-                state.pending.append(unit)
-                return false
-            }
-            state.draining = true
-            return true
-        }
-        if leads {
-            // Idle: this thread runs the transaction, with whatever else arrives before it begins.
-            writer.writeWithoutTransaction { db in drain(db, first: unit) }
-        } else {
-            queued()
-            done.wait()
-        }
+        // The writer may have gone idle since: then this unit schedules the next transaction.
+        enqueue(unit)
+        done.wait()
         guard let outcome = result.withLock({ $0 }) else {
             throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "the store's writer ended a transaction without an outcome")
         }
@@ -122,24 +118,53 @@ public final class GroupCommit: Sendable {
             return true
         }
         if schedules {
-            writer.asyncWriteWithoutTransaction { db in self.drain(db, first: nil) }
+            writer.asyncWriteWithoutTransaction { db in self.drain(db) }
         } else {
             queued()
         }
     }
 
-    /// One transaction of `first` and the pending units; schedules the next while more wait.
-    private func drain(_ db: Database, first: Unit?) {
-        let units = state.withLock { state -> [Unit] in
-            var units = first.map { [$0] } ?? []
-            let taken = min(state.pending.count, maximumUnits - units.count)
-            units += state.pending.prefix(taken)
+    /// The transaction a synchronous caller that found the writer idle runs on its own thread.
+    private func lead<T>(_ db: Database, _ body: (Database) throws -> T) throws -> T {
+        let others = take(besides: 1)
+        var own: Result<T, any Error>?
+        let ending = Self.commit(others, in: db, leading: true) { alone in
+            let result = Result { alone ? try body(db) : try db.inCachedSavepoint { try body(db) } }
+            own = result
+            if case .failure = result { return true }
+            return false
+        }
+        scheduleNext()
+        switch own {
+        case .failure(let error)?: throw error
+        case .success(let value)?:
+            if let ending { throw ending }
+            return value
+        case nil:
+            throw ending ?? DatabaseError(resultCode: .SQLITE_MISUSE, message: "the store's writer did not run a write")
+        }
+    }
+
+    /// One transaction of the pending units; schedules the next while more wait.
+    private func drain(_ db: Database) {
+        _ = Self.commit(take(besides: 0), in: db, leading: false) { _ in false }
+        scheduleNext()
+    }
+
+    /// The pending units the next transaction takes beside `leading` of a caller's own.
+    private func take(besides leading: Int) -> [Unit] {
+        state.withLock { state -> [Unit] in
+            let taken = min(state.pending.count, max(0, grouping.limit - leading))
+            let units = Array(state.pending.prefix(taken))
             state.pending.removeFirst(taken)
             state.transactions &+= 1
-            state.units &+= units.count
+            state.units &+= taken + leading
             return units
         }
-        Self.commit(units, in: db)
+    }
+
+    /// After a transaction: the next is scheduled while units wait, else the writer is idle.
+    private func scheduleNext() {
         let more = state.withLock { state -> Bool in
             if state.pending.isEmpty {
                 state.draining = false
@@ -147,21 +172,27 @@ public final class GroupCommit: Sendable {
             }
             return true
         }
-        if more { writer.asyncWriteWithoutTransaction { db in self.drain(db, first: nil) } }
+        if more { writer.asyncWriteWithoutTransaction { db in self.drain(db) } }
     }
 
-    /// Runs `units` in one transaction and tells each how it ended.
-    private static func commit(_ units: [Unit], in db: Database) {
+    /// Runs `first` when `leading` (a leading caller's own writes, given whether they are alone;
+    /// true when they failed) and `units` in one transaction, tells each unit how it ended, and
+    /// returns how the transaction ended: nil when it committed, else the error (a failed `BEGIN`,
+    /// SQLite's own rollback, a failed `COMMIT`) that every write of it shares.
+    private static func commit(
+        _ units: [Unit], in db: Database, leading: Bool, first: (_ alone: Bool) -> Bool
+    ) -> (any Error)? {
         do {
             try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
         } catch {
             for unit in units { unit.refuse(error) }
-            return
+            return error
         }
-        let alone = units.count == 1
+        let alone = units.count + (leading ? 1 : 0) == 1
         var finishes: [@Sendable ((any Error)?) -> Void] = []
         finishes.reserveCapacity(units.count)
         var succeeded = false
+        if leading, !first(alone) { succeeded = true }
         for unit in units {
             let (failed, finish) = unit.run(db, alone)
             finishes.append(finish)
@@ -183,6 +214,7 @@ public final class GroupCommit: Sendable {
             }
         }
         for finish in finishes { finish(ending) }
+        return ending
     }
 
     /// A unit of `body` whose outcome goes to `deliver` once its transaction has ended.

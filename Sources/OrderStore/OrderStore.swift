@@ -35,20 +35,20 @@ public final class OrderStore: Sendable, JobJournal, JobApplier, OrderReader, Ch
     /// after it committed (it must return at once: it runs on the writer's thread). With
     /// `immediateApply`, whole-order jobs that find the journal empty are applied in the transaction
     /// that accepts them instead of being journaled (one write instead of two); without it, every job
-    /// is journaled and waits for the executor. `groupCommitLimit` is the most callers' writes one
-    /// transaction takes (``GroupCommit``; 1 commits each on its own, as a reference to measure against).
+    /// is journaled and waits for the executor. `grouping` says when the store's one writer commits
+    /// several callers' writes in one transaction (``GroupCommit/Grouping``).
     public init(
         _ writer: any DatabaseWriter, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         healthChanged: @escaping @Sendable (StoreWriteHealth) -> Void = { _ in },
         changesCommitted: @escaping @Sendable (Int64) -> Void = { _ in },
-        immediateApply: ImmediateApply? = nil, groupCommitLimit: Int = GroupCommit.defaultLimit
+        immediateApply: ImmediateApply? = nil, grouping: GroupCommit.Grouping = .always(limit: 64)
     ) throws {
         self.writer = writer
         self.now = now
         self.healthChanged = healthChanged
         self.changesCommitted = changesCommitted
         self.immediateApply = immediateApply
-        self.groupCommit = GroupCommit(writer, maximumUnits: groupCommitLimit)
+        self.groupCommit = GroupCommit(writer, grouping: grouping)
         try Self.migrator.migrate(writer)
     }
 
@@ -62,20 +62,21 @@ public final class OrderStore: Sendable, JobJournal, JobApplier, OrderReader, Ch
 
     /// Opens (creating and migrating) the database file at `path`.
     /// `busyTimeout` is how long a write waits for another process's lock before failing (then the
-    /// job stays journaled and is tried again).
+    /// job stays journaled and is tried again). `grouping` nil is the standard one for `durability`
+    /// (``GroupCommit/Grouping/standard(for:)``).
     public convenience init(
         path: String, durability: StoreDurability = .normal, busyTimeout: Double = 5,
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         healthChanged: @escaping @Sendable (StoreWriteHealth) -> Void = { _ in },
         changesCommitted: @escaping @Sendable (Int64) -> Void = { _ in },
-        immediateApply: ImmediateApply? = nil, groupCommitLimit: Int = GroupCommit.defaultLimit
+        immediateApply: ImmediateApply? = nil, grouping: GroupCommit.Grouping? = nil
     ) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(busyTimeout)
         let pool = try DatabasePool(path: path, configuration: configuration)
         try self.init(
             pool, now: now, healthChanged: healthChanged, changesCommitted: changesCommitted, immediateApply: immediateApply,
-            groupCommitLimit: groupCommitLimit)
+            grouping: grouping ?? .standard(for: durability))
         // Checkpoints four times as often as SQLite's default (1,000 pages): each one, run by the
         // commit that crosses the threshold, then copies a quarter as much and syncs sooner. Under the
         // push benchmark the p99 went from 7.6-8.5 to 4.8-5.0 ms and the rate rose 3-4 %; the stream's

@@ -19,14 +19,14 @@ import Testing
         let commit: GroupCommit
         let queuedCounts: AsyncStream<Int>
 
-        init(maximumUnits: Int = 64) throws {
+        init(grouping: GroupCommit.Grouping = .always(limit: 64)) throws {
             directory = NSTemporaryDirectory() + "orderlive-group-commit-\(UUID().uuidString)"
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             pool = try DatabasePool(path: directory + "/test.sqlite")
             try pool.write { try $0.execute(sql: "CREATE TABLE item (id INTEGER PRIMARY KEY, name TEXT NOT NULL)") }
             let (stream, continuation) = AsyncStream.makeStream(of: Int.self)
             queuedCounts = stream
-            commit = GroupCommit(pool, maximumUnits: maximumUnits)
+            commit = GroupCommit(pool, grouping: grouping)
             commit.observeQueue { continuation.yield($0) }
         }
 
@@ -173,7 +173,7 @@ import Testing
     }
 
     @Test func aTransactionTakesAtMostItsLimitAndTheRestFollowInOrder() async throws {
-        let bench = try Bench(maximumUnits: 2)
+        let bench = try Bench(grouping: .always(limit: 2))
         let (gate, held) = await bench.hold()
         var tasks: [Task<String, any Error>] = []
         for name in ["a", "b", "c", "d", "e"] { tasks.append(await bench.queue(Self.insert(name))) }
@@ -206,7 +206,7 @@ import Testing
     }
 
     @Test func aPushAndAStreamBatchThatWaitTogetherShareOneTransactionAsIfCommittedOneByOne() async throws {
-        let temporary = try TemporaryStore(immediateApply: ImmediateApply())
+        let temporary = try TemporaryStore(immediateApply: ImmediateApply(), grouping: .always(limit: 64))
         let store = temporary.store
         let (stream, continuation) = AsyncStream.makeStream(of: Int.self)
         store.groupCommit.observeQueue { continuation.yield($0) }
@@ -245,5 +245,41 @@ import Testing
         }
         #expect(changes.map(\.seq) == [head + 1, head + 2], "numbered on from each other, with no gap")
         #expect(changes.map(\.orderID) == ["1", "2"], "in the order the units came")
+    }
+
+    @Test func theStandardGroupingSharesACommitOnlyWhereEveryCommitSyncs() async throws {
+        for durability in StoreDurability.allCases {
+            let directory = NSTemporaryDirectory() + "orderlive-group-durability-\(UUID().uuidString)"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let store = try OrderStore(path: directory + "/orderlive.sqlite", durability: durability)
+            let (stream, continuation) = AsyncStream.makeStream(of: Int.self)
+            store.groupCommit.observeQueue { continuation.yield($0) }
+            var counts = stream.makeAsyncIterator()
+            let (gate, held) = await Self.hold(store.groupCommit) { _ in }
+            // Pushes: their `accept` waits without holding a thread (a blocking caller would take one
+            // of the two cooperative threads this machine has).
+            var tasks: [Task<[SubmissionOutcome], Never>] = []
+            for index in 0..<3 {
+                let job = NewJob(kind: .fetch, orderID: "\(index)", source: "test")
+                let submission = IdempotentSubmission(requestKey: "msg-\(index)", parts: [.init(key: nil, jobs: [job])], response: "{}")
+                tasks.append(Task { await store.accept([submission], policy: SubmissionPolicy(dedupeSince: 0, highWaterJobs: 100)) })
+                #expect(await counts.next() == index + 1)
+            }
+            gate.signal()
+            try await held.value
+            for task in tasks { #expect(await task.value == [.accepted(jobs: 1, duplicateParts: 0)]) }
+            let statistics = store.writeStatistics
+            let expected = durability == .full ? 2 : 4
+            #expect(statistics.transactions == expected && statistics.units == 4,
+                    "\(durability): \(statistics) (full shares one commit among the three that waited)")
+        }
+    }
+
+    @Test func aGroupingLimitBelowOneIsOne() {
+        #expect(GroupCommit.Grouping.never.limit == 1)
+        #expect(GroupCommit.Grouping.always(limit: 0).limit == 1)
+        #expect(GroupCommit.Grouping.standard(for: .full) == .always(limit: 64))
+        #expect(GroupCommit.Grouping.standard(for: .normal) == .never)
     }
 }

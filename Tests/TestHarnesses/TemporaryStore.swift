@@ -13,12 +13,14 @@ public final class TemporaryStore {
     /// as ``OrderStore`` says.
     public init(
         now: @escaping @Sendable () -> Double = { 1_000 },
-        changesCommitted: @escaping @Sendable (Int64) -> Void = { _ in }, immediateApply: ImmediateApply? = nil
+        changesCommitted: @escaping @Sendable (Int64) -> Void = { _ in }, immediateApply: ImmediateApply? = nil,
+        grouping: GroupCommit.Grouping? = nil
     ) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-db-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         store = try OrderStore(
-            path: directory + "/orderlive.sqlite", now: now, changesCommitted: changesCommitted, immediateApply: immediateApply)
+            path: directory + "/orderlive.sqlite", now: now, changesCommitted: changesCommitted, immediateApply: immediateApply,
+            grouping: grouping)
     }
 
     deinit {

@@ -7,26 +7,38 @@ import Synchronization
 
 /// Push batches and stream batches written into one store at once, as an agent that receives pushes
 /// while its stream delivers: each source waits for its own commit before it sends the next batch,
-/// as the push journal and the stream's pipeline do. The store's one writer with its default limit
-/// against the same writer taking one caller's writes per transaction (the reference: every batch
-/// its own commit, as before issue 39's item 1), alternated, same bytes, same run.
+/// as the push journal and the stream's pipeline do. Twice: as `orderlive run` stores whole orders
+/// into an empty journal (applied in the transaction that takes them: two writers), and with every
+/// job journaled and the executor applying them (three writers: what happens while the journal is
+/// not empty, during a full sync or behind a failed job). The store's one writer grouping what is
+/// pending, against the same writer taking one caller's writes per transaction (the reference:
+/// every batch its own commit, as before issue 39's item 1), alternated, same bytes, same run. `LD_PRELOAD` of a library that lengthens
+/// `fdatasync` stands for a slower disk (docs/PERFORMANCE.md says how).
 func groupCommitBenchmark() async throws {
     let seconds = Double(ProcessInfo.processInfo.environment["BENCH_GROUP_SECONDS"] ?? "") ?? 3
     let rounds = max(1, Int(ProcessInfo.processInfo.environment["BENCH_ROUNDS"] ?? "") ?? 2)
     print("")
     print("push batches (32 whole orders) and stream batches (100 whole orders) into one SQLite store at once, \(format(seconds, 0)) s each")
-    print("| durability | round | writer | pushes/s | stream events/s | orders/s | transactions/s | callers' writes per transaction |")
-    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
-    for durability in [StoreDurability.normal, .full] {
-        for round in 1...rounds {
-            for limit in [1, GroupCommit.defaultLimit] {
-                let result = try await mixedWrites(durability: durability, groupCommitLimit: limit, seconds: seconds)
-                let name = limit == 1 ? "one caller per transaction (reference)" : "group commit, up to \(limit) (orderlive run)"
-                print("| \(durability.rawValue) | \(round) | \(name) | \(format(Double(result.pushes) / result.seconds, 0)) "
-                    + "| \(format(Double(result.events) / result.seconds, 0)) "
-                    + "| \(format(Double(result.pushes + result.events) / result.seconds, 0)) "
-                    + "| \(format(Double(result.transactions) / result.seconds, 0)) "
-                    + "| \(format(Double(result.units) / Double(max(1, result.transactions)), 2)) |")
+    print("| jobs | durability | round | writer | pushes/s | stream events/s | orders stored/s | transactions/s | callers' writes per transaction |")
+    print("| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+    for journaling in [false, true] {
+        for durability in [StoreDurability.normal, .full] {
+            for round in 1...rounds {
+                let standard = GroupCommit.Grouping.standard(for: durability)
+                let writers: [(String, GroupCommit.Grouping)] = [
+                    ("one caller per transaction (reference)", .never), ("grouped, up to 64", .always(limit: 64)),
+                ]
+                for (described, grouping) in writers {
+                    let name = described + (grouping == standard ? ", as orderlive run" : "")
+                    let result = try await mixedWrites(
+                        durability: durability, journaling: journaling, grouping: grouping, seconds: seconds)
+                    print("| \(journaling ? "journaled, the executor applies" : "applied as taken") | \(durability.rawValue) | \(round) "
+                        + "| \(name) | \(format(Double(result.pushes) / result.seconds, 0)) "
+                        + "| \(format(Double(result.events) / result.seconds, 0)) "
+                        + "| \(format(Double(result.pushes + result.events) / result.seconds, 0)) "
+                        + "| \(format(Double(result.transactions) / result.seconds, 0)) "
+                        + "| \(format(Double(result.units) / Double(max(1, result.transactions)), 2)) |")
+                }
             }
         }
     }
@@ -40,13 +52,17 @@ private struct MixedResult {
     var seconds: Double
 }
 
-private func mixedWrites(durability: StoreDurability, groupCommitLimit: Int, seconds: Double) async throws -> MixedResult {
+/// `seconds` of both sources, then (`journaling`) until the executor has applied every job: the
+/// rates are orders stored in the whole time.
+private func mixedWrites(
+    durability: StoreDurability, journaling: Bool, grouping: GroupCommit.Grouping, seconds: Double
+) async throws -> MixedResult {
     let directory = NSTemporaryDirectory() + "orderlive-group-bench-\(UUID().uuidString)"
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let store = try OrderStore(
-        path: directory + "/orderlive.sqlite", durability: durability, immediateApply: ImmediateApply(),
-        groupCommitLimit: groupCommitLimit)
+        path: directory + "/orderlive.sqlite", durability: durability, immediateApply: journaling ? nil : ImmediateApply(),
+        grouping: grouping)
     let policy = SubmissionPolicy(dedupeSince: 0, highWaterJobs: 10_000_000)
     let start = ContinuousClock.now
     let end = start + .milliseconds(Int(seconds * 1_000))
@@ -73,7 +89,32 @@ private func mixedWrites(durability: StoreDurability, groupCommitLimit: Int, sec
         }
         return count
     }()
-    let (pushes, events) = try await (pushed, streamed)
+    let producing = Atomic<Int>(2)
+    // On a thread of its own, as the agent's executor runs (`ThreadTaskExecutor`).
+    async let appliedJobs: Int = withCheckedThrowingContinuation { continuation in
+        Thread {
+            continuation.resume(with: Result {
+                var count = 0
+                while journaling {
+                    let jobs = try store.headJobs(limit: 512)
+                    if jobs.isEmpty {
+                        if producing.load(ordering: .acquiring) == 0 { break }
+                        // The agent's executor waits for a wake-up; a tenth of a millisecond's nap stands for it.
+                        usleep(100)
+                        continue
+                    }
+                    count += try store.applyInOneTransaction(jobs)
+                }
+                return count
+            })
+        }.start()
+    }
+    let pushes = await pushed
+    producing.subtract(1, ordering: .releasing)
+    let events = try await streamed
+    producing.subtract(1, ordering: .releasing)
+    let applied = try await appliedJobs
+    precondition(!journaling || applied == pushes + events, "applied \(applied) of \(pushes + events)")
     let elapsed = ContinuousClock.now - start
     let statistics = store.writeStatistics
     let stored = try store.counts().orders

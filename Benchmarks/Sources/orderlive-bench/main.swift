@@ -204,6 +204,7 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "coldstart-agent
 }
 
 // BENCH_ONLY=parser, transport, store, ingest, feed, coldstart, memory or postgres runs one part (for profiling);
+// BENCH_ONLY=group only the store part's group-commit table;
 // BENCH_ONLY=delivery only the transport's EventSource row against the Sandbox in its own process.
 let only = ProcessInfo.processInfo.environment["BENCH_ONLY"] ?? ""
 if only == "delivery" { try await transportBenchmarks(deliveryOnly: true) }
@@ -217,6 +218,7 @@ if only == "" || only == "store" {
     try await commitLatency()
     try await groupCommitBenchmark()
 }
+if only == "group" { try await groupCommitBenchmark() }
 if only == "" || only == "ingest" { try await ingestBenchmark() }
 if only == "" || only == "feed" { try await feedBenchmark() }
 if only == "" || only == "coldstart" { try await coldStartBenchmark() }
