@@ -159,7 +159,7 @@ let package = Package(
             // The one HTTP floor under both listeners: HTTP/1 child channel, bounds, limits, errors, routes.
             name: "LocalHTTP",
             dependencies: [
-                "CheckedInput", "CoalescedLogging", "COpenSSL", "JSONToolkit",
+                "AsyncSignals", "CheckedInput", "CoalescedLogging", "COpenSSL", "JSONToolkit",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -15,9 +15,14 @@ suppressions=$PWD/Scripts/tsan-suppressions.txt
 export SWIFT_BACKTRACE=enable=no
 export TSAN_OPTIONS="log_path=$reports/tsan suppressions=$suppressions halt_on_error=0 second_deadlock_stack=1"
 status=0
+# The suite's exit status, read before anything else runs: PIPESTATUS after `|| true` would be
+# `true`'s, and a failed suite would be reported as passed.
+set +e
 swift test --skip-build --sanitize=thread --scratch-path .build-tsan --skip CrashReportTests 2>&1 | tee "$reports/test.log" \
-  | grep -E "^(✘|✔ Test run|Test run)|ThreadSanitizer" || true
-status=${PIPESTATUS[0]}
+  | grep -E "^(✘|✔ Test run|Test run)|ThreadSanitizer"
+statuses=("${PIPESTATUS[@]}")
+set -e
+status=${statuses[0]}
 count=$(cat "$reports"/tsan.* 2>/dev/null | grep -c "^WARNING: ThreadSanitizer" || true)
 if [ "$count" -gt 0 ]; then
   echo "tsan: $count unexplained report(s):"

@@ -1,5 +1,5 @@
+import AsyncSignals
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -12,10 +12,10 @@ import Glibc
 /// process ends, however it ends, so a crashed agent leaves no stale lock behind.
 public final class StateLock: Sendable {
     /// The descriptor of the open lock file, -1 once closed; closing it releases the lock.
-    private let descriptor: Mutex<Int32>
+    private let descriptor: Locked<Int32>
 
     private init(descriptor: Int32) {
-        self.descriptor = Mutex(descriptor)
+        self.descriptor = Locked(descriptor)
     }
 
     deinit { release() }

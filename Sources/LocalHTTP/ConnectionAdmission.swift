@@ -1,5 +1,5 @@
+import AsyncSignals
 import NIOCore
-import Synchronization
 
 /// Why a listener closed a connection itself; the `reason` label of
 /// `orderlive_connections_closed_total{listener,reason}`.
@@ -57,7 +57,9 @@ public final class ConnectionAdmission: Sendable {
     public let limit: Int
     /// The peers allowed; empty allows everyone.
     public let allowFrom: [AddressRange]
-    private let state = Mutex(State())
+    // AsyncSignals.Locked, not Synchronization.Mutex: ThreadSanitizer cannot see Mutex's futex
+    // hand-overs and reported every contended admission as a race (docs/SANITIZERS.md).
+    private let state = Locked(State())
     private let closed: @Sendable (ConnectionClosure) -> Void
 
     /// Creates the admission of one listener; `closed` hears every connection it closes (to count

@@ -1,6 +1,6 @@
+import AsyncSignals
 import NIOCore
 import NIOSSL
-import Synchronization
 
 /// The files of one listener's TLS (`ingest.tls.*`, `api.tls.*`), with the keys that name them in
 /// errors and logs.
@@ -51,12 +51,12 @@ public final class ListenerTLS: Sendable {
 
     /// The files it loads.
     public let files: TLSFiles
-    private let material: Mutex<Material>
+    private let material: Locked<Material>
 
     /// Loads `files`; throws naming the key and path of the first that does not load.
     public init(_ files: TLSFiles) throws(TLSLoadError) {
         self.files = files
-        material = Mutex(try Self.load(files))
+        material = Locked(try Self.load(files))
     }
 
     /// The leaf certificate's `notAfter`, Unix seconds, of the material in use.
