@@ -54,6 +54,7 @@ extension Database {
         }
     }
 
-    private static let transactionAborted = DatabaseError(
+    /// What a write is told when SQLite rolled its transaction back under it.
+    static let transactionAborted = DatabaseError(
         resultCode: .SQLITE_ABORT, message: "the transaction was rolled back by SQLite after an earlier error")
 }

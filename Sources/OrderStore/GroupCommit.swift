@@ -129,7 +129,7 @@ public final class GroupCommit: Sendable {
         let others = take(besides: 1)
         var own: Result<T, any Error>?
         let ending = Self.commit(others, in: db, leading: true) { alone in
-            let result = Result { alone ? try body(db) : try db.inCachedSavepoint { try body(db) } }
+            let result = Self.run(body, alone: alone, in: db)
             own = result
             if case .failure = result { return true }
             return false
@@ -201,7 +201,7 @@ public final class GroupCommit: Sendable {
         var ending: (any Error)?
         if !db.isInsideTransaction {
             // SQLite rolled everything back (a full disk, an I/O error): nothing of any unit is written.
-            ending = transactionAborted
+            ending = Database.transactionAborted
         } else if !succeeded {
             // Nothing to keep (a lone unit that failed is not committed half done).
             do { try db.rollback() } catch {}
@@ -223,7 +223,7 @@ public final class GroupCommit: Sendable {
     ) -> Unit {
         Unit(
             run: { db, alone in
-                let result = Result { alone ? try body(db) : try db.inCachedSavepoint { try body(db) } }
+                let result = run(body, alone: alone, in: db)
                 let failed = if case .failure = result { true } else { false }
                 // A unit's own error is the one its caller can act on, even when the transaction ended with another.
                 return (failed, { ending in deliver(failed ? result : ending.map { .failure($0) } ?? result) })
@@ -231,6 +231,8 @@ public final class GroupCommit: Sendable {
             refuse: { deliver(.failure($0)) })
     }
 
-    private static let transactionAborted = DatabaseError(
-        resultCode: .SQLITE_ABORT, message: "the transaction was rolled back by SQLite after an earlier error")
+    /// One caller's writes inside the shared transaction: in a savepoint of their own unless alone.
+    private static func run<T>(_ body: (Database) throws -> T, alone: Bool, in db: Database) -> Result<T, any Error> {
+        Result { alone ? try body(db) : try db.inCachedSavepoint { try body(db) } }
+    }
 }

@@ -55,7 +55,7 @@ private struct MixedResult {
 /// `seconds` of both sources, then (`journaling`) until the executor has applied every job: the
 /// rates are orders stored in the whole time.
 private func mixedWrites(
-    durability: StoreDurability, journaling: Bool, grouping: GroupCommit.Grouping, seconds: Double
+    durability: StoreDurability, journaling: Bool, grouping: GroupCommit.Grouping, seconds length: Double
 ) async throws -> MixedResult {
     let directory = NSTemporaryDirectory() + "orderlive-group-bench-\(UUID().uuidString)"
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -65,7 +65,7 @@ private func mixedWrites(
         grouping: grouping)
     let policy = SubmissionPolicy(dedupeSince: 0, highWaterJobs: 10_000_000)
     let start = ContinuousClock.now
-    let end = start + .milliseconds(Int(seconds * 1_000))
+    let end = start + .milliseconds(Int(length * 1_000))
     async let pushed: Int = {
         var count = 0
         while ContinuousClock.now < end {
@@ -121,7 +121,7 @@ private func mixedWrites(
     precondition(stored == pushes + events, "stored \(stored) of \(pushes + events)")
     return MixedResult(
         pushes: pushes, events: events, transactions: statistics.transactions, units: statistics.units,
-        seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        seconds: seconds(elapsed))
 }
 
 private func wholeOrder(_ id: String) -> NewJob {
