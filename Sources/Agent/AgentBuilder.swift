@@ -126,6 +126,8 @@ public enum AgentBuilder {
         let session: Session
         /// What readiness, status and metrics answer from.
         let observation: StoreObservation
+        /// Whether the order backend answers the executor; the stream and the session bring evidence.
+        let availability: BackendAvailability
 
         init(configuration: OrderliveConfiguration, logger: Logger, environment: [String: String]) throws(AgentStartError) {
             self.configuration = configuration
@@ -144,6 +146,14 @@ public enum AgentBuilder {
             let deadline = configuration.store.backend == .postgres ? configuration.store.failover : .seconds(5)
             observation = StoreObservation(store: store, stale: deadline + .seconds(2))
             let (metrics, state) = (self.metrics, self.state)
+            let availability = BackendAvailability(wake: wake, changed: { backend in
+                state.update {
+                    $0.backendUnavailableSince = backend.unavailableSince
+                    $0.backendUnavailableReason = backend.reason
+                    $0.backendPausedSeconds = backend.pausedSecondsEnded
+                }
+            }, logger: logger)
+            self.availability = availability
             do {
                 loop = try CurlLoop(logger: logger)
                 webhookLoop = try CurlLoop(logger: logger, name: "orderlive-hooks", priority: .idle, startsWhenUsed: true)
@@ -152,6 +162,8 @@ public enum AgentBuilder {
                     observe: { event in
                         metrics.record(event)
                         if event == .refreshSucceeded { state.update { $0.tokenRefreshes += 1 } }
+                        // A refresh or a login that succeeded is the backend answering (DESIGN §8 "Sync").
+                        if event == .refreshSucceeded || event == .loginSucceeded { availability.answered(source: "session") }
                     }, logger: logger)
             } catch let error as CurlError {
                 throw AgentStartError("cannot start the HTTP client: \(error.description)")
@@ -178,7 +190,11 @@ public enum AgentBuilder {
             source: OrdersClient(
                 loop: parts.loop, session: parts.session, baseURL: upstream.baseURL, ordersPath: upstream.ordersPath,
                 connectTimeout: upstream.connectTimeout, requestTimeout: upstream.requestTimeout, tls: upstream.tls),
-            configuration: .init(maximumAttempts: configuration.sync.maximumAttempts, pageSize: configuration.sync.pageSize),
+            configuration: .init(
+                maximumAttempts: configuration.sync.maximumAttempts, pageSize: configuration.sync.pageSize,
+                retryBase: configuration.sync.retryBase, retryMaximum: configuration.sync.retryMaximum,
+                probeMaximum: configuration.sync.outageProbeMaximum),
+            availability: parts.availability,
             observe: { kind, outcome in
                 metrics.record(kind, outcome)
                 if outcome == .deadLettered { deadLettered.signal() }
@@ -187,7 +203,7 @@ public enum AgentBuilder {
             logger: logger)
         let stream = StreamService(
             source: streamSource(configuration), loop: parts.loop, session: parts.session, store: store, wake: wake,
-            observer: AgentStreamObserver(state: state, metrics: metrics), logger: logger)
+            observer: AgentStreamObserver(state: state, metrics: metrics, availability: parts.availability), logger: logger)
         // On SQLite another process (`orderlive dead-letters retry`) can journal jobs and cannot wake
         // this executor: it looks at the journal four times a second while idle. On PostgreSQL
         // every journal write notifies the jobs channel, which wakes it.

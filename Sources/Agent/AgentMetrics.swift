@@ -36,6 +36,11 @@ public final class AgentMetrics: Sendable {
     let clusterLeader: Prometheus.Gauge
     let clusterEpoch: Prometheus.Gauge
     let clusterTakeovers: Prometheus.Counter
+    let backendAvailable: Prometheus.Gauge
+    let pausedSeconds: Prometheus.Counter
+    let waitingLanes: Prometheus.Gauge
+    let oldestWaitingJobAge: Prometheus.Gauge
+    private let countedPausedSeconds = Locked(0.0)
     private let countedTakeovers = Locked(0)
     private let countedWriteFailures = Locked(0)
     private let jobs: [String: Prometheus.Counter]
@@ -69,9 +74,18 @@ public final class AgentMetrics: Sendable {
             "orderlive_cluster_epoch", "The account's fencing epoch as this agent last saw it (PostgreSQL)"))
         clusterTakeovers = registry.makeCounter(descriptor: Self.name(
             "orderlive_cluster_takeovers_total", "Times this agent took over the leadership of its account"))
+        backendAvailable = registry.makeGauge(descriptor: Self.name(
+            "orderlive_sync_backend_available", "1 while the order backend answers the executor; 0 while jobs that need it are paused"))
+        backendAvailable.set(Int64(1))
+        pausedSeconds = registry.makeCounter(descriptor: Self.name(
+            "orderlive_sync_paused_seconds_total", "Seconds the executor spent paused because the order backend was unavailable"))
+        waitingLanes = registry.makeGauge(descriptor: Self.name(
+            "orderlive_sync_waiting_lanes", "Orders whose jobs wait for a retry after a failure of their own"))
+        oldestWaitingJobAge = registry.makeGauge(descriptor: Self.name(
+            "orderlive_sync_oldest_waiting_job_age_seconds", "Age of the oldest job that waits for a retry (0: none)"))
         var jobs: [String: Prometheus.Counter] = [:]
         for kind in JobKind.allCases {
-            for outcome in [SyncExecutor.Outcome.completed, .failed, .deadLettered] {
+            for outcome in SyncExecutor.Outcome.allCases {
                 jobs["\(kind.rawValue)/\(outcome.rawValue)"] = registry.makeCounter(descriptor: Self.name("orderlive_sync_jobs_total", "Sync job attempts by kind and outcome"), labels: [("kind", kind.rawValue), ("outcome", outcome.rawValue)])
             }
         }
@@ -147,8 +161,16 @@ public final class AgentMetrics: Sendable {
 
     /// The exposition text, with the store's gauges brought up to date first.
     func text(
-        counts: StoreCounts?, health: StoreWriteHealth, now: Double, authenticated isAuthenticated: Bool
+        counts: StoreCounts?, health: StoreWriteHealth, now: Double, authenticated isAuthenticated: Bool,
+        state: AgentState.Snapshot = .init()
     ) -> String {
+        backendAvailable.set(Int64(state.backendUnavailableSince == nil ? 1 : 0))
+        let paused = state.backendPausedSeconds(at: now)
+        let newPaused = countedPausedSeconds.withLock { counted in
+            defer { counted = max(counted, paused) }
+            return max(0, paused - counted)
+        }
+        if newPaused > 0 { pausedSeconds.increment(by: newPaused) }
         storeWritable.set(Int64(health.writable ? 1 : 0))
         let newFailures = countedWriteFailures.withLock { counted in
             defer { counted = max(counted, health.failures) }
@@ -160,6 +182,8 @@ public final class AgentMetrics: Sendable {
             oldestJobAge.set(counts.oldestJobCreatedAt.map { max(0, now - $0) } ?? 0)
             deadLetters.set(Int64(counts.deadLetters))
             orders.set(Int64(counts.orders))
+            waitingLanes.set(Int64(counts.waitingLanes))
+            oldestWaitingJobAge.set(counts.oldestWaitingJobCreatedAt.map { max(0, now - $0) } ?? 0)
         }
         authenticated.set(Int64(isAuthenticated ? 1 : 0))
         return Self.addingHelp(to: registry.emitToString())

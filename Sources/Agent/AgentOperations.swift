@@ -50,12 +50,18 @@ public struct AgentOperations: OperationsProvider {
         default: break
         }
         if snapshot.stream != .open, let error = snapshot.lastStreamError { notes.append("stream: \(error)") }
+        if let since = snapshot.backendUnavailableSince {
+            // Still ready: pushes and events are journaled and kept; jobs that need the backend wait.
+            notes.append("backend unavailable since \(StatusOutput.rfc3339(since))"
+                + (snapshot.backendUnavailableReason.map { ": \($0)" } ?? "") + "; jobs that need it wait, no attempt is counted")
+        }
         let json = "{" + [
             #""ready":\#(reason == nil)"#,
             #""reason":\#(reason.map(JSONText.string) ?? "null")"#,
             #""auth":{"state":\#(JSONText.string(auth.state.rawValue))}"#,
             #""stream":{"state":\#(JSONText.string(snapshot.stream.rawValue)),"reconnects":\#(snapshot.reconnects)}"#,
             #""cluster":\#(snapshot.cluster.json)"#,
+            #""backend":{"available":\#(snapshot.backendUnavailableSince == nil),"unavailable_since":\#(snapshot.backendUnavailableSince.map { JSONText.string(StatusOutput.rfc3339($0)) } ?? "null")}"#,
             #""database":\#(databaseJSON(seen))"#,
             #""notes":[\#(notes.map(JSONText.string).joined(separator: ","))]"#,
         ].joined(separator: ",") + "}"
@@ -78,7 +84,7 @@ public struct AgentOperations: OperationsProvider {
         metrics.record(webhooks: seen.webhooks.map { ($0.endpoint, $0.backlog, $0.oldestAge) })
         return metrics.text(
             counts: seen.status?.counts, health: store.writeHealth, now: Date().timeIntervalSince1970,
-            authenticated: auth.state == .authenticated || auth.state == .refreshing)
+            authenticated: auth.state == .authenticated || auth.state == .refreshing, state: state.snapshot)
     }
 
     /// `"database"`: how long ago the store last answered (seconds, one decimal; null before its

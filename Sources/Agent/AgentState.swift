@@ -28,6 +28,18 @@ public final class AgentState: Sendable {
         public var shuttingDown = false
         /// The cluster as this agent sees it (DESIGN §12).
         public var cluster = Cluster()
+        /// Since when the order backend has been unavailable to the executor (Unix seconds); nil
+        /// while it answers (DESIGN §8 "Sync").
+        public var backendUnavailableSince: Double?
+        /// The failure that found it unavailable.
+        public var backendUnavailableReason: String?
+        /// Seconds spent by pauses that ended.
+        public var backendPausedSeconds: Double = 0
+
+        /// Seconds the executor has spent paused for an unavailable backend, the current pause included.
+        public func backendPausedSeconds(at now: Double) -> Double {
+            backendPausedSeconds + (backendUnavailableSince.map { max(0, now - $0) } ?? 0)
+        }
     }
 
     /// DESIGN §12 `cluster`: the engine, this agent's role and what it knows of the leader.

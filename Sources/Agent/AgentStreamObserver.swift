@@ -6,10 +6,15 @@ import OrderSync
 struct AgentStreamObserver: StreamObserver {
     let state: AgentState
     let metrics: AgentMetrics
+    /// Told when the stream opens: a connection the backend accepted is evidence that it answers,
+    /// which ends a pause of the executor (DESIGN §8 "Sync"). Events on a stream that stayed open are
+    /// not: the orders endpoint can be down while the events endpoint is up.
+    let availability: BackendAvailability
 
     func streamStateChanged(_ stream: StreamState) {
         state.update { $0.stream = stream }
         metrics.streamOpen.set(Int64(stream == .open ? 1 : 0))
+        if stream == .open { availability.answered(source: "stream") }
     }
 
     func streamLost(reason: String, retryIn: Duration?) {

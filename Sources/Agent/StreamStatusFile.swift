@@ -34,6 +34,12 @@ public enum StreamStatusFile {
         snapshot.lastEventAt = Checked.jsonNumber(object["last_event_at"]).flatMap {
             Checked.finite($0, in: 0...Double(Checked.unixTimeRange.upperBound))
         }
+        if alive, let backend = object["backend"] as? [String: Any] {
+            snapshot.backendUnavailableSince = Checked.jsonNumber(backend["unavailable_since"]).flatMap {
+                Checked.finite($0, in: 0...Double(Checked.unixTimeRange.upperBound))
+            }
+            snapshot.backendUnavailableReason = snapshot.backendUnavailableSince == nil ? nil : backend["reason"] as? String
+        }
         if let cluster = object["cluster"] as? [String: Any] {
             snapshot.cluster.backend = (cluster["backend"] as? String) == "postgres" ? "postgres" : "sqlite"
             snapshot.cluster.account = cluster["account"] as? String
@@ -68,6 +74,7 @@ public enum StreamStatusFile {
             #""reconnects":\#(snapshot.reconnects)"#,
             #""last_event_at":\#(snapshot.lastEventAt.map { String($0) } ?? "null")"#,
             #""cluster":\#(snapshot.cluster.json)"#,
+            #""backend":{"unavailable_since":\#(snapshot.backendUnavailableSince.map { String($0) } ?? "null"),"reason":\#(snapshot.backendUnavailableReason.map(JSONText.string) ?? "null")}"#,
         ].joined(separator: ",") + "}\n"
         let target = path(stateDirectory: stateDirectory)
         let temporary = target + ".tmp"
@@ -91,7 +98,8 @@ struct StreamStatusRecorder: Service {
             while !Task.isCancelled {
                 let snapshot = state.snapshot
                 if snapshot.stream != written?.stream || snapshot.reconnects != written?.reconnects
-                    || snapshot.lastEventAt != written?.lastEventAt || snapshot.cluster != written?.cluster {
+                    || snapshot.lastEventAt != written?.lastEventAt || snapshot.cluster != written?.cluster
+                    || snapshot.backendUnavailableSince != written?.backendUnavailableSince {
                     do {
                         try StreamStatusFile.write(snapshot, stateDirectory: directory)
                         written = snapshot

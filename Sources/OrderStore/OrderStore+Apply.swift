@@ -24,15 +24,20 @@ extension OrderStore {
     }
 
     private static let headJobsSQL = "SELECT id, kind, order_id, version, payload, source, attempts, not_before, "
-        + "last_error, created_at, status, store_id, courier_id, updated_at FROM job ORDER BY id LIMIT ?"
+        + "last_error, created_at, status, store_id, courier_id, updated_at FROM job WHERE id > ? ORDER BY id LIMIT ?"
 
     /// Up to `limit` jobs from the head of the journal, in order.
     public func headJobs(limit: Int) throws -> [JobRecord] {
+        try headJobs(after: 0, limit: limit)
+    }
+
+    /// Up to `limit` jobs after the job `id`, in journal order (ids start at 1).
+    public func headJobs(after id: Int64, limit: Int) throws -> [JobRecord] {
         // A cached raw statement: the executor asks after every commit, and compiling the query
         // interface's SQL each time showed in the push-ingest profile.
         try writer.read { db in
             let statement = try db.cachedStatement(sql: Self.headJobsSQL)
-            return try JobRecord.fetchAll(statement, arguments: [limit])
+            return try JobRecord.fetchAll(statement, arguments: [id, limit])
         }
     }
 

@@ -39,12 +39,16 @@ extension OrderStore {
 
     /// Counts for `status`.
     public func counts() throws -> StoreCounts {
-        try writer.read { db in
-            StoreCounts(
+        let now = self.now()
+        return try writer.read { db in
+            let waiting = try Row.fetchOne(
+                db, sql: "SELECT COUNT(*), MIN(created_at) FROM job WHERE not_before > ?", arguments: [now])
+            return StoreCounts(
                 orders: try OrderRecord.fetchCount(db),
                 journalDepth: try JobRecord.fetchCount(db),
                 oldestJobCreatedAt: try Double.fetchOne(db, sql: "SELECT MIN(created_at) FROM job"),
-                deadLetters: try DeadLetterRecord.fetchCount(db))
+                deadLetters: try DeadLetterRecord.fetchCount(db),
+                waitingLanes: waiting?[0] ?? 0, oldestWaitingJobCreatedAt: waiting?[1])
         }
     }
 }

@@ -4,24 +4,6 @@ import Foundation
 import JSONToolkit
 import StoreModel
 
-/// Why talking to the orders API failed. Never holds a token.
-public struct SyncError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// What went wrong.
-    public var message: String
-    /// True when the job could not run because there is no session: nothing is wrong with the
-    /// job, so it waits (its attempts are not counted) until a login.
-    public var waitsForSession: Bool
-
-    /// Creates an error.
-    public init(_ message: String, waitsForSession: Bool = false) {
-        self.message = message
-        self.waitsForSession = waitsForSession
-    }
-
-    /// The message.
-    public var description: String { message }
-}
-
 /// The orders part of the upstream API (DESIGN §3).
 public protocol OrderSource: Sendable {
     /// `GET orders/{id}`: the order, or nil when it is gone for this user (404).
@@ -31,6 +13,17 @@ public protocol OrderSource: Sendable {
     /// The same page with its orders still to decode, so that the next page can be fetched while
     /// this one is decoded (a default in an extension decodes at once).
     func fetchPageForLater(cursor: String?, limit: Int) async throws(SyncError) -> FetchedPage
+    /// Asks the backend about no order in particular (the first order of the list): returns when it
+    /// answers, throws what it failed with. How the executor tells an unavailable backend from one
+    /// order it cannot serve (DESIGN §8 "Sync").
+    func answersAtAll() async throws(SyncError)
+}
+
+extension OrderSource {
+    /// `GET orders?limit=1`.
+    public func answersAtAll() async throws(SyncError) {
+        _ = try await fetchPage(cursor: nil, limit: 1)
+    }
 }
 
 /// ``OrderSource`` over the curl loop, authenticated by the session: a 401 tells the session that
@@ -65,7 +58,7 @@ public struct OrdersClient: OrderSource {
         let encoded = id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? id
         let response = try await get(ordersPath + "/" + encoded)
         if response.status == 404 { return nil }
-        guard response.status == 200 else { throw SyncError("GET order \(id) answered HTTP \(response.status)") }
+        guard response.status == 200 else { throw SyncError.answered("GET order \(id)", response, now: now()) }
         return try Self.decodeOrder(response.body, id: id, appliedAt: now())
     }
 
@@ -106,7 +99,7 @@ public struct OrdersClient: OrderSource {
             path += "&cursor=" + (cursor.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? cursor)
         }
         let response = try await get(path)
-        guard response.status == 200 else { throw SyncError("GET orders answered HTTP \(response.status)") }
+        guard response.status == 200 else { throw SyncError.answered("GET orders", response, now: now()) }
         return response.body
     }
 
@@ -184,7 +177,7 @@ public struct OrdersClient: OrderSource {
             do {
                 response = try await loop.perform(request)
             } catch let error as CurlError {
-                throw SyncError(error.description)
+                throw SyncError.transfer(error)
             } catch {
                 throw SyncError("the request was cancelled")
             }

@@ -5,14 +5,18 @@ import Logging
 import StoreModel
 import Synchronization
 
-/// Applies journaled jobs strictly one at a time, in journal order (DESIGN §8 "Sync"). A job's
-/// network fetch is part of the job; nothing else runs meanwhile, because there is one consumer and
-/// it awaits each job to the end. A failing job is retried with backoff where it stands in the
-/// journal; after `maximumAttempts` it becomes a dead letter. Nothing is ever skipped.
+/// Applies journaled jobs strictly one at a time (DESIGN §8 "Sync"). A job's network fetch is part
+/// of the job; nothing else runs meanwhile, because there is one consumer and it awaits each job to
+/// the end. Which job runs next is the per-order lanes' rule (``JobLanes``): an order's jobs in
+/// journal order, a job waiting for its retry steps aside for other orders' jobs, a full sync is a
+/// barrier. A failure of one order counts an attempt, and after `maximumAttempts` the job becomes a
+/// dead letter; a failure that finds the backend itself unavailable counts none and pauses the jobs
+/// that need the backend (``BackendAvailability``) until a probe or other evidence finds it again.
+/// Nothing is ever skipped.
 public final class SyncExecutor: Sendable {
     /// Retry and paging settings.
     public struct Configuration: Sendable {
-        /// Attempts before a job becomes a dead letter.
+        /// Attempts before a job becomes a dead letter (failures of its own order, not outages).
         public var maximumAttempts: Int
         /// Orders per page in a full sync.
         public var pageSize: Int
@@ -20,14 +24,22 @@ public final class SyncExecutor: Sendable {
         public var retryBase: Duration
         /// The largest retry delay.
         public var retryMaximum: Duration
+        /// The first delay between probes of an unavailable backend; doubles per failed probe.
+        public var probeBase: Duration
+        /// The largest delay between probes (`sync.outage_probe_max_s`); a longer `Retry-After` is
+        /// honoured up to ``retryMaximum``.
+        public var probeMaximum: Duration
 
         /// Creates a configuration with DESIGN §6's defaults.
         public init(maximumAttempts: Int = 8, pageSize: Int = 500, retryBase: Duration = .seconds(1),
-                    retryMaximum: Duration = .seconds(300)) {
+                    retryMaximum: Duration = .seconds(300), probeBase: Duration = .milliseconds(500),
+                    probeMaximum: Duration = .seconds(5)) {
             self.maximumAttempts = max(1, maximumAttempts)
             self.pageSize = max(1, pageSize)
             self.retryBase = retryBase
             self.retryMaximum = retryMaximum
+            self.probeMaximum = max(probeMaximum, .milliseconds(1))
+            self.probeBase = min(max(probeBase, .milliseconds(1)), self.probeMaximum)
         }
     }
 
@@ -39,29 +51,38 @@ public final class SyncExecutor: Sendable {
         public var failed = 0
         /// Jobs moved to the dead letters.
         public var deadLettered = 0
+        /// Attempts that found the backend unavailable (the job stays; no attempt counted).
+        public var unavailable = 0
 
         /// Creates a tally.
-        public init(completed: Int = 0, failed: Int = 0, deadLettered: Int = 0) {
+        public init(completed: Int = 0, failed: Int = 0, deadLettered: Int = 0, unavailable: Int = 0) {
             self.completed = completed
             self.failed = failed
             self.deadLettered = deadLettered
+            self.unavailable = unavailable
         }
     }
 
-    private let store: any JobApplier
-    private let source: any OrderSource
-    private let configuration: Configuration
-    private let now: @Sendable () -> Double
-    private let logger: Logger
+    let store: any JobApplier
+    let source: any OrderSource
+    let configuration: Configuration
+    let now: @Sendable () -> Double
+    let random: @Sendable () -> Double
+    let logger: Logger
+    /// Whether the backend answers, shared with the stream and the session (which bring evidence).
+    public let availability: BackendAvailability
     private let observe: @Sendable (JobKind, Outcome) -> Void
     private let running = Atomic<Int>(0)
     private let mostAtOnce = Atomic<Int>(0)
 
-    /// Creates an executor over a store and an order source; `now` is the wall clock in Unix seconds;
-    /// `observe` hears every job's outcome (for metrics).
+    /// Creates an executor over a store and an order source; `now` is the wall clock in Unix seconds,
+    /// `random` a number in [0, 1] for the probes' jitter; `observe` hears every job's outcome (for
+    /// metrics); `availability` is shared with whatever brings evidence of the backend's health.
     public init(
         store: any JobApplier, source: any OrderSource, configuration: Configuration = .init(),
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) },
+        availability: BackendAvailability? = nil,
         observe: @escaping @Sendable (JobKind, Outcome) -> Void = { _, _ in }, logger: Logger
     ) {
         self.observe = observe
@@ -69,26 +90,34 @@ public final class SyncExecutor: Sendable {
         self.source = source
         self.configuration = configuration
         self.now = now
+        self.random = random
+        self.availability = availability ?? BackendAvailability(now: now, logger: logger)
         self.logger = logger
     }
 
     /// The most jobs ever in flight at once (the serial guarantee says 1).
     package var maximumConcurrentJobs: Int { mostAtOnce.load(ordering: .relaxed) }
 
-    /// Applies jobs in journal order until the journal is empty, its head must wait for a retry
-    /// time, or `stopping` says so (checked between jobs, so the job in hand always finishes). One
-    /// at a time: each job, fetch included, finishes before the next starts.
+    /// Applies the jobs the lanes allow (``JobLanes``) until none may run now, or `stopping` says so
+    /// (checked between jobs, so the job in hand always finishes). One at a time: each job, fetch
+    /// included, finishes before the next starts.
     @discardableResult
     public func runReadyJobs(until stopping: @Sendable () -> Bool = { false }) async throws -> Progress {
+        try await runReady(until: stopping).progress
+    }
+
+    /// ``runReadyJobs(until:)``, with the lanes as they were when nothing more could run (nil when
+    /// `stopping` or cancellation ended it first): the run loop's wait is read from them.
+    func runReady(until stopping: @Sendable () -> Bool) async throws -> (progress: Progress, lanes: JobLanes?) {
         var progress = Progress()
         while !Task.isCancelled && !stopping() {
-            let head = try await store.headJobs(limit: 512)
-            guard let first = head.first, first.notBefore <= now() else { break }
-            // Consecutive cheap jobs (upserts, deletes) that are ready go in one transaction: the same
-            // order and effect as one by one, at a fraction of the commits. The first job that needs
-            // the network (or waits for a retry) ends the run and goes alone.
-            let cheap = Array(head.prefix { $0.isLocal && $0.notBefore <= now() && $0.attempts == 0 })
-            if cheap.count > 1 {
+            let lanes = try await nextChoice()
+            switch lanes.choice {
+            case .nothing:
+                return (progress, lanes)
+            case .batch(let cheap):
+                // Whole-order jobs that are ready go in one transaction: the same order and effect as
+                // one by one, at a fraction of the commits.
                 let current = running.add(1, ordering: .acquiringAndReleasing).newValue
                 _ = mostAtOnce.max(current, ordering: .relaxed)
                 defer { running.subtract(1, ordering: .acquiringAndReleasing) }
@@ -101,54 +130,78 @@ public final class SyncExecutor: Sendable {
                 }
                 progress.completed += applied
                 for job in cheap.prefix(applied) { observe(job.kind, .completed) }
-                continue
-            }
-            guard let outcome = await execute(first) else {
-                dropped(1)
-                continue
-            }
-            observe(first.kind, outcome)
-            switch outcome {
-            case .completed: progress.completed += 1
-            case .failed: progress.failed += 1
-            case .deadLettered: progress.deadLettered += 1
+            case .single(let job, let probe):
+                guard let outcome = await execute(job, probe: probe) else {
+                    dropped(1)
+                    continue
+                }
+                observe(job.kind, outcome)
+                switch outcome {
+                case .completed: progress.completed += 1
+                case .failed: progress.failed += 1
+                case .deadLettered: progress.deadLettered += 1
+                case .unavailable: progress.unavailable += 1
+                }
             }
         }
-        return progress
+        return (progress, nil)
+    }
+
+    /// How many jobs one read of the journal takes.
+    static let window = 512
+
+    /// The lanes' choice now, reading the journal in windows until it is made, the walk meets a
+    /// barrier, or the journal ends (a lane that waits can hold more jobs than one window).
+    func nextChoice() async throws -> JobLanes {
+        let time = now()
+        var lanes = JobLanes(
+            now: time, paused: availability.isPaused, probeDue: availability.probeIsDue(at: time))
+        var jobs = try await store.headJobs(limit: Self.window)
+        while true {
+            lanes.consider(jobs)
+            guard !lanes.isDecided, jobs.count >= Self.window, let last = lanes.lastSeen else { return lanes }
+            jobs = try await store.headJobs(after: last, limit: Self.window)
+        }
     }
 
     /// Runs until the task is cancelled or `stopping` says so: applies ready jobs, then waits for
-    /// `wake` or the head job's retry time. `stopping` is checked between jobs, so the job in hand
-    /// finishes (signal `wake` after setting it); cancellation interrupts the job in hand, which then
-    /// stays journaled as it was. With `lookEvery`, it also looks at the journal that often while it
-    /// waits: jobs another process journals (`orderlive dead-letters retry` beside a SQLite store)
-    /// signal no `wake` of this one.
+    /// `wake`, the soonest retry of a lane that waits, or the next probe of an unavailable backend.
+    /// `stopping` is checked between jobs, so the job in hand finishes (signal `wake` after setting
+    /// it); cancellation interrupts the job in hand, which then stays journaled as it was. With
+    /// `lookEvery`, it also looks at the journal that often while it waits: jobs another process
+    /// journals (`orderlive dead-letters retry` beside a SQLite store) signal no `wake` of this one.
     public func run(
         wake: WakeSignal, lookEvery: Duration? = nil, until stopping: @escaping @Sendable () -> Bool = { false }
     ) async {
         let clock = ContinuousClock()
         while !Task.isCancelled && !stopping() {
             let progress: Progress
+            let lanes: JobLanes
             do {
-                progress = try await runReadyJobs(until: stopping)
+                let run = try await runReady(until: stopping)
+                guard let last = run.lanes else { return }
+                (progress, lanes) = (run.progress, last)
             } catch {
                 logger.error("the order store cannot be read; retrying", metadata: ["sync.reason": "\(error)"])
                 await wake.wait(until: clock.now.advanced(by: .seconds(1)), clock: clock)
                 continue
             }
-            let head = (try? await store.headJobs(limit: 1))?.first
-            if head == nil { logger.debug("journal drained") }
+            if lanes.lastSeen == nil { logger.debug("journal drained") }
+            var soonest = lanes.soonestRetry
+            if let probe = availability.snapshot.nextProbeAt, lanes.lastSeen != nil {
+                soonest = min(soonest ?? probe, probe)
+            }
             var deadline: ContinuousClock.Instant?
-            if let head {
+            if let soonest {
                 // `not_before` is read back from the state directory: any Double, NaN included.
-                deadline = clock.now.advanced(by: Checked.duration(seconds: head.notBefore - now(), maximum: .seconds(3600)))
+                deadline = clock.now.advanced(by: Checked.duration(seconds: soonest - now(), maximum: .seconds(3600)))
             }
             if let lookEvery {
                 let look = clock.now.advanced(by: lookEvery)
                 deadline = deadline.map { min($0, look) } ?? look
             }
             if stopping() { return }
-            if Self.coalescing > .zero, progress.completed > 0, head == nil {
+            if Self.coalescing > .zero, progress.completed > 0, lanes.lastSeen == nil {
                 // Busy: let a little more arrive, so the next run applies it in one transaction
                 // instead of one per wake-up (under push load this halves the executor's commits).
                 try? await Task.sleep(for: Self.coalescing)
@@ -161,13 +214,15 @@ public final class SyncExecutor: Sendable {
     static let coalescing = Duration.milliseconds(5)
 
     /// How one attempt at a job ended (reported to the outcome observer, for metrics).
-    public enum Outcome: String, Sendable, Hashable {
+    public enum Outcome: String, Sendable, Hashable, CaseIterable {
         /// Applied and removed from the journal.
         case completed
-        /// Failed; it stays in place and is retried.
+        /// Failed; it stays in its lane and is retried; the attempt counts.
         case failed
         /// Moved to the dead letters.
         case deadLettered = "dead_lettered"
+        /// The backend was unavailable; the job stays, no attempt counted.
+        case unavailable = "backend_unavailable"
     }
 
     /// Jobs read from the journal were gone when they were to be applied (``JobsGone``): a user switch
@@ -178,15 +233,18 @@ public final class SyncExecutor: Sendable {
     }
 
     /// Applies `job`: how the attempt ended, or nil when the job was no longer journaled (``JobsGone``).
-    private func execute(_ job: JobRecord) async -> Outcome? {
+    /// `probe` when it is made as the probe of an unavailable backend.
+    private func execute(_ job: JobRecord, probe: Bool) async -> Outcome? {
         let current = running.add(1, ordering: .acquiringAndReleasing).newValue
         defer { running.subtract(1, ordering: .acquiringAndReleasing) }
         _ = mostAtOnce.max(current, ordering: .relaxed)
         logger.debug("sync job started", metadata: [
             "sync.job.kind": "\(job.kind.rawValue)", "sync.job.order_id": "\(job.orderID ?? "")",
+            "sync.job.probe": "\(probe)",
         ])
         do {
             try await apply(job)
+            if !job.isLocal { availability.answered(source: "sync") }
             logger.debug("sync job applied", metadata: [
                 "sync.job.kind": "\(job.kind.rawValue)", "sync.job.order_id": "\(job.orderID ?? "")",
             ])
@@ -198,46 +256,7 @@ public final class SyncExecutor: Sendable {
                 // Shutting down: the job was interrupted, not failed; it stays exactly as journaled.
                 return .failed
             }
-            let reason = (error as? SyncError)?.message ?? "\(error)"
-            if (error as? SyncError)?.waitsForSession == true, let id = job.id {
-                // Not the job's fault: it waits, uncounted, and runs once a session exists.
-                do {
-                    try await store.recordFailure(
-                        jobID: id, reason: reason, retryAt: now() + Checked.seconds(of: min(max(configuration.retryMaximum, .seconds(1)), .seconds(5))),
-                        countsAttempt: false)
-                    logger.debug("sync job waits for a session", metadata: ["sync.job.kind": "\(job.kind.rawValue)"])
-                } catch {
-                    logger.error("could not postpone a sync job", metadata: ["sync.reason": "\(error)"])
-                }
-                return .failed
-            }
-            // `attempts` is read back from the state directory: counted without overflow.
-            let attempts = Checked.saturatingSum(job.attempts, 1)
-            do {
-                if attempts >= configuration.maximumAttempts {
-                    var failed = job
-                    failed.attempts = attempts
-                    try await store.deadLetter(job: failed, reason: reason)
-                    logger.error("sync job became a dead letter", metadata: [
-                        "sync.job.kind": "\(job.kind.rawValue)", "sync.job.order_id": "\(job.orderID ?? "")",
-                        "sync.job.attempts": "\(attempts)", "sync.reason": "\(reason)",
-                    ])
-                    return .deadLettered
-                }
-                let delay = Checked.seconds(of: ExponentialDelay.delay(
-                    attempt: job.attempts, base: configuration.retryBase, maximum: configuration.retryMaximum))
-                if let id = job.id { try await store.recordFailure(jobID: id, reason: reason, retryAt: now() + delay, countsAttempt: true) }
-                logger.warning("sync job failed; will retry", metadata: [
-                    "sync.job.kind": "\(job.kind.rawValue)", "sync.job.order_id": "\(job.orderID ?? "")",
-                    "sync.job.attempts": "\(attempts)", "sync.reason": "\(reason)",
-                ])
-            } catch is JobsGone {
-                return nil
-            } catch {
-                // The store itself failed: the job stays exactly where it is and is tried again later.
-                logger.error("could not record a failed sync job", metadata: ["sync.reason": "\(error)"])
-            }
-            return .failed
+            return await failed(job, error)
         }
     }
 
@@ -264,66 +283,6 @@ public final class SyncExecutor: Sendable {
             // Only now, with every page in hand, may missing orders be deleted.
             let removed = try await store.completeFullSync(keeping: kept, completing: job.id)
             logger.info("full sync finished", metadata: ["sync.orders": "\(kept.count)", "sync.removed": "\(removed)"])
-        }
-    }
-
-    /// Applies every page of a full sync and returns the ids the backend returned. Pipelined in three
-    /// stages, each as soon as its input is there: the next page is asked for once this one's cursor
-    /// is read (the pages come one cursor after another), a page is decoded while the next is on its
-    /// way, and applied on the executor while later ones are fetched and decoded. At most
-    /// ``pagesAhead`` decoded pages wait for the store, one more is decoded and one fetched. A page
-    /// that fails ends the job (the stages still running are cancelled) and the job is retried.
-    private func fullSync(_ job: JobRecord) async throws -> Set<String> {
-        let source = self.source
-        let limit = configuration.pageSize
-        let pages = BoundedHandOff<[OrderRecord]>(capacity: Self.pagesAhead)
-        return try await withThrowingTaskGroup { group in
-            // The stages before the store run on the global executor. A child inherits this task's
-            // executor (the executor's one thread, busy with the applies), so a child that did not ask
-            // for another one did not start until an apply had ended: a cold start of 100,000 orders
-            // took the sum of the fetches and the applies, not the longer.
-            group.addTask(executorPreference: globalConcurrentExecutor) {
-                do {
-                    let seen = try await Self.fetchAndDecode(source: source, limit: limit, into: pages)
-                    pages.finish()
-                    return seen
-                } catch {
-                    pages.finish(throwing: error)
-                    throw error
-                }
-            }
-            while let orders = try await pages.receive() {
-                try await store.applyPage(orders, for: job.id)
-            }
-            guard let seen = try await group.next() else { throw SyncError("the full sync's fetches ended without a result") }
-            return seen
-        }
-    }
-
-    /// Decoded pages the store has not taken yet, at most.
-    static let pagesAhead = 2
-
-    /// Fetches every page, starting each request as soon as the cursor before it is read, and hands
-    /// the decoded pages on in order. Returns every id the pages held: collected here, off the
-    /// executor's thread (hashing 100,000 ids there was about 5 % of a cold start's apply time).
-    private static func fetchAndDecode(
-        source: any OrderSource, limit: Int, into pages: BoundedHandOff<[OrderRecord]>
-    ) async throws -> Set<String> {
-        var seen = Set<String>()
-        var page = try await source.fetchPageForLater(cursor: nil, limit: limit)
-        while true {
-            let current = page
-            let following: FetchedPage? = try await withThrowingTaskGroup { group in
-                if let cursor = current.next {
-                    group.addTask { try await source.fetchPageForLater(cursor: cursor, limit: limit) }
-                }
-                let orders = try current.orders()
-                for order in orders { seen.insert(order.id) }
-                try await pages.send(orders)
-                return try await group.next()
-            }
-            guard let following else { return seen }
-            page = following
         }
     }
 }

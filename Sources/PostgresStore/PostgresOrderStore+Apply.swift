@@ -7,6 +7,11 @@ import PostgresNIO
 extension PostgresOrderStore: JobApplier {
     /// Up to `limit` jobs from the head of this account's journal, in order.
     public func headJobs(limit: Int) async throws -> [JobRecord] {
+        try await headJobs(after: 0, limit: limit)
+    }
+
+    /// Up to `limit` jobs after the job `id`, in journal order (ids start at 1).
+    public func headJobs(after id: Int64, limit: Int) async throws -> [JobRecord] {
         let account = self.account
         let logger = self.logger
         return try await read { connection in
@@ -14,7 +19,7 @@ extension PostgresOrderStore: JobApplier {
             let rows = try await connection.query("""
                 SELECT id, kind, order_id, version, payload, source, attempts, not_before, last_error, created_at,
                        status, store_id, courier_id, updated_at
-                FROM orderlive_job WHERE account = \(account) ORDER BY id LIMIT \(max(1, limit))
+                FROM orderlive_job WHERE account = \(account) AND id > \(id) ORDER BY id LIMIT \(max(1, limit))
                 """, logger: logger)
             for try await row in rows {
                 let (id, kind, orderID, version, payload, source, attempts, notBefore, lastError, createdAt, status,

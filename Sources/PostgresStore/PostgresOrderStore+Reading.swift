@@ -80,18 +80,23 @@ extension PostgresOrderStore: OrderReader, ChangeFeedSource {
     }
 
     public func counts() async throws -> StoreCounts {
-        try await read { [self] connection in
+        let now = self.now()
+        return try await read { [self] connection in
             var counts = StoreCounts(orders: 0, journalDepth: 0, oldestJobCreatedAt: nil, deadLetters: 0)
             let rows = try await connection.query("""
                 SELECT (SELECT COUNT(*) FROM orderlive_order WHERE account = \(self.account)),
                        (SELECT COUNT(*) FROM orderlive_job WHERE account = \(self.account)),
                        (SELECT MIN(created_at) FROM orderlive_job WHERE account = \(self.account)),
-                       (SELECT COUNT(*) FROM orderlive_dead_letter WHERE account = \(self.account))
+                       (SELECT COUNT(*) FROM orderlive_dead_letter WHERE account = \(self.account)),
+                       (SELECT COUNT(*) FROM orderlive_job WHERE account = \(self.account) AND not_before > \(now)),
+                       (SELECT MIN(created_at) FROM orderlive_job WHERE account = \(self.account) AND not_before > \(now))
                 """, logger: self.logger)
-            for try await (orders, depth, oldest, letters) in rows.decode((Int64, Int64, Double?, Int64).self) {
+            for try await (orders, depth, oldest, letters, waiting, oldestWaiting) in rows.decode(
+                (Int64, Int64, Double?, Int64, Int64, Double?).self) {
                 counts = StoreCounts(
                     orders: Int(clamping: orders), journalDepth: Int(clamping: depth), oldestJobCreatedAt: oldest,
-                    deadLetters: Int(clamping: letters))
+                    deadLetters: Int(clamping: letters), waitingLanes: Int(clamping: waiting),
+                    oldestWaitingJobCreatedAt: oldestWaiting)
             }
             return counts
         }

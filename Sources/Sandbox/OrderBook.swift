@@ -35,6 +35,8 @@ public final class OrderBook: Sendable {
         var failingFetches: [Int] = []
         var slowFetches: [Duration] = []
         var failingPages: [Int: Int] = [:]  // page index → status, once
+        var brokenOrders: [Int: Int] = [:]  // order id → status, until healed
+        var outage: Int?  // every orders request answers this status, until healed
         var watchers: [Int: AsyncStream<Void>.Continuation] = [:]
         var dropBudgets: [Int] = []
         var cuts = 0
@@ -147,6 +149,28 @@ public final class OrderBook: Sendable {
         state.withLock { $0.dropBudgets.isEmpty ? nil : $0.dropBudgets.removeFirst() }
     }
 
+    /// Every fetch of order `id` answers `status` until ``healOrder(_:)``: an order the backend cannot
+    /// serve (a bug on its side, a locked row) while it serves every other.
+    public func breakOrder(_ id: Int, status: Int) {
+        state.withLock { $0.brokenOrders[id] = status }
+    }
+
+    /// Order `id` is served again.
+    public func healOrder(_ id: Int) {
+        state.withLock { _ = $0.brokenOrders.removeValue(forKey: id) }
+    }
+
+    /// Every orders request (single orders and pages) answers `status` until ``endOutage()``: the
+    /// orders endpoint is down (a deploy, a failover). The event stream is not affected.
+    public func beginOutage(status: Int = 503) {
+        state.withLock { $0.outage = status }
+    }
+
+    /// The orders endpoint answers again.
+    public func endOutage() {
+        state.withLock { $0.outage = nil }
+    }
+
     /// The next request for page `index` (0-based) of the orders list answers `status`, once.
     public func failPage(_ index: Int, status: Int) {
         state.withLock { $0.failingPages[index] = status }
@@ -179,6 +203,8 @@ public final class OrderBook: Sendable {
     /// One order, 404 when gone.
     func fetch(_ id: Int) -> Answer {
         state.withLock { state in
+            if let outage = state.outage { return .status(outage) }
+            if let broken = state.brokenOrders[id] { return .status(broken) }
             if !state.failingFetches.isEmpty { return .status(state.failingFetches.removeFirst()) }
             guard let fields = state.orders[id] else { return .status(404) }
             return .json(Self.json(fields, version: state.versions[id] ?? 0))
@@ -188,6 +214,7 @@ public final class OrderBook: Sendable {
     /// A page of orders in id order: `{"orders": [...], "next_cursor": "..." | null}`.
     func page(limit: Int, cursor: String?) -> Answer {
         state.withLock { state in
+            if let outage = state.outage { return .status(outage) }
             let after = cursor.flatMap { Checked.int(decimal: $0, in: 0...Int.max) } ?? 0
             let start = Self.firstIndex(after: after, in: state.ids)
             let index = start / max(1, limit)

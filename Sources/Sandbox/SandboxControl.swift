@@ -16,6 +16,10 @@ import Hummingbird
 /// | `POST /sandbox/faults/drop-open-streams` | every open stream is cut now |
 /// | `POST /sandbox/faults/fetch?status=503&times=T` | the next T single-order fetches fail |
 /// | `POST /sandbox/faults/slow-fetch?ms=N&times=T` | the next T single-order fetches answer after N ms |
+/// | `POST /sandbox/faults/break-order?id=N&status=503` | every fetch of order N fails, until healed |
+/// | `POST /sandbox/faults/heal-order?id=N` | order N is served again |
+/// | `POST /sandbox/faults/outage?status=503` | every orders request (fetches and pages) fails, until healed |
+/// | `POST /sandbox/faults/heal-outage` | the orders endpoint answers again |
 /// | `POST /sandbox/faults/refresh?status=503&times=T` | the next T refreshes fail |
 /// | `POST /sandbox/faults/login?status=503&times=T` | the next T logins fail |
 /// | `POST /sandbox/faults/expire-access-tokens` | every access token issued so far stops working |
@@ -84,12 +88,23 @@ extension Sandbox {
                     return Self.json(400, #"{"error":"drop-stream needs after_bytes=N (N >= 0)"}"#)
                 }
                 orders.dropNextStreams(afterBytes: Array(repeating: bytes, count: times))
+            case "break-order", "heal-order":
+                guard let id = Self.parameter(query.get("id"), default: nil, in: 1...Int.max) else {
+                    return Self.json(400, #"{"error":"break-order and heal-order need id=N (N >= 1)"}"#)
+                }
+                if context.parameters.get("kind") == "break-order" {
+                    orders.breakOrder(id, status: status)
+                } else {
+                    orders.healOrder(id)
+                }
+            case "outage": orders.beginOutage(status: status)
+            case "heal-outage": orders.endOutage()
             case "drop-open-streams": orders.dropOpenStreams()
             case "expire-access-tokens": authority.expireAccessTokens()
             case "revoke-refresh-tokens": authority.revokeAllRefreshTokens()
             default:
-                return Self.json(404, #"{"error":"unknown fault; use drop-stream, drop-open-streams, fetch, slow-fetch, refresh, login, "#
-                    + #"expire-access-tokens or revoke-refresh-tokens"}"#)
+                return Self.json(404, #"{"error":"unknown fault; use drop-stream, drop-open-streams, fetch, slow-fetch, break-order, "#
+                    + #"heal-order, outage, heal-outage, refresh, login, expire-access-tokens or revoke-refresh-tokens"}"#)
             }
             return Self.json(200, #"{"ok":true}"#)
         }

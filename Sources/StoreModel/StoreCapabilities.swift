@@ -44,6 +44,9 @@ public struct JobsGone: Error, CustomStringConvertible {
 public protocol JobApplier: Sendable {
     /// Up to `limit` jobs from the head of the journal, in order.
     func headJobs(limit: Int) async throws -> [JobRecord]
+    /// Up to `limit` jobs after the job `id`, in journal order (the executor reads on past a lane that
+    /// waits, DESIGN §8 "Sync").
+    func headJobs(after id: Int64, limit: Int) async throws -> [JobRecord]
     /// Applies consecutive whole-order jobs and completes them in one transaction; returns how many.
     func applyInOneTransaction(_ jobs: [JobRecord]) async throws -> Int
     /// Applies an upsert and completes its job in one transaction.

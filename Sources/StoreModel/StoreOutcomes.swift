@@ -26,12 +26,22 @@ public struct StoreCounts: Sendable, Hashable {
     public var oldestJobCreatedAt: Double?
     /// Dead letters.
     public var deadLetters: Int
+    /// Orders whose lane waits for a retry: jobs whose `not_before` is after the time of the read
+    /// (only a lane's first job ever waits, so this is one per lane).
+    public var waitingLanes: Int
+    /// When the oldest of those jobs was journaled, Unix seconds.
+    public var oldestWaitingJobCreatedAt: Double?
 
     /// Creates counts (an engine reads them).
-    public init(orders: Int, journalDepth: Int, oldestJobCreatedAt: Double?, deadLetters: Int) {
+    public init(
+        orders: Int, journalDepth: Int, oldestJobCreatedAt: Double?, deadLetters: Int, waitingLanes: Int = 0,
+        oldestWaitingJobCreatedAt: Double? = nil
+    ) {
         self.orders = orders
         self.journalDepth = journalDepth
         self.oldestJobCreatedAt = oldestJobCreatedAt
         self.deadLetters = deadLetters
+        self.waitingLanes = waitingLanes
+        self.oldestWaitingJobCreatedAt = oldestWaitingJobCreatedAt
     }
 }

@@ -42,6 +42,7 @@ import Testing
 
         func applyPage(_ orders: [OrderRecord], for jobID: Int64?) async throws { try await page(store, orders, jobID) }
         func headJobs(limit: Int) async throws -> [JobRecord] { try store.headJobs(limit: limit) }
+        func headJobs(after id: Int64, limit: Int) async throws -> [JobRecord] { try store.headJobs(after: id, limit: limit) }
         func applyInOneTransaction(_ jobs: [JobRecord]) async throws -> Int { try store.applyInOneTransaction(jobs) }
         func applyUpsert(_ order: OrderRecord, completing jobID: Int64?) async throws -> UpsertOutcome {
             try store.applyUpsert(order, completing: jobID)

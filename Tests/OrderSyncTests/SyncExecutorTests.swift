@@ -168,6 +168,7 @@ final class SessionlessSource: OrderSource {
             return head
         }
 
+        func headJobs(after id: Int64, limit: Int) async throws -> [JobRecord] { try store.headJobs(after: id, limit: limit) }
         func applyInOneTransaction(_ jobs: [JobRecord]) async throws -> Int { try store.applyInOneTransaction(jobs) }
         func applyUpsert(_ order: OrderRecord, completing jobID: Int64?) async throws -> UpsertOutcome {
             try store.applyUpsert(order, completing: jobID)

@@ -18,9 +18,11 @@ public struct SyncHarness: Sendable {
     public let session: Session
     public let headers: any EventStreamHeaderProvider
 
+    /// `retryBase` and `probeMaximum` as ``SyncExecutor/Configuration`` says; the probes' jitter is
+    /// none (the longest delay), so a test can step the wall clock past it.
     public static func run(
-        maximumAttempts: Int = 8, pageSize: Int = 500, retention: Int = 10_000,
-        _ body: (SyncHarness) async throws -> Void
+        maximumAttempts: Int = 8, pageSize: Int = 500, retention: Int = 10_000, retryBase: Duration = .seconds(1),
+        probeMaximum: Duration = .seconds(5), _ body: (SyncHarness) async throws -> Void
     ) async throws {
         let wall = WallClock()
         let configuration = SandboxConfiguration(
@@ -36,8 +38,9 @@ public struct SyncHarness: Sendable {
                 let source = OrdersClient(loop: loop, session: session, baseURL: base, now: { wall.now })
                 let executor = SyncExecutor(
                     store: temporary.store, source: source,
-                    configuration: .init(maximumAttempts: maximumAttempts, pageSize: pageSize),
-                    now: { wall.now }, logger: quietLogger)
+                    configuration: .init(
+                        maximumAttempts: maximumAttempts, pageSize: pageSize, retryBase: retryBase, probeMaximum: probeMaximum),
+                    now: { wall.now }, random: { 1 }, logger: quietLogger)
                 try await body(SyncHarness(
                     sandbox: sandbox, store: temporary.store, executor: executor, wall: wall, loop: loop,
                     session: session, headers: SessionHeaderProvider(session: session)))

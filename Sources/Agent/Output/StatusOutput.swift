@@ -2,6 +2,7 @@ import AuthSession
 import CheckedInput
 import Foundation
 import JSONToolkit
+import StoreModel
 
 /// `status` and `status --json` (DESIGN §5), from the session, the store and the stream's state.
 /// Never a token.
@@ -32,6 +33,7 @@ public enum StatusOutput {
             }
             sections.append(#""stream":{\#(streamFields.joined(separator: ","))}"#)
             sections.append(#""journal":{"depth":\#(store.counts.journalDepth),"oldest_age_s":\#(oldest)}"#)
+            sections.append(syncJSON(store.counts, stream: stream, now: now))
             sections.append(#""dead_letters":\#(store.counts.deadLetters)"#)
             sections.append(#""orders":\#(store.counts.orders)"#)
             sections.append(#""owner_user_id":\#(jsonIdentifier(store.owner ?? snapshot.userID))"#)
@@ -70,6 +72,7 @@ public enum StatusOutput {
             }
             lines.append(streamLine)
             lines.append("journal:  \(store.counts.journalDepth) job(s), \(store.counts.deadLetters) dead letter(s)")
+            lines.append(syncLine(store.counts, stream: stream))
             lines.append("store:    " + (store.writeProblem.map { "NOT WRITABLE: \($0)" } ?? "writable"))
             lines.append("orders:   \(store.counts.orders)" + (store.owner.map { " (user \($0))" } ?? ""))
             for hook in store.webhooks {
@@ -88,6 +91,33 @@ public enum StatusOutput {
         }
         lines.append("state:    \(stateDirectory)")
         return lines
+    }
+
+    /// `"sync"`: whether the backend answers the executor (since when it has not, and why), and the
+    /// orders whose lane waits for a retry (DESIGN §8 "Sync").
+    static func syncJSON(_ counts: StoreCounts, stream: AgentState.Snapshot?, now: Double) -> String {
+        let since = stream?.backendUnavailableSince
+        let waitingAge = counts.oldestWaitingJobCreatedAt.map { max(0, Checked.int64(clamping: now - $0)) } ?? 0
+        return "\"sync\":{" + [
+            #""backend":\#(JSONText.string(since == nil ? "available" : "unavailable"))"#,
+            #""unavailable_since":\#(since.map { JSONText.string(rfc3339($0)) } ?? "null")"#,
+            #""reason":\#(stream?.backendUnavailableReason.map(JSONText.string) ?? "null")"#,
+            #""waiting_lanes":\#(counts.waitingLanes)"#,
+            #""oldest_waiting_age_s":\#(waitingAge)"#,
+        ].joined(separator: ",") + "}"
+    }
+
+    /// `status`'s `sync:` line.
+    static func syncLine(_ counts: StoreCounts, stream: AgentState.Snapshot?) -> String {
+        var line = "sync:     "
+        if let since = stream?.backendUnavailableSince {
+            line += "BACKEND UNAVAILABLE since \(rfc3339(since))" + (stream?.backendUnavailableReason.map { " (\($0))" } ?? "")
+                + "; jobs that need it wait, no attempt counted"
+        } else {
+            line += "backend available"
+        }
+        if counts.waitingLanes > 0 { line += ", \(counts.waitingLanes) order(s) waiting for a retry" }
+        return line
     }
 
     /// A user or store id as JSON: a number when it is all digits, else a string.
