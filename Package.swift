@@ -351,7 +351,7 @@ let package = Package(
             // The store's behaviour, one body of tests over both engines (SQLite and PostgreSQL).
             name: "StoreEngineTests",
             dependencies: [
-                "AsyncSignals", "StoreModel", "OrderStore", "PostgresStore", "TestHarnesses", "TestKit",
+                "AsyncSignals", "StoreModel", "OrderStore", "OrderSync", "PostgresStore", "TestHarnesses", "TestKit",
                 .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["Fixtures"],
