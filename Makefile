@@ -32,7 +32,7 @@ build: deps
 
 ## Suites that measure time on real sockets: run alone, after the parallel suite, whose load starves
 ## event loops for a second at a time; each suite alone, one after the other.
-TIMING_TESTS := HeartbeatGapTests ListenerFloodTests
+TIMING_TESTS := HeartbeatGapTests ListenerFloodTests BackendOutageAgentTests
 
 ## Build everything and run every test (Swift Testing), then schemathesis for a minute against a live
 ## agent, then each fuzzer briefly over its seeds.

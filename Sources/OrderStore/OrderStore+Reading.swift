@@ -32,7 +32,7 @@ extension OrderStore {
         try writer.read { db in try DeadLetterRecord.fetchOne(db, key: id) }
     }
 
-    /// Up to `limit` jobs waiting in the journal, in the order they will be applied.
+    /// Up to `limit` jobs waiting in the journal, in journal order (each order's jobs apply in it).
     public func pendingJobs(limit: Int) throws -> [JobRecord] {
         try headJobs(limit: limit)
     }

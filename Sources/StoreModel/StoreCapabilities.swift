@@ -78,7 +78,7 @@ public protocol OrderReader: Sendable {
     func deadLetters() async throws -> [DeadLetterRecord]
     /// One dead letter, if kept.
     func deadLetter(id: Int64) async throws -> DeadLetterRecord?
-    /// Up to `limit` jobs waiting in the journal, in the order they will be applied.
+    /// Up to `limit` jobs waiting in the journal, in journal order (each order's jobs apply in it).
     func pendingJobs(limit: Int) async throws -> [JobRecord]
     /// Counts for `status` and `/metrics`.
     func counts() async throws -> StoreCounts
