@@ -99,7 +99,7 @@ public enum StatusOutput {
         let since = stream?.backendUnavailableSince
         let waitingAge = counts.oldestWaitingJobCreatedAt.map { max(0, Checked.int64(clamping: now - $0)) } ?? 0
         return "\"sync\":{" + [
-            #""backend":\#(JSONText.string(since == nil ? "available" : "unavailable"))"#,
+            #""backend":\#(JSONText.string(backendState(stream)))"#,
             #""unavailable_since":\#(since.map { JSONText.string(rfc3339($0)) } ?? "null")"#,
             #""reason":\#(stream?.backendUnavailableReason.map(JSONText.string) ?? "null")"#,
             #""waiting_lanes":\#(counts.waitingLanes)"#,
@@ -114,10 +114,18 @@ public enum StatusOutput {
             line += "BACKEND UNAVAILABLE since \(rfc3339(since))" + (stream?.backendUnavailableReason.map { " (\($0))" } ?? "")
                 + "; jobs that need it wait, no attempt counted"
         } else {
-            line += "backend available"
+            line += "backend \(backendState(stream))"
         }
-        if counts.waitingLanes > 0 { line += ", \(counts.waitingLanes) order(s) waiting for a retry" }
+        line += counts.waitingLanes > 0 ? ", \(counts.waitingLanes) order(s) waiting for a retry" : ", no order waits for a retry"
         return line
+    }
+
+    /// `unavailable` while the running agent's executor is paused, `available` while it runs with its
+    /// stream, `unknown` when no agent runs (or its stream is stopped) to say.
+    static func backendState(_ stream: AgentState.Snapshot?) -> String {
+        guard let stream else { return "unknown" }
+        if stream.backendUnavailableSince != nil { return "unavailable" }
+        return stream.stream == .stopped ? "unknown" : "available"
     }
 
     /// A user or store id as JSON: a number when it is all digits, else a string.
