@@ -34,6 +34,12 @@ build: deps
 ## event loops for a second at a time; each suite alone, one after the other.
 TIMING_TESTS := HeartbeatGapTests ListenerFloodTests BackendOutageAgentTests
 
+## How many tests run at once. Unbounded (Swift Testing's default), every test of the suite starts
+## its servers, agents and clients at the same moment: on two cores the machine then starves for
+## seconds at a time and tests with real deadlines (curl's 10 s, a SIGTERM's 10 s) fail on a suite
+## that passes alone — 7 to 24 such failures a run were seen. Eight at a time passed, and faster.
+TEST_WIDTH ?= 8
+
 ## Build everything and run every test (Swift Testing), then schemathesis for a minute against a live
 ## agent, then each fuzzer briefly over its seeds.
 ## The suite runs its tests side by side, each with its own servers and clients: at its peak the
@@ -42,7 +48,8 @@ TIMING_TESTS := HeartbeatGapTests ListenerFloodTests BackendOutageAgentTests
 test: build check-imports check-shape check-docs
 	@hard=$$(ulimit -Hn); case $$hard in unlimited) hard=65536;; esac; [ $$hard -gt 65536 ] && hard=65536; \
 	  [ $$(ulimit -Sn) != unlimited ] && [ $$(ulimit -Sn) -lt $$hard ] && ulimit -Sn $$hard; \
-	  echo "$(SWIFT) test --skip-build   (open-file limit $$(ulimit -Sn))"; \
+	  export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(TEST_WIDTH); \
+	  echo "$(SWIFT) test --skip-build   (open-file limit $$(ulimit -Sn), at most $(TEST_WIDTH) tests at once)"; \
 	  { $(SWIFT) test --skip-build --skip "$$(echo $(TIMING_TESTS) | tr ' ' '|')" 2>&1; echo $$? > .build/test-status; } \
 	    | tee .build/test-output.txt; \
 	  status=$$(cat .build/test-status); \
