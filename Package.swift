@@ -177,7 +177,7 @@ let package = Package(
         .target(
             name: "OrdersAPI",
             dependencies: [
-                "AsyncSignals", "StoreModel", "CheckedInput", "JSONToolkit", "LocalHTTP", "ServerSentEvents",
+                "AsyncSignals", "StoreModel", "CheckedInput", "JSONToolkit", "LocalHTTP", "ServerSentEvents", "WebhookSigning",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -395,7 +395,7 @@ let package = Package(
         .testTarget(
             name: "OrdersAPITests",
             dependencies: [
-                "OrdersAPI", "StoreModel", "OrderStore", "CurlHTTP", "AsyncSignals", "TestHarnesses", "TestKit",
+                "OrdersAPI", "StoreModel", "OrderStore", "CurlHTTP", "AsyncSignals", "TestHarnesses", "TestKit", "WebhookSigning",
                 // FeedHeartbeatTests: the connection handler on an embedded channel and loop.
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -85,19 +85,29 @@ extension AgentBuilder {
                 throw AgentStartError("'api.auth' is bearer but 'api.tokens_file' is not set: "
                     + "point it at a file of consumer tokens, one per line")
             }
-            let tokens = try secret("api.tokens_file", at: api.tokensFile).split(whereSeparator: \.isNewline)
-                .map { $0.trimmingCharacters(in: .whitespaces) }
-                .filter { !$0.isEmpty && !$0.hasPrefix("#") }
-            guard !tokens.isEmpty else {
-                throw AgentStartError("'api.tokens_file': \(api.tokensFile) holds no token (one per line; # starts a comment)")
-            }
-            authentication = .bearer(tokens: tokens)
+            authentication = .bearer(try consumers(api.tokensFile))
         }
         if let refusal = APIAuthentication.refusal(host: host, authentication: authentication,
                                                    mutualTLS: !api.tls.clientCAFile.isEmpty) {
             throw AgentStartError(refusal)
         }
         return APIListener(host: host, port: port, authentication: authentication, tls: try listenerTLS(api.tls, "api"))
+    }
+
+    /// The consumers of `api.tokens_file` (DESIGN §14), or the start error naming the line (never a token).
+    static func consumers(_ path: String) throws(AgentStartError) -> APIConsumers {
+        let text = try secret("api.tokens_file", at: path)
+        let consumers: APIConsumers
+        do throws(TokensFileError) {
+            consumers = try APIConsumers.parse(text)
+        } catch {
+            throw AgentStartError("'api.tokens_file': \(path) \(error.description)")
+        }
+        guard !consumers.consumers.isEmpty else {
+            throw AgentStartError("'api.tokens_file': \(path) holds no token (one consumer per line: "
+                + "TOKEN [name=NAME] [stores=1,2|*] [access=read|operate]; # starts a comment)")
+        }
+        return consumers
     }
 
     /// The push authentication of `ingest.auth`, its secret read from `ingest.secret_file`.

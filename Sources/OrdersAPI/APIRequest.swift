@@ -4,12 +4,17 @@ import HummingbirdCore
 import StoreModel
 import LocalHTTP
 
-/// How consumers of the orders API authenticate (`api.auth`, DESIGN §11).
+/// How consumers of the orders API authenticate (`api.auth`, DESIGN §11, §14).
 public enum APIAuthentication: Sendable {
-    /// Anyone who can reach the listener (allowed only on loopback).
+    /// Anyone who can reach the listener (allowed only on loopback): every store, read.
     case none
-    /// `Authorization: Bearer <token>` or `?access_token=<token>`, one of `tokens`.
-    case bearer(tokens: [String])
+    /// `Authorization: Bearer <token>` or `?access_token=<token>`, the token of one of the consumers.
+    case bearer(APIConsumers)
+
+    /// Consumers with these tokens, each of every store.
+    public static func bearer(tokens: [String]) -> APIAuthentication {
+        .bearer(APIConsumers(tokens: tokens))
+    }
 
     /// `api.auth: none` is refused unless the listener is on loopback.
     /// A client certificate required by the listener (`api.tls.client_ca_file`, mTLS) counts as
@@ -21,30 +26,23 @@ public enum APIAuthentication: Sendable {
             + "or listen on 127.0.0.1"
     }
 
-    /// Why `request` is refused, or nil when it may read. Every token is compared, each in constant
-    /// time, so the answer's timing says nothing about which token nearly matched.
-    func failure(_ request: Request) -> String? {
-        failure(headers: request.headers, uri: request.uri)
-    }
-
-    /// Why a request with these headers and this URI is refused, or nil when it may read.
-    func failure(headers: HTTPFields, uri: URI) -> String? {
-        guard case .bearer(let tokens) = self else { return nil }
+    /// The consumer a request with these headers and this URI is, or why it is refused (401).
+    func consumer(headers: HTTPFields, uri: URI) throws(APIDenial) -> APIConsumer {
+        guard case .bearer(let consumers) = self else { return .anyone }
         let presented: Substring
         if let header = headers[.authorization] {
             let prefix = "bearer "
             guard header.count > prefix.count, header.prefix(prefix.count).lowercased() == prefix else {
-                return "the Authorization header is not a bearer token"
+                throw .unauthorized("the Authorization header is not a bearer token")
             }
             presented = header.dropFirst(prefix.count)
         } else if let query = uri.queryParameters["access_token"] {
             presented = query
         } else {
-            return "missing Authorization: Bearer header or access_token parameter"
+            throw .unauthorized("missing Authorization: Bearer header or access_token parameter")
         }
-        var matched = false
-        for token in tokens where Listener.constantTimeEqual(presented.utf8, token.utf8) { matched = true }
-        return matched ? nil : "wrong bearer token"
+        guard let consumer = consumers.consumer(presenting: presented) else { throw .unauthorized("wrong bearer token") }
+        return consumer
     }
 }
 

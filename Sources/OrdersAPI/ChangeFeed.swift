@@ -60,20 +60,20 @@ struct ChangeFeed: Sendable {
     /// query, or a full or stopping hub): the router's route then answers it with the reason.
     func admit(_ head: HTTPRequest, on channel: any Channel) -> Admitted? {
         let uri = URI(head.path ?? "")
-        guard authentication.failure(headers: head.headerFields, uri: uri) == nil,
-              let query = try? APIQuery(uri, allowsSince: true) else { return nil }
+        guard let access = try? APIAccess(headers: head.headerFields, uri: uri, authentication: authentication, allowsSince: true)
+        else { return nil }
         // The browser's EventSource sends Last-Event-ID when it reconnects, even when the URL it was
         // first opened with carried ?since=: the header is the newer position. An empty one is no id
         // at all, as WHATWG's EventSource treats an empty last event ID (and so is an empty ?since=).
         let header = Self.lastEventID.flatMap { head.headerFields[$0] }.map { Substring($0) }
-        let position = Self.position(header) ?? Self.position(query.since)
+        let position = Self.position(header) ?? Self.position(access.since)
         let start: Start
         if let position {
             start = Checked.int64(decimal: position).map(Start.after) ?? .unreadable
         } else {
             start = .fresh
         }
-        guard let subscriber = hub.subscribe(filter: query.filter, on: channel) else {
+        guard let subscriber = hub.subscribe(filter: access.filter, on: channel) else {
             hub.metrics.record(.refused)
             return nil
         }
@@ -88,8 +88,7 @@ struct ChangeFeed: Sendable {
 
     /// The answer to a feed request ``admit(_:on:)`` refused, given by the router's route.
     func refusal(_ request: Request) -> Response {
-        if let refusal = authentication.failure(request) { return JSONError(.unauthorized, refusal).response }
-        do throws(APIRefusal) { _ = try APIQuery(request.uri, allowsSince: true) } catch { return JSONError(.badRequest, error.message).response }
+        do throws(APIDenial) { _ = try APIAccess(request, authentication: authentication, allowsSince: true) } catch { return error.response }
         return JSONError(.serviceUnavailable,
                          "this agent serves its most subscribers (api.max_subscribers) or is stopping; retry later",
                          retryAfter: 5).response

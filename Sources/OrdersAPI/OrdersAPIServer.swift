@@ -113,11 +113,10 @@ public final class OrdersAPIServer: Service, Sendable {
             Route(method: .get, path: "/healthz") { _, _ in Response.json(.ok, #"{"status":"ok"}"#) },
             Route(method: .get, path: "/openapi.json") { _, _ in Response.json(.ok, OrdersAPIDocument.json) },
             Route(method: .get, path: "/v1/orders") { request, _ in
-                if let refusal = authentication.failure(request) { return JSONError(.unauthorized, refusal).response }
-                let query: APIQuery
-                do throws(APIRefusal) { query = try APIQuery(request.uri, allowsSince: false) } catch { return JSONError(.badRequest, error.message).response }
+                let access: APIAccess
+                do throws(APIDenial) { access = try APIAccess(request, authentication: authentication) } catch { return error.response }
                 do {
-                    let snapshot = try await store.snapshot(matching: query.filter)
+                    let snapshot = try await store.snapshot(matching: access.filter)
                     var text = #"{"seq":\#(snapshot.seq),"orders":["#
                     text.reserveCapacity(snapshot.orders.reduce(64) { $0 + $1.body.utf8.count + 1 })
                     for (index, order) in snapshot.orders.enumerated() {
@@ -133,10 +132,12 @@ public final class OrdersAPIServer: Service, Sendable {
             // A feed the feed admits never reaches the router (FeedRequestHandler): this answers the refused.
             Route(method: .get, path: ChangeFeed.path) { request, _ in feed.refusal(request) },
             Route(method: .get, path: "/v1/orders/{id}") { request, context in
-                if let refusal = authentication.failure(request) { return JSONError(.unauthorized, refusal).response }
+                let access: APIAccess
+                do throws(APIDenial) { access = try APIAccess(request, authentication: authentication) } catch { return error.response }
                 let id = context.parameters.get("id") ?? ""
                 do {
-                    guard let order = try await store.order(id: id) else {
+                    // Outside the consumer's stores is the same answer as missing: nothing says it exists.
+                    guard let order = try await store.order(id: id), access.mayRead(order) else {
                         return JSONError(.notFound, "no order \(String(id.prefix(128))) in the store").response
                     }
                     return Response.json(.ok, order.body)
