@@ -426,8 +426,8 @@ if ProcessInfo.processInfo.environment["ORDERLIVE_FUZZ"] != nil {
         .executableTarget(
             name: "InputFuzz",
             dependencies: [
-                "Agent", "AuthSession", "CurlHTTP", "EventStream", "JSONToolkit", "OrderStore", "OrderSync", "PushIngest", "StoreModel",
-                "ServerSentEvents", "WebhookSigning",
+                "Agent", "AuthSession", "CurlHTTP", "EventStream", "JSONToolkit", "OrderStore", "OrderSync", "OrdersAPI", "PushIngest",
+                "StoreModel", "ServerSentEvents", "WebhookSigning",
             ],
             path: "Fuzz/Sources/InputFuzz"
         ),

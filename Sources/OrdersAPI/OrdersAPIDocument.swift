@@ -61,6 +61,7 @@ public enum OrdersAPIDocument {
           "200": { "description": "The orders, read in one transaction with the seq of the last change they include.", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/OrderList" } } } },
           "400": { "$ref": "#/components/responses/BadRequest" },
           "401": { "$ref": "#/components/responses/Unauthorized" },
+          "403": { "$ref": "#/components/responses/Forbidden" },
           "503": { "$ref": "#/components/responses/Unavailable" }
         }
       }
@@ -82,6 +83,7 @@ public enum OrdersAPIDocument {
           "200": { "description": "The event stream. The schema is one event's (OpenAPI 3.2 calls it itemSchema; 3.1 readers take it per event): its `event` name, its `id` (sticky, as SSE ids are) and its `data`, JSON whose shape the event's name decides.", "content": { "text/event-stream": { "schema": { "$ref": "#/components/schemas/FeedEvent" } } } },
           "400": { "$ref": "#/components/responses/BadRequest" },
           "401": { "$ref": "#/components/responses/Unauthorized" },
+          "403": { "$ref": "#/components/responses/Forbidden" },
           "503": {
             "description": "`api.max_subscribers` are connected, or the agent is stopping.",
             "headers": { "Retry-After": { "description": "Seconds to wait.", "schema": { "type": "integer" } } },
@@ -101,7 +103,7 @@ public enum OrdersAPIDocument {
         "responses": {
           "200": { "description": "The order.", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Order" } } } },
           "401": { "$ref": "#/components/responses/Unauthorized" },
-          "404": { "description": "No such order in the store.", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
+          "404": { "description": "No such order in the store, or one outside the consumer's stores (the same answer: nothing says it exists).", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
           "503": { "$ref": "#/components/responses/Unavailable" }
         }
       }
@@ -109,7 +111,7 @@ public enum OrdersAPIDocument {
   },
   "components": {
     "securitySchemes": {
-      "bearer": { "type": "http", "scheme": "bearer", "description": "A line of `api.tokens_file`." },
+      "bearer": { "type": "http", "scheme": "bearer", "description": "A consumer's token: a line of `api.tokens_file`, which names the consumer and the stores whose orders it may read." },
       "accessToken": { "type": "apiKey", "in": "query", "name": "access_token", "description": "The same token, for clients that cannot set headers." }
     },
     "parameters": {
@@ -121,6 +123,7 @@ public enum OrdersAPIDocument {
     "responses": {
       "BadRequest": { "description": "An unknown query parameter or an empty filter value; the message names it.", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
       "Unauthorized": { "description": "A missing or wrong token (`api.auth: bearer`).", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
+      "Forbidden": { "description": "A `store_id` outside the consumer's stores (`stores=` of its line in `api.tokens_file`); the message names the stores it may read.", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
       "Unavailable": {
         "description": "The order store cannot be read now.",
         "headers": { "Retry-After": { "description": "Seconds to wait.", "schema": { "type": "integer" } } },

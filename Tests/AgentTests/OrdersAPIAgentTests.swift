@@ -122,6 +122,12 @@ import Glibc
         let comments = directory + "/tokens"
         try Data("# no tokens yet\n\n".utf8).write(to: URL(fileURLWithPath: comments))
         #expect(refusal { $0.api.auth = .bearer; $0.api.tokensFile = comments }.contains("holds no token"))
+        // A consumer's line that does not read: the file and the line, never the token.
+        let malformed = directory + "/consumers"
+        try Data("good-token-1 name=board stores=1\nsecret-token-2 stores=1,,2\n".utf8).write(to: URL(fileURLWithPath: malformed))
+        let said = refusal { $0.api.auth = .bearer; $0.api.tokensFile = malformed }
+        #expect(said.contains("'api.tokens_file'") && said.contains("line 2: stores= takes"), "\(said)")
+        #expect(!said.contains("secret-token-2") && !said.contains("good-token-1"), "\(said)")
     }
 
     /// A machine whose hard open-file limit is 4,096 (soft 1,024) cannot hold the default 1,024 push

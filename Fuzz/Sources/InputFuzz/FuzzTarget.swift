@@ -16,6 +16,8 @@ enum FuzzTarget: String, CaseIterable {
     case events
     /// The configuration loader: a YAML file, or environment variables.
     case configuration
+    /// The orders API's tokens file (consumers and their scopes).
+    case tokens
 
     /// The target named by the environment; `gorush` when unset (libFuzzer calls before any flag).
     static let selected: FuzzTarget = {
@@ -35,6 +37,7 @@ enum FuzzTarget: String, CaseIterable {
         case .orders: Targets.orders(bytes)
         case .events: Targets.events(bytes)
         case .configuration: Targets.configuration(bytes)
+        case .tokens: Targets.tokens(bytes)
         }
     }
 }

@@ -7,6 +7,7 @@ import JSONToolkit
 import OrderStore
 import StoreModel
 import OrderSync
+import OrdersAPI
 import PushIngest
 import ServerSentEvents
 import WebhookSigning
@@ -195,6 +196,25 @@ enum Targets {
             done.signal()
         }
         done.wait()
+    }
+}
+
+extension Targets {
+    /// `APIConsumers.parse`: a consumer has a name of 1 to 64 word characters and, when scoped, at
+    /// least one store; an error names a line the text has; the same text reads the same twice.
+    static func tokens(_ bytes: [UInt8]) {
+        let text = String(decoding: bytes, as: UTF8.self)
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).count
+        do {
+            let consumers = try APIConsumers.parse(text).consumers
+            for consumer in consumers {
+                if consumer.name.isEmpty || consumer.name.utf8.count > 64 { violated("a consumer's name is 1 to 64 bytes") }
+                if consumer.stores?.isEmpty == true { violated("a scoped consumer has a store") }
+            }
+            guard (try? APIConsumers.parse(text).consumers) == consumers else { violated("the same file reads the same twice") }
+        } catch {
+            if error.line < 1 || error.line > lines { violated("an error names a line of the file") }
+        }
     }
 }
 
