@@ -27,6 +27,10 @@ public struct MethodNotAllowedMiddleware<Context: RequestContext>: RouterMiddlew
                 allowed.append((pattern, [route.method]))
             }
         }
+        // Every GET answers HEAD as well (``Router/serving(_:)``).
+        for index in allowed.indices where allowed[index].methods.contains(.get) && !allowed[index].methods.contains(.head) {
+            allowed[index].methods.insert(.head, at: (allowed[index].methods.firstIndex(of: .get) ?? 0) + 1)
+        }
         self.allowed = allowed
     }
 

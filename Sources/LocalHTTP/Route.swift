@@ -21,8 +21,11 @@ public struct Route: Sendable {
 
 extension Router where Context == BasicRequestContext {
     /// A router with `routes` registered in order, behind the 405/404 middleware that knows them.
+    /// Every `GET` route answers `HEAD` too (RFC 9110 §9.1: uptime monitors, `curl -I` and load
+    /// balancers use it), with the `GET`'s status and headers and no body: Hummingbird's own
+    /// generated `HEAD` endpoints.
     public static func serving(_ routes: [Route]) -> Router<BasicRequestContext> {
-        let router = Router(context: BasicRequestContext.self)
+        let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.add(middleware: MethodNotAllowedMiddleware(routes: routes))
         for route in routes {
             router.on(RouterPath(route.path), method: route.method, use: route.respond)

@@ -86,9 +86,17 @@ struct ChangeFeed: Sendable {
         return Substring(trimmed)
     }
 
-    /// The answer to a feed request ``admit(_:on:)`` refused, given by the router's route.
+    /// The answer to a feed request ``admit(_:on:)`` refused, given by the router's route; and to a
+    /// `HEAD` of the feed, which the feed never takes: the head a `GET` with the same credentials and
+    /// query would get, without its body.
     func refusal(_ request: Request) -> Response {
         do throws(APIDenial) { _ = try APIAccess(request, authentication: authentication, allowsSince: true) } catch { return error.response }
+        if request.method == .head {
+            var headers = HTTPFields()
+            headers[.contentType] = "text/event-stream; charset=utf-8"
+            headers[.cacheControl] = "no-cache"
+            return Response(status: .ok, headers: headers)
+        }
         return JSONError(.serviceUnavailable,
                          "this agent serves its most subscribers (api.max_subscribers) or is stopping; retry later",
                          retryAfter: 5).response

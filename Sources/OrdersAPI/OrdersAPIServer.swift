@@ -105,7 +105,7 @@ public final class OrdersAPIServer: Service, Sendable {
         }
         return [
             Route(method: .get, path: "/") { _, _ in
-                var headers = HTTPFields()
+                var headers = DispatchBoard.securityHeaders
                 headers[.contentType] = "text/html; charset=utf-8"
                 headers[.cacheControl] = "no-cache"
                 return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: DispatchBoard.html)))

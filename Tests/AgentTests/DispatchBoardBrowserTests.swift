@@ -86,8 +86,12 @@ import Testing
                 return Board(text)
             }
 
-            // Live: created, moved and deleted at the Sandbox.
+            // Live: created, moved and deleted at the Sandbox. Its script runs and its style applies
+            // under the page's Content-Security-Policy, which allows them by hash only.
             #expect(try await showsTheSandbox() != nil)
+            let margin = try await browser.evaluate("getComputedStyle(document.body).marginTop") as? String
+            let header = try await browser.evaluate("getComputedStyle(document.querySelector('header')).display") as? String
+            #expect(margin == "0px" && header == "flex", "the board's style was blocked: \(margin ?? "-"), \(header ?? "-")")
             book.update(first, status: "picked_up")
             let third = book.create(status: "created", storeID: 3)
             book.delete(second)

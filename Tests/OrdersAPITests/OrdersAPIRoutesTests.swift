@@ -38,7 +38,7 @@ import Testing
             #expect(board.body.contains("EventSource") && !board.body.contains("http://") && !board.body.contains("https://"))
             #expect(try await api.get("/healthz").body == #"{"status":"ok"}"#)
             let wrongMethod = try await api.loop.perform(HTTPRequest(url: api.base + "/v1/orders/10", method: "DELETE"))
-            #expect(wrongMethod.status == 405 && wrongMethod.head.headers["Allow"] == "GET")
+            #expect(wrongMethod.status == 405 && wrongMethod.head.headers["Allow"] == "GET, HEAD")
         }
     }
 
@@ -68,6 +68,39 @@ import Testing
             #expect(try await api.get("/healthz").status == 200)
             let logs = api.logs.text
             for token in tokens { #expect(!logs.contains(token)) }
+        }
+    }
+
+    /// RFC 9110 §9.1: every GET route answers HEAD with the GET's status and headers and no body —
+    /// the feed too, without opening one; and the board carries its security headers.
+    @Test func everyGetRouteAnswersHeadAndTheBoardIsServedHardened() async throws {
+        let token = "head-token-\(UUID().uuidString)"
+        try await APIHarness.with(authentication: .bearer(tokens: [token]), prepare: { store in
+            try store.applyUpsert(try order(10, status: "created", version: 1, extra: ["store_id": 1]))
+        }) { api in
+            let auth: HTTPHeaders = ["Authorization": "Bearer \(token)"]
+            for (path, headers, status) in [
+                ("/", HTTPHeaders(), 200), ("/healthz", HTTPHeaders(), 200), ("/openapi.json", HTTPHeaders(), 200),
+                ("/v1/orders", auth, 200), ("/v1/orders", HTTPHeaders(), 401), ("/v1/orders/10", auth, 200),
+                ("/v1/orders/11", auth, 404), ("/v1/orders/stream", auth, 200), ("/v1/orders/stream", HTTPHeaders(), 401),
+            ] {
+                let head = try await api.loop.perform(HTTPRequest(url: api.base + path, method: "HEAD", headers: headers))
+                #expect(head.status == status && head.body.isEmpty, "HEAD \(path)")
+                guard path != "/v1/orders/stream" else {
+                    #expect(status != 200 || head.head.headers["Content-Type"] == "text/event-stream; charset=utf-8")
+                    continue
+                }
+                let get = try await api.get(path, headers: headers)
+                #expect(get.status == status, "GET \(path)")
+                #expect(head.head.headers["Content-Type"] == get.headers["Content-Type"], "HEAD \(path)")
+                #expect(head.head.headers["Content-Length"] == "\(get.body.utf8.count)", "HEAD \(path)")
+            }
+            #expect(api.server.hub.subscriberCount == 0, "a HEAD of the feed opens no feed")
+            let board = try await api.get("/")
+            let policy = board.headers["Content-Security-Policy"] ?? ""
+            #expect(policy.contains("default-src 'self'") && policy.contains("connect-src 'self'") && policy.contains("frame-ancestors 'none'"))
+            #expect(!policy.contains("unsafe-inline") && policy.contains("script-src 'sha256-") && policy.contains("style-src 'sha256-"))
+            #expect(board.headers["X-Content-Type-Options"] == "nosniff" && board.headers["Referrer-Policy"] == "no-referrer")
         }
     }
 

@@ -65,11 +65,17 @@ import TestHarnesses
 
     @Test func aKnownPathWithAnotherMethodIs405WithAllow() async throws {
         try await PushServerHarness.with { harness in
-            for (method, path, allow) in [("GET", "/api/push", "POST"), ("DELETE", "/healthz", "GET"), ("PUT", "/openapi.json", "GET")] {
+            for (method, path, allow) in [("GET", "/api/push", "POST"), ("DELETE", "/healthz", "GET, HEAD"), ("PUT", "/openapi.json", "GET, HEAD")] {
                 let response = try await harness.loop.perform(HTTPRequest(url: "http://127.0.0.1:\(harness.port)\(path)", method: method))
                 #expect(response.status == 405, "\(method) \(path)")
                 #expect(response.head.headers["Allow"] == allow)
                 #expect(response.text == #"{"code":405,"message":"\#(path) takes \#(allow), not \#(method)"}"#)
+            }
+            // A GET route answers HEAD: the GET's status and headers, no body (RFC 9110 §9.1).
+            for path in ["/healthz", "/openapi.json"] {
+                let head = try await harness.loop.perform(HTTPRequest(url: "http://127.0.0.1:\(harness.port)\(path)", method: "HEAD"))
+                let get = try await harness.get(path)
+                #expect(head.status == 200 && head.body.isEmpty && head.head.headers["Content-Length"] == "\(get.text.utf8.count)", "HEAD \(path)")
             }
             let missing = try await harness.get("/api/pushes")
             #expect(missing.status == 404)
