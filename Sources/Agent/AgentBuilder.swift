@@ -283,7 +283,7 @@ public enum AgentBuilder {
         return OrdersAPIServer(
             configuration: .init(host: api.host, port: api.port, authentication: api.authentication,
                                  readTimeout: settings.readTimeout, maximumConnections: api.maximumConnections,
-                                 allowFrom: settings.allowFrom, tls: api.tls),
+                                 allowFrom: settings.allowFrom, tls: api.tls, cors: CORSPolicy(origins: Set(settings.corsOrigins))),
             hub: hub, listenerMetrics: ListenerMetrics(listener: "api", factory: parts.metrics.factory), logger: parts.logger)
     }
 }

@@ -25,7 +25,21 @@ extension Router where Context == BasicRequestContext {
     /// balancers use it), with the `GET`'s status and headers and no body: Hummingbird's own
     /// generated `HEAD` endpoints.
     public static func serving(_ routes: [Route]) -> Router<BasicRequestContext> {
+        serving(routes) { _ in }
+    }
+
+    /// ``serving(_:)`` with `first` running before everything else (the orders API's CORS).
+    public static func serving(
+        _ routes: [Route], first: some RouterMiddleware<BasicRequestContext>
+    ) -> Router<BasicRequestContext> {
+        serving(routes) { $0.add(middleware: first) }
+    }
+
+    private static func serving(
+        _ routes: [Route], before: (Router<BasicRequestContext>) -> Void
+    ) -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
+        before(router)
         router.add(middleware: MethodNotAllowedMiddleware(routes: routes))
         for route in routes {
             router.on(RouterPath(route.path), method: route.method, use: route.respond)

@@ -19,6 +19,8 @@ import LocalHTTP
 struct ChangeFeed: Sendable {
     let hub: ChangeHub
     let authentication: APIAuthentication
+    /// The origins whose pages may read the feed (`api.cors_origins`).
+    let cors: CORSPolicy
     let logger: Logger
 
     /// Where a subscriber starts.

@@ -133,8 +133,11 @@ final class FeedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
         subscriber.onFinish { ending in bound.value.handler.finish(subscriber, ending, context: bound.value.context) }
         subscriber.connection.attach(subscriber, chunked: chunked)
-        context.writeAndFlush(wrapOutboundOut(.head(ChangeFeed.responseHead(serverName: "orderlive", date: HTTPDate.format(time(nil))))),
-                              promise: nil)
+        var responseHead = ChangeFeed.responseHead(serverName: "orderlive", date: HTTPDate.format(time(nil)))
+        if let origin = head.headerFields[.origin] {
+            for field in feed.cors.headers(for: origin) { responseHead.headerFields[field.name] = field.value }
+        }
+        context.writeAndFlush(wrapOutboundOut(.head(responseHead)), promise: nil)
         let feed = self.feed
         let eventLoop = context.eventLoop
         // Unowned on purpose, and short: it ends once the snapshot or backlog is written or a read or

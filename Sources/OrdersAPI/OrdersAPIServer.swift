@@ -31,11 +31,13 @@ public final class OrdersAPIServer: Service, Sendable {
         public var allowFrom: [AddressRange]
         /// TLS (`api.tls.*`), when set.
         public var tls: ListenerTLS?
+        /// The web origins whose pages may call it (`api.cors_origins`).
+        public var cors: CORSPolicy
 
         /// Creates a configuration.
         public init(host: String = "127.0.0.1", port: Int = 8090, authentication: APIAuthentication = .none,
                     readTimeout: Duration = .seconds(10), maximumConnections: Int = 10_240, allowFrom: [AddressRange] = [],
-                    tls: ListenerTLS? = nil) {
+                    tls: ListenerTLS? = nil, cors: CORSPolicy = CORSPolicy()) {
             self.host = host
             self.port = port
             self.authentication = authentication
@@ -43,6 +45,7 @@ public final class OrdersAPIServer: Service, Sendable {
             self.maximumConnections = maximumConnections
             self.allowFrom = allowFrom
             self.tls = tls
+            self.cors = cors
         }
 
         /// The listener these settings make. The API reads no request bodies: 64 KiB bounds one.
@@ -85,7 +88,7 @@ public final class OrdersAPIServer: Service, Sendable {
     }
 
     private var feed: ChangeFeed {
-        ChangeFeed(hub: hub, authentication: configuration.authentication, logger: logger)
+        ChangeFeed(hub: hub, authentication: configuration.authentication, cors: configuration.cors, logger: logger)
     }
 
     /// The bound port, once listening.
@@ -150,7 +153,7 @@ public final class OrdersAPIServer: Service, Sendable {
 
     /// Serves until graceful shutdown or cancellation; the hub runs beside it.
     public func run() async throws {
-        let router = Router.serving(routes)
+        let router = Router.serving(routes, first: CORSMiddleware<BasicRequestContext>(policy: configuration.cors))
         let feed = self.feed
         let settings = configuration.listener
         let (bound, logger, admission) = (self.bound, self.logger, self.admission)

@@ -24,6 +24,7 @@ public struct APIHarness: Sendable {
 
     public static func with<Result: Sendable>(
         authentication: APIAuthentication = .none,
+        cors: CORSPolicy = CORSPolicy(),
         hub configuration: ChangeHub.Configuration = .init(),
         prepare: (OrderStore) throws -> Void = { _ in },
         _ body: (APIHarness) async throws -> Result
@@ -41,7 +42,7 @@ public struct APIHarness: Sendable {
             configuration: configuration, store: store, wake: wake,
             metrics: FeedMetrics(factory: PrometheusMetricsFactory(registry: registry)), logger: logger)
         let server = OrdersAPIServer(
-            configuration: .init(host: "127.0.0.1", port: 0, authentication: authentication), hub: hub, logger: logger)
+            configuration: .init(host: "127.0.0.1", port: 0, authentication: authentication, cors: cors), hub: hub, logger: logger)
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await server.run() }
             let port = await server.port

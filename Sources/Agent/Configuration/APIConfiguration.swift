@@ -35,6 +35,9 @@ public struct APIConfiguration: Sendable, Hashable {
     public var allowFrom: [AddressRange] = []
     /// TLS on the orders API; with a client CA, mTLS also counts as authentication.
     public var tls = ListenerTLSConfiguration()
+    /// The web origins whose pages may call the API from a browser (`cors_origins`, comma-separated
+    /// `scheme://host[:port]`); empty for the API's own origin only.
+    public var corsOrigins: [String] = []
 
     /// `listen` as host and port; nil when empty or not `host:port`.
     public var listenAddress: (host: String, port: Int)? { IngestConfiguration.hostAndPort(listen) }
@@ -44,7 +47,7 @@ public struct APIConfiguration: Sendable, Hashable {
 
     /// Reads and validates `api.listen` (`host:port` or ""), `auth`, `tokens_file` (readable),
     /// `history_changes`, `max_subscribers`, `subscriber_buffer`, `heartbeat_s`, `read_timeout_ms`,
-    /// `max_connections`, `allow_from` and `tls.*`.
+    /// `max_connections`, `allow_from`, `cors_origins` and `tls.*`.
     public init(reading section: ConfigurationSection) throws(ConfigurationError) {
         listen = section.string("listen", default: listen)
         if !listen.isEmpty, listenAddress == nil {
@@ -59,6 +62,11 @@ public struct APIConfiguration: Sendable, Hashable {
         readTimeout = try section.milliseconds("read_timeout_ms", minimum: 1, default: readTimeout)
         maximumConnections = try section.integer("max_connections", minimum: 1, maximum: 1_000_000, default: maximumConnections)
         allowFrom = try IngestConfiguration.allowList(section, default: allowFrom)
+        let origins = section.string("cors_origins", default: corsOrigins.joined(separator: ","))
+        corsOrigins = origins.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        for origin in corsOrigins {
+            if let problem = CORSPolicy.problem(with: origin) { throw ConfigurationError("'api.cors_origins': \(problem)") }
+        }
         tls = try ListenerTLSConfiguration(reading: section)
     }
 }
