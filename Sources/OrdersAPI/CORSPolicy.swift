@@ -57,7 +57,7 @@ public struct CORSPolicy: Sendable, Hashable {
 
 /// Applies a ``CORSPolicy`` to every answer of the router and answers preflights. The change feed,
 /// which the router never sees, adds the same headers to its own head.
-struct CORSMiddleware<Context: RequestContext>: RouterMiddleware {
+struct OriginPolicyMiddleware<Context: RequestContext>: RouterMiddleware {
     let policy: CORSPolicy
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {

@@ -153,7 +153,7 @@ public final class OrdersAPIServer: Service, Sendable {
 
     /// Serves until graceful shutdown or cancellation; the hub runs beside it.
     public func run() async throws {
-        let router = Router.serving(routes, first: CORSMiddleware<BasicRequestContext>(policy: configuration.cors))
+        let router = Router.serving(routes, first: OriginPolicyMiddleware<BasicRequestContext>(policy: configuration.cors))
         let feed = self.feed
         let settings = configuration.listener
         let (bound, logger, admission) = (self.bound, self.logger, self.admission)
