@@ -20,24 +20,36 @@ struct APIAccess: Sendable {
     /// The request's `since`, where the route takes one.
     let since: Substring?
 
+    /// What a route reads of the query besides `access_token`.
+    enum Query {
+        /// Nothing: one order's route has no filters, and ignores the rest of its query.
+        case ignored
+        /// The filters.
+        case filters
+        /// The filters and `since` (the feed).
+        case filtersAndSince
+    }
+
     /// The access of a request with these headers and this URI, or why it has none: `401` without a
     /// consumer's token, `400` for a query that does not read, `403` for a `store_id` outside the
     /// consumer's stores (naming the stores it may read).
-    init(headers: HTTPFields, uri: URI, authentication: APIAuthentication, allowsSince: Bool) throws(APIDenial) {
+    init(headers: HTTPFields, uri: URI, authentication: APIAuthentication, query use: Query) throws(APIDenial) {
         consumer = try authentication.consumer(headers: headers, uri: uri)
-        let query: APIQuery
-        do throws(APIRefusal) {
-            query = try APIQuery(uri, allowsSince: allowsSince)
-        } catch {
-            throw .badRequest(error.message)
+        var query = APIQuery()
+        if use != .ignored {
+            do throws(APIRefusal) {
+                query = try APIQuery(uri, allowsSince: use == .filtersAndSince)
+            } catch {
+                throw .badRequest(error.message)
+            }
         }
         filter = try Self.scoped(query.filter, to: consumer)
         since = query.since
     }
 
-    /// The access of `request` (see ``init(headers:uri:authentication:allowsSince:)``).
-    init(_ request: Request, authentication: APIAuthentication, allowsSince: Bool = false) throws(APIDenial) {
-        try self.init(headers: request.headers, uri: request.uri, authentication: authentication, allowsSince: allowsSince)
+    /// The access of `request` (see ``init(headers:uri:authentication:query:)``).
+    init(_ request: Request, authentication: APIAuthentication, query use: Query) throws(APIDenial) {
+        try self.init(headers: request.headers, uri: request.uri, authentication: authentication, query: use)
     }
 
     /// `requested` within `consumer`'s stores: no `store_id` asked means all of them; one outside is refused.

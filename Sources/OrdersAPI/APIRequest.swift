@@ -53,6 +53,9 @@ struct APIQuery {
     var filter = OrderFilter()
     var since: Substring?
 
+    /// No filter, no `since`.
+    init() {}
+
     init(_ uri: URI, allowsSince: Bool) throws(APIRefusal) {
         for (key, value) in uri.queryParameters {
             switch key {

@@ -62,7 +62,7 @@ struct ChangeFeed: Sendable {
     /// query, or a full or stopping hub): the router's route then answers it with the reason.
     func admit(_ head: HTTPRequest, on channel: any Channel) -> Admitted? {
         let uri = URI(head.path ?? "")
-        guard let access = try? APIAccess(headers: head.headerFields, uri: uri, authentication: authentication, allowsSince: true)
+        guard let access = try? APIAccess(headers: head.headerFields, uri: uri, authentication: authentication, query: .filtersAndSince)
         else { return nil }
         // The browser's EventSource sends Last-Event-ID when it reconnects, even when the URL it was
         // first opened with carried ?since=: the header is the newer position. An empty one is no id
@@ -92,7 +92,9 @@ struct ChangeFeed: Sendable {
     /// `HEAD` of the feed, which the feed never takes: the head a `GET` with the same credentials and
     /// query would get, without its body.
     func refusal(_ request: Request) -> Response {
-        do throws(APIDenial) { _ = try APIAccess(request, authentication: authentication, allowsSince: true) } catch { return error.response }
+        do throws(APIDenial) { _ = try APIAccess(request, authentication: authentication, query: .filtersAndSince) } catch {
+            return error.response
+        }
         if request.method == .head {
             var headers = HTTPFields()
             headers[.contentType] = "text/event-stream; charset=utf-8"

@@ -117,7 +117,9 @@ public final class OrdersAPIServer: Service, Sendable {
             Route(method: .get, path: "/openapi.json") { _, _ in Response.json(.ok, OrdersAPIDocument.json) },
             Route(method: .get, path: "/v1/orders") { request, _ in
                 let access: APIAccess
-                do throws(APIDenial) { access = try APIAccess(request, authentication: authentication) } catch { return error.response }
+                do throws(APIDenial) { access = try APIAccess(request, authentication: authentication, query: .filters) } catch {
+                    return error.response
+                }
                 do {
                     let snapshot = try await store.snapshot(matching: access.filter)
                     var text = #"{"seq":\#(snapshot.seq),"orders":["#
@@ -136,7 +138,9 @@ public final class OrdersAPIServer: Service, Sendable {
             Route(method: .get, path: ChangeFeed.path) { request, _ in feed.refusal(request) },
             Route(method: .get, path: "/v1/orders/{id}") { request, context in
                 let access: APIAccess
-                do throws(APIDenial) { access = try APIAccess(request, authentication: authentication) } catch { return error.response }
+                do throws(APIDenial) { access = try APIAccess(request, authentication: authentication, query: .ignored) } catch {
+                    return error.response
+                }
                 let id = context.parameters.get("id") ?? ""
                 do {
                     // Outside the consumer's stores is the same answer as missing: nothing says it exists.
