@@ -39,6 +39,10 @@ TIMING_TESTS := HeartbeatGapTests ListenerFloodTests BackendOutageAgentTests
 ## seconds at a time and tests with real deadlines (curl's 10 s, a SIGTERM's 10 s) fail on a suite
 ## that passes alone — 7 to 24 such failures a run were seen. Eight at a time passed, and faster.
 TEST_WIDTH ?= 8
+## A suite that failed in the parallel run is run once more, alone, and passes only if it passes
+## there: two cores under the whole suite's load still miss a deadline now and then (one suite in
+## four runs here). A crash is never retried, nor more than this many suites (something systemic).
+RETRY_SUITES ?= 3
 
 ## Build everything and run every test (Swift Testing), then schemathesis for a minute against a live
 ## agent, then each fuzzer briefly over its seeds.
@@ -53,6 +57,16 @@ test: build check-imports check-shape check-docs
 	  { $(SWIFT) test --skip-build --skip "$$(echo $(TIMING_TESTS) | tr ' ' '|')" 2>&1; echo $$? > .build/test-status; } \
 	    | tee .build/test-output.txt; \
 	  status=$$(cat .build/test-status); \
+	  failed=$$(grep -aoE "✘ Suite [A-Za-z0-9_]+ failed" .build/test-output.txt | awk '{print $$3}' | sort -u); \
+	  if [ "$$status" != 0 ] && [ -n "$$failed" ] && [ $$(echo "$$failed" | wc -l) -le $(RETRY_SUITES) ] \
+	     && ! grep -aqE "Fatal error|Program crashed|error: " .build/test-output.txt; then \
+	    status=0; \
+	    for suite in $$failed; do \
+	      echo "$(SWIFT) test --skip-build --filter $$suite   (failed under the parallel load: once more, alone)"; \
+	      { $(SWIFT) test --skip-build --filter $$suite 2>&1; echo $$? > .build/test-status; } | tee -a .build/test-output.txt; \
+	      if [ "$$(cat .build/test-status)" = 0 ]; then echo "== $$suite failed under the parallel load and passed alone"; else status=1; fi; \
+	    done; \
+	  fi; \
 	  for suite in $(TIMING_TESTS); do \
 	    echo "$(SWIFT) test --skip-build --filter $$suite   (timing tests, alone)"; \
 	    { $(SWIFT) test --skip-build --filter $$suite 2>&1; echo $$? > .build/test-status; } | tee -a .build/test-output.txt; \
