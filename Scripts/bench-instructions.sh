@@ -7,7 +7,8 @@
 # Swift concurrency, so the push server's HTTP side (Hummingbird, NIO, the task hand-offs) is not
 # counted here; `push` counts what the endpoint does between the body and the answer.
 #
-#   BENCH_INSTRUCTIONS=parse,parse-batched,store,store-at-once,push,push-keyed,page,page-again   the workloads (default: all eight)
+#   BENCH_INSTRUCTIONS=parse,parse-batched,store,store-at-once,push,push-keyed,page,page-again   the workloads (default: all eight;
+#                                         store-unlaned, the store workload without the lanes' walk, on request)
 #   BENCH_INSTRUCTIONS_SCALE=1            multiplies every N (larger: steadier, slower)
 set -euo pipefail
 
@@ -52,11 +53,12 @@ for workload in "${list[@]}"; do
         parse-batched) n=$((20000 * scale)); unit="parsed event into batches (in memory, data left as bytes, as EventSource)";;
         store) n=$((1000 * scale)); unit="event translated, journaled (batches of 100) and applied (SQLite)";;
         store-at-once) n=$((1000 * scale)); unit="event translated and applied as journaled (batches of 100, as orderlive run)";;
+        store-unlaned) n=$((1000 * scale)); unit="the same as store without the per-order lanes' walk (the executor before issue 54)";;
         push) n=$((1000 * scale)); unit="push request (one notification with a whole order) parsed, translated and applied in its own group commit";;
         push-keyed) n=$((1000 * scale)); unit="the same push with a notif_id and a webhook-id, both stored with their content's fingerprint";;
         page) n=$((1000 * scale)); unit="order of a cold start: pages of 500 decoded and applied into an empty store, then the full sync's end";;
         page-again) n=$((1000 * scale)); unit="order of a second full sync of the same orders, unchanged (its pages decoded and applied; a resync after a lost cursor)";;
-        *) echo "bench-instructions: unknown workload '$workload' (parse, parse-batched, store, store-at-once, push, push-keyed, page, page-again)" >&2; exit 2;;
+        *) echo "bench-instructions: unknown workload '$workload' (parse, parse-batched, store, store-at-once, store-unlaned, push, push-keyed, page, page-again)" >&2; exit 2;;
     esac
     one="$(collected "$workload" "$n" $((2 * n)))"
     two="$(collected "$workload" $((2 * n)) $((2 * n)))"

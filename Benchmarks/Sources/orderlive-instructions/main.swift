@@ -16,6 +16,8 @@
 //   does it: translated (EventTranslator) and journaled with its cursor in batches of 100 (one
 //   transaction each, as the stream service's group commit), then applied by the executor's one
 //   transaction per run of whole-order jobs.
+// - `store-unlaned`: `store` without the per-order lanes' walk (JobLanes), the executor's choice
+//   before issue 54: the difference is the walk's cost per event.
 // - `push`: one push request as `make bench`'s ingest benchmark sends it (one notification carrying
 //   a whole order, about 200 bytes), on the server side after its body has arrived: parsed as Gorush
 //   (`GorushRequest.parse`), translated (`PushTranslator`), and accepted into SQLite in a group commit
@@ -89,10 +91,14 @@ func run(_ workload: String, count: Int, prepared: Int) throws {
             start = end
         }
         guard parsed == count else { throw Usage(description: "parsed \(parsed) of \(count)") }
-    case "store", "store-at-once":
-        // `store`: journaled, then applied by the executor's batch; `store-at-once`: as `orderlive run`
-        // stores whole orders into an empty journal, applied in the transaction that journals them.
+    case "store", "store-at-once", "store-unlaned":
+        // `store`: journaled, then applied by the executor's batch, chosen by the per-order lanes'
+        // rule (JobLanes) as the executor chooses it; `store-unlaned`: the same batch without the
+        // lanes' walk (the executor before issue 54), so the difference is the walk's cost;
+        // `store-at-once`: as `orderlive run` stores whole orders into an empty journal, applied in
+        // the transaction that journals them.
         let atOnce = workload == "store-at-once"
+        let laned = workload == "store"
         var all: [ServerSentEvent] = []
         parse(bytes[...], chunk: 16 * 1_024) { all.append($0) }
         let directory = NSTemporaryDirectory() + "orderlive-instructions-\(UUID().uuidString)"
@@ -109,7 +115,21 @@ func run(_ workload: String, count: Int, prepared: Int) throws {
                 if !event.lastEventID.isEmpty { cursor = event.lastEventID }
             }
             try store.journal(jobs, cursor: cursor)
-            if !atOnce { try store.applyInOneTransaction(try store.headJobs(limit: 512)) }
+            if !atOnce {
+                let head = try store.headJobs(limit: 512)
+                guard laned else {
+                    try store.applyInOneTransaction(head)
+                    start = end
+                    continue
+                }
+                var lanes = JobLanes(now: 2_000, paused: false, probeDue: false)
+                lanes.consider(head)
+                switch lanes.choice {
+                case .batch(let jobs): try store.applyInOneTransaction(jobs)
+                case .single(let job, _): try store.applyInOneTransaction([job])
+                case .nothing: throw Usage(description: "the lanes chose nothing of \(head.count) jobs")
+                }
+            }
             start = end
         }
         let counts = try store.counts()
