@@ -115,21 +115,7 @@ func run(_ workload: String, count: Int, prepared: Int) throws {
                 if !event.lastEventID.isEmpty { cursor = event.lastEventID }
             }
             try store.journal(jobs, cursor: cursor)
-            if !atOnce {
-                let head = try store.headJobs(limit: 512)
-                guard laned else {
-                    try store.applyInOneTransaction(head)
-                    start = end
-                    continue
-                }
-                var lanes = JobLanes(now: 2_000, paused: false, probeDue: false)
-                lanes.consider(head)
-                switch lanes.choice {
-                case .batch(let jobs): try store.applyInOneTransaction(jobs)
-                case .single(let job, _): try store.applyInOneTransaction([job])
-                case .nothing: throw Usage(description: "the lanes chose nothing of \(head.count) jobs")
-                }
-            }
+            if !atOnce { try applyHead(of: store, laned: laned) }
             start = end
         }
         let counts = try store.counts()
@@ -181,6 +167,23 @@ func run(_ workload: String, count: Int, prepared: Int) throws {
 /// `again` (`page-again`), every prepared page is applied first and the counted pages are a second
 /// full sync of the same orders, unchanged (its pages' applies; not its end): what a resync after a
 /// lost cursor costs.
+/// The executor's run of whole-order jobs from the journal's head: chosen by the per-order lanes
+/// (`laned`), or the head as it is (the executor before issue 54).
+func applyHead(of store: OrderStore, laned: Bool) throws {
+    let head = try store.headJobs(limit: 512)
+    guard laned else {
+        try store.applyInOneTransaction(head)
+        return
+    }
+    var lanes = JobLanes(now: 2_000, paused: false, probeDue: false)
+    lanes.consider(head)
+    switch lanes.choice {
+    case .batch(let jobs): try store.applyInOneTransaction(jobs)
+    case .single(let job, _): try store.applyInOneTransaction([job])
+    case .nothing: throw Usage(description: "the lanes chose nothing of \(head.count) jobs")
+    }
+}
+
 func applyPages(count: Int, prepared: Int, again: Bool) throws {
     let pageSize = 500
     guard count % pageSize == 0, prepared % pageSize == 0 else { throw Usage(description: "page counts are whole pages of \(pageSize)") }
