@@ -31,11 +31,6 @@ public final class BackendAvailability: Sendable {
 
         /// True while paused.
         public var isPaused: Bool { unavailableSince != nil }
-
-        /// Seconds spent paused, the current pause included, as of `now`.
-        public func pausedSeconds(at now: Double) -> Double {
-            pausedSecondsEnded + (unavailableSince.map { max(0, now - $0) } ?? 0)
-        }
     }
 
     private let state = Locked(Snapshot())

@@ -41,15 +41,13 @@ extension SyncExecutor {
     private func backendAnswersForOthers() async -> Bool {
         do {
             try await source.answersAtAll()
-        } catch {
-            guard error.unavailable || error.waitsForSession else {
-                availability.answered(source: "sync")
-                return true
-            }
+        } catch where error.unavailable || error.waitsForSession {
             logger.debug("the order backend does not answer about other orders either", metadata: [
                 "sync.reason": "\(error.message)",
             ])
             return false
+        } catch {
+            // An answer, if not the one asked for: the backend is there.
         }
         availability.answered(source: "sync")
         return true
