@@ -177,7 +177,8 @@ let package = Package(
         .target(
             name: "OrdersAPI",
             dependencies: [
-                "AsyncSignals", "StoreModel", "CheckedInput", "JSONToolkit", "LocalHTTP", "ServerSentEvents", "WebhookSigning",
+                "AsyncSignals", "StoreModel", "CheckedInput", "CoalescedLogging", "JSONToolkit", "LocalHTTP", "ServerSentEvents",
+                "WebhookSigning",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -250,6 +251,7 @@ let package = Package(
                 "WebhookSigning",
                 "WebhookDelivery",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -85,7 +85,10 @@ extension AgentBuilder {
                 throw AgentStartError("'api.auth' is bearer but 'api.tokens_file' is not set: "
                     + "point it at a file of consumer tokens, one per line")
             }
-            authentication = .bearer(try consumers(api.tokensFile))
+            let settings = APICredentials.Settings(
+                sessionTTL: Double(api.sessionTTL.components.seconds), maximumSessions: api.maximumSessions,
+                queryTokens: api.queryTokens, secureCookie: api.tls.isEnabled)
+            authentication = .bearer(APICredentials(consumers: try consumers(api.tokensFile), settings: settings))
         }
         if let refusal = APIAuthentication.refusal(host: host, authentication: authentication,
                                                    mutualTLS: !api.tls.clientCAFile.isEmpty) {
@@ -110,7 +113,8 @@ extension AgentBuilder {
         return consumers
     }
 
-    /// The push authentication of `ingest.auth`, its secret read from `ingest.secret_file`.
+    /// The push authentication of `ingest.auth`, its secrets read from `ingest.secret_file` (one a
+    /// line, blank lines skipped; any of them verifies, the first signs `orderlive push`).
     static func ingestAuthentication(_ ingest: IngestConfiguration) throws(AgentStartError) -> PushAuthentication {
         switch ingest.auth {
         case .none:
@@ -120,16 +124,22 @@ extension AgentBuilder {
                 throw AgentStartError("'ingest.auth' is \(ingest.auth.rawValue) but 'ingest.secret_file' is not set: "
                     + "point it at a file holding the secret")
             }
-            let text = try secret("ingest.secret_file", at: ingest.secretFile).trimmingCharacters(in: .whitespacesAndNewlines)
-            guard !text.isEmpty else {
+            let lines = try secret("ingest.secret_file", at: ingest.secretFile).split(whereSeparator: \.isNewline)
+                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            guard !lines.isEmpty else {
                 throw AgentStartError("'ingest.secret_file': \(ingest.secretFile) is empty")
             }
-            if ingest.auth == .bearer { return .bearer(secret: text) }
-            do {
-                return .standardWebhooks(try StandardWebhooks(secret: text))
-            } catch {
-                throw AgentStartError("'ingest.secret_file': \(error.description)")
+            if ingest.auth == .bearer { return .bearer(secrets: lines) }
+            var verifiers: [StandardWebhooks] = []
+            for (index, line) in lines.enumerated() {
+                do {
+                    verifiers.append(try StandardWebhooks(secret: line))
+                } catch {
+                    let which = lines.count > 1 ? " (secret \(index + 1))" : ""
+                    throw AgentStartError("'ingest.secret_file'\(which): \(error.description)")
+                }
             }
+            return .standardWebhooks(verifiers: verifiers)
         }
     }
 

@@ -36,7 +36,9 @@ public enum AgentBuilder {
         if let apiServer { services.append(apiServer) }
         services.append(ShutdownMarker(state: parts.state))
         return AgentProgram(
-            services: services, pushServer: pushServer, apiServer: apiServer, state: parts.state, metrics: parts.metrics,
+            services: services, pushServer: pushServer, apiServer: apiServer,
+            credentials: CredentialsReload(configuration: configuration, factory: parts.metrics.factory),
+            state: parts.state, metrics: parts.metrics,
             store: parts.store, session: parts.session, stateLock: parts.stateLock, logger: logger)
     }
 
@@ -284,6 +286,7 @@ public enum AgentBuilder {
             configuration: .init(host: api.host, port: api.port, authentication: api.authentication,
                                  readTimeout: settings.readTimeout, maximumConnections: api.maximumConnections,
                                  allowFrom: settings.allowFrom, tls: api.tls, cors: CORSPolicy(origins: Set(settings.corsOrigins))),
-            hub: hub, listenerMetrics: ListenerMetrics(listener: "api", factory: parts.metrics.factory), logger: parts.logger)
+            hub: hub, listenerMetrics: ListenerMetrics(listener: "api", factory: parts.metrics.factory),
+            metricsFactory: parts.metrics.factory, logger: parts.logger)
     }
 }

@@ -192,6 +192,8 @@ public final class AgentMetrics: Sendable {
     /// The `# HELP` text of the families made through the swift-metrics factory, which carries none.
     static let factoryHelp = PushMetrics.help.merging(FeedMetrics.help) { first, _ in first }
         .merging(ListenerMetrics.help) { first, _ in first }
+        .merging(OrdersAPIServer.help) { first, _ in first }
+        .merging(CredentialsReload.help) { first, _ in first }
 
     /// `text` with a `# HELP` line before each family's `# TYPE` line that has none (Prometheus'
     /// text format wants both; `promtool check metrics` fails without HELP).

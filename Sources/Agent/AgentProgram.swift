@@ -34,6 +34,8 @@ public struct AgentProgram: Sendable {
     public let pushServer: PushServer?
     /// The orders API listener, when `api.listen` is set.
     public let apiServer: OrdersAPIServer?
+    /// What SIGHUP re-reads besides the TLS files.
+    let credentials: CredentialsReload
     /// Live state for readiness and status.
     public let state: AgentState
     /// The metrics registry.
@@ -49,7 +51,7 @@ public struct AgentProgram: Sendable {
     private let running = RunningGroup()
 
     /// Runs every service until graceful shutdown: ``shutdown()``, or with `handlingSignals`
-    /// SIGTERM/SIGINT (SIGHUP reloads the listeners' TLS files instead). A second signal exits the process at once (the journal is durable at every
+    /// SIGTERM/SIGINT (SIGHUP reloads the listeners' TLS files, `api.tokens_file` and `ingest.secret_file` instead). A second signal exits the process at once (the journal is durable at every
     /// commit). A graceful shutdown that takes longer than 9 s is escalated to cancellation, and if
     /// that has not ended the process 0.8 s later, it exits with status 1, so the process is gone
     /// within 10 s whatever a dependency does.
@@ -72,12 +74,13 @@ public struct AgentProgram: Sendable {
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             if handlingSignals {
                 let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint, .sighup)
-                let (pushServer, apiServer) = (self.pushServer, self.apiServer)
+                let (pushServer, apiServer, credentials) = (self.pushServer, self.apiServer, self.credentials)
                 tasks.addTask {
                     var seen = 0
                     for await signal in signals {
                         if signal == .sighup {
                             Self.reload(pushServer: pushServer, apiServer: apiServer, logger: logger)
+                            credentials.reload(pushServer: pushServer, apiServer: apiServer, logger: logger)
                             continue
                         }
                         seen += 1
@@ -99,11 +102,12 @@ public struct AgentProgram: Sendable {
         logger.info("stopped", metadata: ["sync.journal_depth": "\(pending)"])
     }
 
-    /// SIGHUP: both listeners load their TLS files again. New handshakes use the new material;
+    /// SIGHUP: both listeners load their TLS files again (the credentials files follow, in
+    /// ``CredentialsReload``). New handshakes use the new material;
     /// connections already open keep theirs; a file that does not load leaves the material in use
     /// (logged naming the key and path, counted in `orderlive_tls_reload_failures_total`).
     static func reload(pushServer: PushServer?, apiServer: OrdersAPIServer?, logger: Logger) {
-        logger.notice("SIGHUP: reloading the listeners' TLS certificates and keys")
+        logger.notice("SIGHUP: reloading the listeners' TLS certificates and keys, api.tokens_file and ingest.secret_file")
         pushServer?.reloadTLS()
         apiServer?.reloadTLS()
     }

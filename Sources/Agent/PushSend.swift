@@ -51,9 +51,11 @@ public struct PushSend: Sendable {
         switch authentication {
         case .none:
             break
-        case .bearer(let secret):
-            headers.add(name: "Authorization", value: "Bearer \(secret)")
-        case .standardWebhooks(let webhooks):
+        case .bearer(let secrets):
+            // The newest secret is the file's first line (OPERATIONS: rotating the push secret).
+            if let secret = secrets.first { headers.add(name: "Authorization", value: "Bearer \(secret)") }
+        case .standardWebhooks(let verifiers):
+            guard let webhooks = verifiers.first else { break }
             headers.add(name: "webhook-id", value: id)
             headers.add(name: "webhook-timestamp", value: String(now))
             headers.add(name: "webhook-signature", value: webhooks.sign(id: id, timestamp: now, body: body))

@@ -13,8 +13,10 @@ import StoreModel
 /// hub applies to every live change, backlog and reset (an order whose store leaves the scope is
 /// `order.removed`, as for any filter).
 struct APIAccess: Sendable {
+    /// Who asks, and through which credentials.
+    let principal: APIPrincipal
     /// Who asks.
-    let consumer: APIConsumer
+    var consumer: APIConsumer { principal.consumer }
     /// What they may read of what they asked for.
     let filter: OrderFilter
     /// The request's `since`, where the route takes one.
@@ -34,7 +36,7 @@ struct APIAccess: Sendable {
     /// consumer's token, `400` for a query that does not read, `403` for a `store_id` outside the
     /// consumer's stores (naming the stores it may read).
     init(headers: HTTPFields, uri: URI, authentication: APIAuthentication, query use: Query) throws(APIDenial) {
-        consumer = try authentication.consumer(headers: headers, uri: uri)
+        principal = try authentication.principal(headers: headers, uri: uri)
         var query = APIQuery()
         if use != .ignored {
             do throws(APIRefusal) {
@@ -43,7 +45,7 @@ struct APIAccess: Sendable {
                 throw .badRequest(error.message)
             }
         }
-        filter = try Self.scoped(query.filter, to: consumer)
+        filter = try Self.scoped(query.filter, to: principal.consumer)
         since = query.since
     }
 

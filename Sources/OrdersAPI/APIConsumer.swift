@@ -51,37 +51,57 @@ public struct APIConsumers: Sendable {
     struct Entry: Sendable {
         var credential: Credential
         var consumer: APIConsumer
+
+        /// The token's SHA-256, however the line gives it.
+        var grant: [UInt8] {
+            switch credential {
+            case .token(let token): SHA256Digest.of(token)
+            case .digest(let digest): digest
+            }
+        }
     }
 
     let entries: [Entry]
+    /// Each consumer by the SHA-256 of its token: a presented token is looked up by its digest, so
+    /// nothing is compared byte by byte with a secret, and the lookup costs the same for 1 line or 100.
+    private let grants: [[UInt8]: APIConsumer]
 
     /// The consumers, in the file's order.
     public var consumers: [APIConsumer] { entries.map(\.consumer) }
 
     /// Consumers with these tokens, each of every store (as a file of bare tokens).
     public init(tokens: [String]) {
-        entries = tokens.enumerated().map { index, token in
+        self.init(entries: tokens.enumerated().map { index, token in
             Entry(credential: .token(Array(token.utf8)), consumer: APIConsumer(name: "line-\(index + 1)"))
-        }
+        })
     }
 
     init(entries: [Entry]) {
         self.entries = entries
+        var grants: [[UInt8]: APIConsumer] = [:]
+        for entry in entries {
+            // The parser refuses a token given twice; for `init(tokens:)` the first line wins.
+            let grant = entry.grant
+            if grants[grant] == nil { grants[grant] = entry.consumer }
+        }
+        self.grants = grants
     }
 
-    /// The consumer whose token `presented` is, or nil. Every line is compared, each in constant
-    /// time, so the answer's timing says nothing about which line nearly matched.
-    func consumer(presenting presented: Substring) -> APIConsumer? {
+    /// The consumer whose token `presented` is, with the token's SHA-256 (its grant), or nil.
+    func grant(presenting presented: Substring) -> (consumer: APIConsumer, grant: [UInt8])? {
         let digest = SHA256Digest.of(presented.utf8)
-        var found: APIConsumer?
-        for entry in entries {
-            let matches = switch entry.credential {
-            case .token(let token): Listener.constantTimeEqual(presented.utf8, token)
-            case .digest(let expected): SHA256Digest.equal(digest, expected)
-            }
-            if matches, found == nil { found = entry.consumer }
-        }
-        return found
+        return grants[digest].map { ($0, digest) }
+    }
+
+    /// The consumer whose token `presented` is, or nil.
+    func consumer(presenting presented: Substring) -> APIConsumer? {
+        grant(presenting: presented)?.consumer
+    }
+
+    /// True when the token with this SHA-256 still names exactly `consumer` (same name, stores and
+    /// access): a grant that is gone or changed ends the feeds and sessions it opened.
+    func stillGrants(_ grant: [UInt8], to consumer: APIConsumer) -> Bool {
+        grants[grant] == consumer
     }
 }
 

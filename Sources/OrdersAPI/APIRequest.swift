@@ -8,12 +8,24 @@ import LocalHTTP
 public enum APIAuthentication: Sendable {
     /// Anyone who can reach the listener (allowed only on loopback): every store, read.
     case none
-    /// `Authorization: Bearer <token>` or `?access_token=<token>`, the token of one of the consumers.
-    case bearer(APIConsumers)
+    /// `Authorization: Bearer <token>`, `?access_token=<token>` (unless `api.query_tokens` is false)
+    /// or the board's session cookie, for one of the consumers of these credentials.
+    case bearer(APICredentials)
 
     /// Consumers with these tokens, each of every store.
     public static func bearer(tokens: [String]) -> APIAuthentication {
-        .bearer(APIConsumers(tokens: tokens))
+        .bearer(consumers: APIConsumers(tokens: tokens))
+    }
+
+    /// These consumers, with the default session settings.
+    public static func bearer(consumers: APIConsumers) -> APIAuthentication {
+        .bearer(APICredentials(consumers: consumers))
+    }
+
+    /// The credentials of `bearer`; nil for `none`.
+    public var credentials: APICredentials? {
+        guard case .bearer(let credentials) = self else { return nil }
+        return credentials
     }
 
     /// `api.auth: none` is refused unless the listener is on loopback.
@@ -26,23 +38,58 @@ public enum APIAuthentication: Sendable {
             + "or listen on 127.0.0.1"
     }
 
-    /// The consumer a request with these headers and this URI is, or why it is refused (401).
-    func consumer(headers: HTTPFields, uri: URI) throws(APIDenial) -> APIConsumer {
-        guard case .bearer(let consumers) = self else { return .anyone }
-        let presented: Substring
+    /// The name of the board's session cookie.
+    static let sessionCookie = "orderlive_session"
+
+    /// Who a request with these headers and this URI is, or why it is refused (401). The
+    /// `Authorization` header comes first, then `?access_token=`, then the session cookie.
+    func principal(headers: HTTPFields, uri: URI) throws(APIDenial) -> APIPrincipal {
+        guard case .bearer(let credentials) = self else { return .anyone }
         if let header = headers[.authorization] {
             let prefix = "bearer "
             guard header.count > prefix.count, header.prefix(prefix.count).lowercased() == prefix else {
                 throw .unauthorized("the Authorization header is not a bearer token")
             }
-            presented = header.dropFirst(prefix.count)
-        } else if let query = uri.queryParameters["access_token"] {
-            presented = query
-        } else {
-            throw .unauthorized("missing Authorization: Bearer header or access_token parameter")
+            guard let principal = credentials.principal(presenting: header.dropFirst(prefix.count)) else {
+                throw .unauthorized("wrong bearer token")
+            }
+            return principal
         }
-        guard let consumer = consumers.consumer(presenting: presented) else { throw .unauthorized("wrong bearer token") }
-        return consumer
+        if let query = uri.queryParameters["access_token"] {
+            guard credentials.settings.queryTokens else {
+                throw .unauthorized("tokens in URLs are turned off (api.query_tokens: false): send Authorization: Bearer, "
+                    + "or start a session with POST /v1/session")
+            }
+            guard let principal = credentials.principal(presenting: query) else { throw .unauthorized("wrong bearer token") }
+            return principal
+        }
+        if let session = Self.cookie(Self.sessionCookie, in: headers) {
+            guard let principal = credentials.principal(session: session) else {
+                throw .unauthorized("the session has ended (signed out, expired, or its token was revoked): sign in again")
+            }
+            return principal
+        }
+        throw .unauthorized("missing Authorization: Bearer header, access_token parameter or session cookie")
+    }
+
+    /// The value of the cookie `name` in the request's `Cookie` headers (RFC 6265 §5.4), or nil.
+    static func cookie(_ name: String, in headers: HTTPFields) -> Substring? {
+        for header in headers[values: .cookie] {
+            if let value = cookie(name, inHeader: header) { return value }
+        }
+        return nil
+    }
+
+    /// The value of the cookie `name` in one `Cookie` header's value, or nil (also for an empty value).
+    /// Pure, for the fuzzer too.
+    package static func cookie(_ name: String, inHeader header: String) -> Substring? {
+        for pair in header.split(separator: ";") {
+            let trimmed = pair.drop(while: { $0 == " " || $0 == "\t" })
+            guard let equals = trimmed.firstIndex(of: "="), trimmed[..<equals] == name else { continue }
+            let value = trimmed[trimmed.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            return value.isEmpty ? nil : Substring(value)
+        }
+        return nil
     }
 }
 

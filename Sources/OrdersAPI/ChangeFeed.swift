@@ -18,7 +18,8 @@ import LocalHTTP
 /// whose route answers them (``refusal(_:)``).
 struct ChangeFeed: Sendable {
     let hub: ChangeHub
-    let authentication: APIAuthentication
+    /// Authentication, scope and audit.
+    let gate: APIGate
     /// The origins whose pages may read the feed (`api.cors_origins`).
     let cors: CORSPolicy
     let logger: Logger
@@ -62,7 +63,7 @@ struct ChangeFeed: Sendable {
     /// query, or a full or stopping hub): the router's route then answers it with the reason.
     func admit(_ head: HTTPRequest, on channel: any Channel) -> Admitted? {
         let uri = URI(head.path ?? "")
-        guard let access = try? APIAccess(headers: head.headerFields, uri: uri, authentication: authentication, query: .filtersAndSince)
+        guard let access = try? gate.access(headers: head.headerFields, uri: uri, route: Self.path, query: .filtersAndSince)
         else { return nil }
         // The browser's EventSource sends Last-Event-ID when it reconnects, even when the URL it was
         // first opened with carried ?since=: the header is the newer position. An empty one is no id
@@ -75,11 +76,19 @@ struct ChangeFeed: Sendable {
         } else {
             start = .fresh
         }
-        guard let subscriber = hub.subscribe(filter: access.filter, on: channel) else {
+        guard let subscriber = hub.subscribe(filter: access.filter, principal: access.principal, on: channel) else {
             hub.metrics.record(.refused)
             return nil
         }
+        gate.audit.subscribed(access.principal, filter: access.filter.storeIDs.sorted().joined(separator: ","))
         return Admitted(subscriber: subscriber, start: start)
+    }
+
+    /// How long `principal`'s credentials last from now, when they end at a time (a session).
+    func remaining(_ principal: APIPrincipal) -> TimeAmount? {
+        guard let expiresAt = principal.expiresAt, let now = gate.authentication.credentials?.now() else { return nil }
+        let seconds = max(0, min(expiresAt - now, 366 * 86_400))
+        return .nanoseconds(Int64(seconds * 1e9))
     }
 
     /// An id as given, nil when absent or empty (blanks around it are not part of it).
@@ -92,7 +101,14 @@ struct ChangeFeed: Sendable {
     /// `HEAD` of the feed, which the feed never takes: the head a `GET` with the same credentials and
     /// query would get, without its body.
     func refusal(_ request: Request) -> Response {
-        do throws(APIDenial) { _ = try APIAccess(request, authentication: authentication, query: .filtersAndSince) } catch {
+        // A GET was counted when the feed refused it (admit); a HEAD comes here only.
+        do throws(APIDenial) {
+            if request.method == .head {
+                _ = try gate.access(request, route: Self.path, query: .filtersAndSince)
+            } else {
+                _ = try APIAccess(request, authentication: gate.authentication, query: .filtersAndSince)
+            }
+        } catch {
             return error.response
         }
         if request.method == .head {

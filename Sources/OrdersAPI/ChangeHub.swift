@@ -133,8 +133,9 @@ public final class ChangeHub: Sendable {
     /// Registers a subscriber, or nil when `max_subscribers` are connected or the hub is closed.
     /// Every change the hub reads after this call is offered to it; what was committed before it
     /// the caller reads from the store (snapshot or backlog) and then calls ``FeedSubscriber/caughtUp(through:)``.
-    func subscribe(filter: OrderFilter, on channel: any Channel) -> FeedSubscriber? {
-        let subscriber = FeedSubscriber(filter: filter, capacity: configuration.subscriberBuffer, channel: channel, hub: self)
+    func subscribe(filter: OrderFilter, principal: APIPrincipal = .anyone, on channel: any Channel) -> FeedSubscriber? {
+        let subscriber = FeedSubscriber(filter: filter, principal: principal, capacity: configuration.subscriberBuffer,
+                                        channel: channel, hub: self)
         let count = state.withLock { state -> Int? in
             guard !state.closed, state.subscribers.count < configuration.maximumSubscribers else { return nil }
             state.subscribers[ObjectIdentifier(subscriber)] = subscriber
@@ -155,6 +156,15 @@ public final class ChangeHub: Sendable {
         }
         metrics.subscribers.record(count)
         membership.signal()
+    }
+
+    /// Ends the streams of every subscriber whose principal `ends` says (queued events are written
+    /// first): credentials revoked on SIGHUP or a session signed out. Returns how many.
+    @discardableResult
+    func endSubscribers(where ends: (APIPrincipal) -> Bool) -> Int {
+        let subscribers = state.withLock { state in state.subscribers.values.filter { ends($0.principal) } }
+        for subscriber in subscribers { subscriber.end(.credentialsEnded) }
+        return subscribers.count
     }
 
     /// Ends every stream (queued events are written first) and refuses new subscribers: graceful shutdown.

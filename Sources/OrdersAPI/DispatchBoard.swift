@@ -5,9 +5,12 @@
 /// is refused or closed, the page opens a new one with `?since=` its last id. After a `reset` it
 /// drops what it had and draws the snapshot that follows, so it always ends equal to the store.
 ///
-/// With `api.auth: bearer`, open it as `/?access_token=<token>`: the page passes the token on to the feed.
+/// With `api.auth: bearer` the page asks for a token once and trades it for a session
+/// (`POST /v1/session`, an HttpOnly cookie): no token is ever in a URL it opens. A `/?access_token=`
+/// link still works: the page trades that token at once and takes it out of the address bar.
+/// `#who` shows the consumer's name and stores; `#login` is the token form.
 /// The DOM is the test's contract: `section.column[data-status]` with `.count`, `article.card[data-id]`,
-/// and `#connection[data-state]` (`connecting`, `live`, `reconnecting`, `resynced`).
+/// and `#connection[data-state]` (`connecting`, `live`, `reconnecting`, `resynced`, `signed-out`).
 enum DispatchBoard {
     static let html = #"""
     <!doctype html>
@@ -43,6 +46,12 @@ enum DispatchBoard {
     .card .summary { font-size: .9rem; overflow-wrap: anywhere; }
     .card.changed { animation: flash 2.5s ease-out; }
     @keyframes flash { from { background: var(--flash); } to { background: var(--card); } }
+    #who { color: var(--muted); }
+    #login { display: flex; gap: .5rem; align-items: center; padding: 2rem 1rem; }
+    #login[hidden], #signout[hidden] { display: none; }
+    #login input { font: inherit; padding: .25rem .5rem; min-width: 18rem; }
+    #login .problem { color: var(--warn); }
+    button { font: inherit; padding: .15rem .6rem; }
     @media (min-width: 1800px) { body { font-size: 19px; } }
     </style>
     </head>
@@ -51,14 +60,20 @@ enum DispatchBoard {
       <h1>Dispatch board</h1>
       <span id="total">0 orders</span>
       <label>Store <select id="store"><option value="">all stores</option></select></label>
+      <span id="who"></span>
+      <button id="signout" type="button" hidden>Sign out</button>
       <span id="connection" data-state="connecting" role="status" aria-live="polite">connecting</span>
     </header>
+    <div id="login" hidden>
+      <label>Token <input id="token" type="password" autocomplete="off" spellcheck="false"></label>
+      <button id="signin" type="button">Sign in</button>
+      <span class="problem" id="problem"></span>
+    </div>
     <main id="board"></main>
     <script>
     "use strict";
     const LIFECYCLE = ["created", "assigned", "picked_up", "delivering", "delivered", "cancelled"];
     const params = new URLSearchParams(location.search);
-    const token = params.get("access_token");
     const orders = new Map();      // id → {order, changedAt}
     let lastId = null;             // the last change id received: where a new connection resumes
     let source = null, retryTimer = null, resyncTimer = null, synced = false;
@@ -166,10 +181,58 @@ enum DispatchBoard {
 
     function feedURL() {
       const url = new URL("/v1/orders/stream", location.href);
-      if (token) url.searchParams.set("access_token", token);
       if (lastId !== null) url.searchParams.set("since", lastId);
       return url;
     }
+    // The session: a token is sent once, in a header, and the cookie carries the rest.
+    async function signIn(token) {
+      const answer = await fetch("/v1/session", { method: "POST", headers: { Authorization: "Bearer " + token }, cache: "no-store" });
+      return answer.status === 204;
+    }
+    function showLogin(problem) {
+      if (source) source.close();
+      document.getElementById("login").hidden = false;
+      document.getElementById("signout").hidden = true;
+      document.getElementById("who").textContent = "";
+      document.getElementById("problem").textContent = problem || "";
+      setState("signed-out");
+      document.getElementById("token").focus();
+    }
+    async function start() {
+      clearTimeout(retryTimer);
+      let answer;
+      try {
+        answer = await fetch("/v1/session", { cache: "no-store" });
+      } catch (error) {
+        setState("reconnecting");
+        retryTimer = setTimeout(start, 2000);
+        return;
+      }
+      if (answer.status === 401) { showLogin(lastId === null ? "" : "the session has ended; sign in again"); return; }
+      if (!answer.ok) { setState("reconnecting"); retryTimer = setTimeout(start, 2000); return; }
+      const who = await answer.json();
+      const label = document.getElementById("who");
+      label.dataset.consumer = who.consumer;
+      label.dataset.stores = Array.isArray(who.stores) ? who.stores.join(",") : "*";
+      label.textContent = who.via === "none" ? "" : who.consumer + " · " + (Array.isArray(who.stores) ? "store " + who.stores.join(", ") : "every store");
+      document.getElementById("signout").hidden = who.via !== "session";
+      document.getElementById("login").hidden = true;
+      connect();
+    }
+    async function submitToken() {
+      const input = document.getElementById("token");
+      const token = input.value.trim();
+      input.value = "";
+      if (!token) return;
+      if (await signIn(token)) start(); else showLogin("that token was refused");
+    }
+    document.getElementById("signin").addEventListener("click", submitToken);
+    document.getElementById("token").addEventListener("keydown", (event) => { if (event.key === "Enter") submitToken(); });
+    document.getElementById("signout").addEventListener("click", async () => {
+      await fetch("/v1/session", { method: "DELETE", cache: "no-store" });
+      orders.clear(); lastId = null; synced = false; render();
+      showLogin("");
+    });
     function connect() {
       clearTimeout(retryTimer);
       if (source) source.close();
@@ -208,8 +271,8 @@ enum DispatchBoard {
       source.addEventListener("error", () => {
         setState("reconnecting");
         // A refused or ended stream (503, 401, a server gone) closes the EventSource for good:
-        // open a new one that resumes from the last id.
-        if (source.readyState === EventSource.CLOSED) retryTimer = setTimeout(connect, 2000);
+        // check the session (it may have ended), then open a new one that resumes from the last id.
+        if (source.readyState === EventSource.CLOSED) retryTimer = setTimeout(start, 2000);
       });
     }
     storeSelect.addEventListener("change", () => {
@@ -222,7 +285,17 @@ enum DispatchBoard {
       for (const el of document.querySelectorAll(".age")) el.textContent = age(Number(el.dataset.since));
     }, 10000);
     render();
-    connect();
+    (async () => {
+      const linked = params.get("access_token");
+      if (linked) {
+        // A link with a token: trade it for a session and take it out of the address bar and history.
+        const url = new URL(location.href);
+        url.searchParams.delete("access_token");
+        history.replaceState(null, "", url);
+        if (!(await signIn(linked))) { showLogin("the link's token was refused"); return; }
+      }
+      start();
+    })();
     </script>
     </body>
     </html>

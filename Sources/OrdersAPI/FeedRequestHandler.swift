@@ -51,6 +51,8 @@ final class FeedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var feedRequestEnded = false
     /// Close the connection once the feed has ended.
     private var closeAfterFeed = false
+    /// Ends the feed when its credentials do (a session's end).
+    private var expiry: Scheduled<Void>?
 
     init(feed: ChangeFeed) {
         self.feed = feed
@@ -95,6 +97,12 @@ final class FeedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         if unanswered == 0, case .waiting(let parts) = state { start(parts, context: context) }
     }
 
+    func channelInactive(context: ChannelHandlerContext) {
+        expiry?.cancel()
+        expiry = nil
+        context.fireChannelInactive()
+    }
+
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is ChannelShouldQuiesceEvent, case .feeding(let subscriber) = state {
             // The server is stopping: the feed ends (its last event is written), then the connection
@@ -133,6 +141,9 @@ final class FeedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
         subscriber.onFinish { ending in bound.value.handler.finish(subscriber, ending, context: bound.value.context) }
         subscriber.connection.attach(subscriber, chunked: chunked)
+        if let remaining = feed.remaining(subscriber.principal) {
+            expiry = context.eventLoop.scheduleTask(in: remaining) { subscriber.end(.credentialsEnded) }
+        }
         var responseHead = ChangeFeed.responseHead(serverName: "orderlive", date: HTTPDate.format(time(nil)))
         if let origin = head.headerFields[.origin] {
             for field in feed.cors.headers(for: origin) { responseHead.headerFields[field.name] = field.value }
@@ -157,6 +168,8 @@ final class FeedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private func finish(_ subscriber: FeedSubscriber, _ ending: FeedSubscriber.Ending, context: ChannelHandlerContext) {
         guard case .feeding(let current) = state, current === subscriber else { return }
         state = .passing
+        expiry?.cancel()
+        expiry = nil
         feed.hub.unsubscribe(subscriber)
         subscriber.connection.detach()
         if ending == .overflow {

@@ -20,6 +20,8 @@ final class FeedSubscriber: Sendable {
         case closed
         /// The hub lost its place in the change log (a user switch): reconnect to resume or reset.
         case resync
+        /// The credentials it was opened with were revoked, signed out or expired.
+        case credentialsEnded
     }
 
     /// One queued event.
@@ -66,14 +68,17 @@ final class FeedSubscriber: Sendable {
 
     /// The view.
     let filter: OrderFilter
+    /// Who subscribed, through which credentials: the feed ends when they are revoked or expire.
+    let principal: APIPrincipal
     /// The most events queued before it is cut off.
     let capacity: Int
     /// The connection, whose event loop writes the live stream and whose hub wakes it there.
     let connection: FeedConnection
     private let state = Locked(State())
 
-    init(filter: OrderFilter, capacity: Int, channel: any Channel, hub: ChangeHub) {
+    init(filter: OrderFilter, principal: APIPrincipal = .anyone, capacity: Int, channel: any Channel, hub: ChangeHub) {
         self.filter = filter
+        self.principal = principal
         self.capacity = max(1, capacity)
         connection = FeedConnection(channel: channel, hub: hub)
     }

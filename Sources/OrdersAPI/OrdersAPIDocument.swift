@@ -10,17 +10,17 @@ public enum OrdersAPIDocument {
     "title": "orderlive orders API",
     "version": "1",
     "summary": "The live orders of one orderlive agent, for local consumers (DESIGN §11).",
-    "description": "Served by `orderlive run` on `api.listen` (default 127.0.0.1:8090). Orders are exactly the objects the order backend sent. Filters `status`, `store_id` and `courier_id` may each be repeated: AND across fields, OR within one. With `api.auth: bearer`, send `Authorization: Bearer <token>` or `?access_token=<token>` (for a browser's EventSource). Errors are `{\"code\": N, \"message\": \"...\"}`.",
+    "description": "Served by `orderlive run` on `api.listen` (default 127.0.0.1:8090). Orders are exactly the objects the order backend sent. Filters `status`, `store_id` and `courier_id` may each be repeated: AND across fields, OR within one. With `api.auth: bearer`, send `Authorization: Bearer <token>`, `?access_token=<token>` (unless `api.query_tokens` is false), or a session cookie from `POST /v1/session` (a browser: no token in any URL). Each token is a consumer of `api.tokens_file` with its stores: every route shows only those. Errors are `{\"code\": N, \"message\": \"...\"}`.",
     "license": { "name": "See the repository" }
   },
   "servers": [ { "url": "http://127.0.0.1:8090", "description": "the default api.listen" } ],
-  "security": [ {}, { "bearer": [] }, { "accessToken": [] } ],
+  "security": [ {}, { "bearer": [] }, { "accessToken": [] }, { "session": [] } ],
   "paths": {
     "/": {
       "get": {
         "operationId": "dispatchBoard",
         "summary": "The dispatch board: one self-contained page over the change feed",
-        "description": "Open as `/?access_token=<token>` when `api.auth` is bearer; `?store_id=` preselects a store.",
+        "description": "With `api.auth: bearer` the page asks for a token once and starts a session (`POST /v1/session`); a `/?access_token=<token>` link is traded for a session at once and taken out of the address bar. `?store_id=` preselects a store.",
         "security": [ {} ],
         "responses": {
           "200": { "description": "The page.", "content": { "text/html": { "schema": { "type": "string" } } } }
@@ -92,6 +92,35 @@ public enum OrdersAPIDocument {
         }
       }
     },
+    "/v1/session": {
+      "get": {
+        "operationId": "whoAmI",
+        "summary": "Who the request is: the consumer's name, stores and access, and how it authenticated",
+        "parameters": [ { "$ref": "#/components/parameters/AccessToken" } ],
+        "responses": {
+          "200": { "description": "The consumer (`anyone`, via `none`, with `api.auth: none`).", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Consumer" } } } },
+          "401": { "$ref": "#/components/responses/Unauthorized" }
+        }
+      },
+      "post": {
+        "operationId": "startSession",
+        "summary": "Trades a token for a session cookie, so a browser needs no token in any URL",
+        "description": "Takes the token only in `Authorization: Bearer`. The cookie `orderlive_session` is HttpOnly, SameSite=Strict, Path=/ (Secure on TLS), a random id bound to the consumer's stores; it ends at `api.session_ttl_s`, at `DELETE /v1/session`, or when its token leaves `api.tokens_file` (SIGHUP). Past `api.max_sessions` the oldest session ends. With `api.auth: none` it needs no token.",
+        "security": [ {}, { "bearer": [] } ],
+        "responses": {
+          "204": { "description": "Started (with `api.auth: none`, nothing is needed and no cookie is set).", "headers": { "Set-Cookie": { "description": "`orderlive_session=…; Max-Age=…; Path=/; HttpOnly; SameSite=Strict`.", "schema": { "type": "string" } } } },
+          "401": { "$ref": "#/components/responses/Unauthorized" }
+        }
+      },
+      "delete": {
+        "operationId": "endSession",
+        "summary": "Ends the cookie's session and the feeds it opened, and clears the cookie",
+        "security": [ {} ],
+        "responses": {
+          "204": { "description": "Ended, or there was none.", "headers": { "Set-Cookie": { "description": "The cookie, expired.", "schema": { "type": "string" } } } }
+        }
+      }
+    },
     "/v1/orders/{id}": {
       "get": {
         "operationId": "getOrder",
@@ -112,7 +141,8 @@ public enum OrdersAPIDocument {
   "components": {
     "securitySchemes": {
       "bearer": { "type": "http", "scheme": "bearer", "description": "A consumer's token: a line of `api.tokens_file`, which names the consumer and the stores whose orders it may read." },
-      "accessToken": { "type": "apiKey", "in": "query", "name": "access_token", "description": "The same token, for clients that cannot set headers." }
+      "accessToken": { "type": "apiKey", "in": "query", "name": "access_token", "description": "The same token, for clients that cannot set headers; refused when `api.query_tokens` is false." },
+      "session": { "type": "apiKey", "in": "cookie", "name": "orderlive_session", "description": "A session started with `POST /v1/session`: the consumer and stores of the token it was started with." }
     },
     "parameters": {
       "Status": { "name": "status", "in": "query", "required": false, "style": "form", "explode": true, "schema": { "type": "array", "items": { "type": "string", "minLength": 1 } } },
@@ -122,7 +152,7 @@ public enum OrdersAPIDocument {
     },
     "responses": {
       "BadRequest": { "description": "An unknown query parameter or an empty filter value; the message names it.", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
-      "Unauthorized": { "description": "A missing or wrong token (`api.auth: bearer`).", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
+      "Unauthorized": { "description": "A missing or wrong token, a token in the URL with `api.query_tokens: false`, or a session that ended (`api.auth: bearer`).", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
       "Forbidden": { "description": "A `store_id` outside the consumer's stores (`stores=` of its line in `api.tokens_file`); the message names the stores it may read.", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
       "Unavailable": {
         "description": "The order store cannot be read now.",
@@ -198,6 +228,16 @@ public enum OrdersAPIDocument {
         "properties": { "code": { "type": "integer" }, "message": { "type": "string" } }
       },
       "Health": { "type": "object", "required": ["status"], "properties": { "status": { "const": "ok" } } },
+      "Consumer": {
+        "type": "object", "required": ["consumer", "stores", "access", "via", "expires_at"],
+        "properties": {
+          "consumer": { "type": "string", "description": "Its name in `api.tokens_file`." },
+          "stores": { "oneOf": [ { "type": "array", "items": { "type": "string" } }, { "const": "*" } ], "description": "The stores whose orders it sees; `*` for every store." },
+          "access": { "enum": ["read", "operate"] },
+          "via": { "enum": ["token", "session", "none"] },
+          "expires_at": { "type": ["integer", "null"], "description": "When the session ends, Unix seconds; null for a token." }
+        }
+      },
       "Order": {
         "type": "object", "required": ["id", "status"],
         "description": "The order as the backend sent it; every field is kept.",

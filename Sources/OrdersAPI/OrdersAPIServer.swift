@@ -55,7 +55,7 @@ public final class OrdersAPIServer: Service, Sendable {
         }
     }
 
-    private let configuration: Configuration
+    let configuration: Configuration
     /// The fan-out hub.
     public let hub: ChangeHub
     private let logger: Logger
@@ -63,15 +63,20 @@ public final class OrdersAPIServer: Service, Sendable {
     /// The connections it holds, and which it may close to admit another.
     public let admission: ConnectionAdmission
     private let listenerMetrics: ListenerMetrics
+    /// Authentication, scope and audit, for every route and the feed.
+    let gate: APIGate
 
-    /// Creates the server; it does not listen until ``run()``.
+    /// Creates the server; it does not listen until ``run()``. `metricsFactory` makes
+    /// `orderlive_api_requests_total`.
     public init(configuration: Configuration, hub: ChangeHub,
                 listenerMetrics: ListenerMetrics = ListenerMetrics(listener: "api", factory: NOOPMetricsHandler.instance),
+                metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
                 logger: Logger) {
         self.configuration = configuration
         self.hub = hub
         self.logger = logger
         self.listenerMetrics = listenerMetrics
+        gate = APIGate(authentication: configuration.authentication, audit: APIAudit(factory: metricsFactory, logger: logger))
         let closures = ConnectionClosureLog(title: "orders API", section: "api", limit: configuration.maximumConnections,
                                             metrics: listenerMetrics, logger: logger)
         admission = ConnectionAdmission(limit: configuration.maximumConnections, allowFrom: configuration.allowFrom) {
@@ -87,8 +92,23 @@ public final class OrdersAPIServer: Service, Sendable {
         return LocalListener.reload(tls, listener: "api", metrics: listenerMetrics, logger: logger)
     }
 
-    private var feed: ChangeFeed {
-        ChangeFeed(hub: hub, authentication: configuration.authentication, cors: configuration.cors, logger: logger)
+    /// The `# HELP` text of the families the server makes (besides the listener's and the feed's).
+    public static let help = APIAudit.help
+
+    /// Puts `consumers` in use (SIGHUP, ``APICredentials/replace(_:)``): revoked tokens are refused
+    /// from now on, their sessions end, and their feeds end now (their last events written). Does
+    /// nothing without `api.auth: bearer`.
+    @discardableResult
+    public func replaceConsumers(_ consumers: APIConsumers) -> APICredentials.Replacement? {
+        guard let credentials = configuration.authentication.credentials else { return nil }
+        let replacement = credentials.replace(consumers)
+        let ended = hub.endSubscribers { !credentials.isCurrent($0) }
+        gate.audit.replaced(replacement, feedsEnded: ended)
+        return replacement
+    }
+
+    var feed: ChangeFeed {
+        ChangeFeed(hub: hub, gate: gate, cors: configuration.cors, logger: logger)
     }
 
     /// The bound port, once listening.
@@ -100,7 +120,7 @@ public final class OrdersAPIServer: Service, Sendable {
     public var routes: [Route] {
         let feed = self.feed
         let store = hub.store
-        let authentication = configuration.authentication
+        let gate = self.gate
         let logger = self.logger
         @Sendable func unreadable(_ error: any Error) -> Response {
             logger.error("the orders API cannot read the order store", metadata: ["api.reason": "\(error)"])
@@ -117,7 +137,7 @@ public final class OrdersAPIServer: Service, Sendable {
             Route(method: .get, path: "/openapi.json") { _, _ in Response.json(.ok, OrdersAPIDocument.json) },
             Route(method: .get, path: "/v1/orders") { request, _ in
                 let access: APIAccess
-                do throws(APIDenial) { access = try APIAccess(request, authentication: authentication, query: .filters) } catch {
+                do throws(APIDenial) { access = try gate.access(request, route: "/v1/orders", query: .filters) } catch {
                     return error.response
                 }
                 do {
@@ -138,7 +158,7 @@ public final class OrdersAPIServer: Service, Sendable {
             Route(method: .get, path: ChangeFeed.path) { request, _ in feed.refusal(request) },
             Route(method: .get, path: "/v1/orders/{id}") { request, context in
                 let access: APIAccess
-                do throws(APIDenial) { access = try APIAccess(request, authentication: authentication, query: .ignored) } catch {
+                do throws(APIDenial) { access = try gate.access(request, route: "/v1/orders/{id}", query: .ignored) } catch {
                     return error.response
                 }
                 let id = context.parameters.get("id") ?? ""
@@ -152,7 +172,7 @@ public final class OrdersAPIServer: Service, Sendable {
                     return unreadable(error)
                 }
             },
-        ]
+        ] + sessionRoutes
     }
 
     /// Serves until graceful shutdown or cancellation; the hub runs beside it.

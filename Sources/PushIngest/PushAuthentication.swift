@@ -7,29 +7,52 @@ import WebhookSigning
 public enum PushAuthentication: Sendable {
     /// Anyone who can reach the listener (allowed only on loopback; see ``PushServer``).
     case none
-    /// `Authorization: Bearer <secret>`, compared in constant time.
-    case bearer(secret: String)
-    /// Standard Webhooks signatures over the raw body.
-    case standardWebhooks(StandardWebhooks)
+    /// `Authorization: Bearer <secret>`, any of the secrets (`ingest.secret_file`, one a line, so a
+    /// secret is rotated with overlap), each compared in constant time.
+    case bearer(secrets: [String])
+    /// Standard Webhooks signatures over the raw body, by any of the secrets.
+    case standardWebhooks(verifiers: [StandardWebhooks])
+
+    /// One bearer secret.
+    public static func bearer(secret: String) -> PushAuthentication {
+        .bearer(secrets: [secret])
+    }
+
+    /// One Standard Webhooks secret.
+    public static func standardWebhooks(_ verifier: StandardWebhooks) -> PushAuthentication {
+        .standardWebhooks(verifiers: [verifier])
+    }
 
     /// The check that needs only the headers (bearer); nil when it passes or needs the body.
     func failureBeforeBody(_ headers: HTTPFields) -> String? {
-        guard case .bearer(let secret) = self else { return nil }
+        guard case .bearer(let secrets) = self else { return nil }
         guard let value = headers[.authorization] else { return "missing Authorization: Bearer header" }
         let prefix = "bearer "
         guard value.count > prefix.count, value.prefix(prefix.count).lowercased() == prefix else {
             return "the Authorization header is not a bearer token"
         }
-        return Listener.constantTimeEqual(value.dropFirst(prefix.count).utf8, secret.utf8) ? nil : "wrong bearer token"
+        let presented = value.dropFirst(prefix.count).utf8
+        // Every secret is compared, so the timing does not say which one nearly matched.
+        var matched = false
+        for secret in secrets where Listener.constantTimeEqual(presented, secret.utf8) { matched = true }
+        return matched ? nil : "wrong bearer token"
     }
 
-    /// The check over the raw body (Standard Webhooks); nil when it passes or is not needed.
+    /// The check over the raw body (Standard Webhooks); nil when it passes or is not needed. A
+    /// signature by any of the secrets verifies; a failure names the first secret's reason (the
+    /// headers' own faults are the same for every secret).
     func failureWithBody(_ headers: WebhookHeaders, body: [UInt8], now: Int64) -> String? {
-        guard case .standardWebhooks(let verifier) = self else { return nil }
-        let result = verifier.verify(
-            id: headers.id, timestamp: headers.timestamp, signatures: headers.signature, body: body, now: now)
-        if case .failure(let failure) = result { return failure.rawValue }
-        return nil
+        guard case .standardWebhooks(let verifiers) = self else { return nil }
+        var failure: StandardWebhooks.Failure?
+        for verifier in verifiers {
+            let result = verifier.verify(
+                id: headers.id, timestamp: headers.timestamp, signatures: headers.signature, body: body, now: now)
+            switch result {
+            case .success: return nil
+            case .failure(let reason): failure = failure ?? reason
+            }
+        }
+        return failure?.rawValue ?? StandardWebhooks.Failure.noMatchingSignature.rawValue
     }
 }
 

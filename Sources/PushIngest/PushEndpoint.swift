@@ -1,3 +1,4 @@
+import AsyncSignals
 import CheckedInput
 import CoalescedLogging
 import Foundation
@@ -37,6 +38,8 @@ public final class PushEndpoint: Sendable {
     }
 
     private let configuration: Configuration
+    /// `configuration.authentication` until SIGHUP replaces it (``replaceAuthentication(_:)``).
+    private let authentication: Locked<PushAuthentication>
     /// The group commit; the server runs its carrier (``PushJournal/carryCommits()``).
     let journal: PushJournal
     private let metrics: PushMetrics
@@ -53,11 +56,18 @@ public final class PushEndpoint: Sendable {
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }, logger: Logger
     ) {
         self.configuration = configuration
+        authentication = Locked(configuration.authentication)
         self.journal = journal
         self.metrics = metrics
         self.now = now
         self.logger = logger
         refusals = LogCoalescer(logger: logger, interval: .seconds(10))
+    }
+
+    /// Verifies pushes with `authentication` from now on (SIGHUP re-read `ingest.secret_file`).
+    /// The mode (`ingest.auth`) is the one the agent started with; only the secrets change.
+    public func replaceAuthentication(_ authentication: PushAuthentication) {
+        self.authentication.withLock { $0 = authentication }
     }
 
     /// From now on every push is answered 503 with `Retry-After` (shutdown has begun).
@@ -153,7 +163,7 @@ public final class PushEndpoint: Sendable {
         case .acceptable:
             break
         }
-        if let failure = configuration.authentication.failureBeforeBody(headers) { return .refused(unauthorized(failure)) }
+        if let failure = authentication.withLock({ $0 }).failureBeforeBody(headers) { return .refused(unauthorized(failure)) }
         switch WebhookHeaders.read(headers) {
         case .success(let webhook): return .proceed(webhook)
         case .failure(let conflict): return .refused(unauthorized(conflict.message))
@@ -162,7 +172,7 @@ public final class PushEndpoint: Sendable {
 
     /// The submission of a whole body, or its refusal (authentication over the body, Gorush's checks).
     private func prepare(_ body: [UInt8], webhook: WebhookHeaders) -> Decided<PreparedPush> {
-        if let failure = configuration.authentication.failureWithBody(webhook, body: body, now: Checked.int64(clamping: now())) {
+        if let failure = authentication.withLock({ $0 }).failureWithBody(webhook, body: body, now: Checked.int64(clamping: now())) {
             return .refused(unauthorized(failure))
         }
         let parsed: GorushRequest

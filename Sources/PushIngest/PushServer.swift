@@ -120,6 +120,11 @@ public final class PushServer: Service, Sendable {
         return LocalListener.reload(tls, listener: "push", metrics: listenerMetrics, logger: logger)
     }
 
+    /// Verifies pushes with `authentication` from now on (SIGHUP re-read `ingest.secret_file`).
+    public func replaceAuthentication(_ authentication: PushAuthentication) {
+        endpoint.replaceAuthentication(authentication)
+    }
+
     /// The bound port, once listening.
     public var port: Int {
         get async { await bound.value }

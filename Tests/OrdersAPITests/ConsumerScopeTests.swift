@@ -19,12 +19,17 @@ import WebhookSigning
         var token: String
         var stores: Set<String>?
         var line: String
+        /// The board's session cookie, when this consumer reads through a session instead of its token.
+        var session: String?
 
         func sees(_ order: OrderRecord) -> Bool {
             stores.map { set in order.storeID.map(set.contains) == true } ?? true
         }
 
-        var header: HTTPHeaders { ["Authorization": "Bearer \(token)"] }
+        var header: HTTPHeaders {
+            if let session { return ["Cookie": "orderlive_session=\(session)"] }
+            return ["Authorization": "Bearer \(token)"]
+        }
     }
 
     static func hex(_ bytes: [UInt8]) -> String {
@@ -68,7 +73,7 @@ import WebhookSigning
         var random = SplitMix(state: UInt64(seed) &+ 101)
         let consumers = Self.randomConsumers(&random)
         let file = "# consumers of this test\n" + consumers.map(\.line).joined(separator: "\n") + "\n"
-        let authentication = APIAuthentication.bearer(try APIConsumers.parse(file))
+        let authentication = APIAuthentication.bearer(consumers: try APIConsumers.parse(file))
         var versions: [Int: Int] = [:]
         try await APIHarness.with(authentication: authentication, prepare: { store in
             var prepared = SplitMix(state: UInt64(seed) &+ 7)
@@ -77,6 +82,11 @@ import WebhookSigning
             }
         }) { api in
             for id in 1...150 { versions[id] = 1 }
+            // Every other consumer reads through a board session started with its token.
+            var consumers = consumers
+            for index in consumers.indices where index % 2 == 1 {
+                consumers[index].session = try await APISessionTests.startSession(api, token: consumers[index].token)
+            }
             var feeds: [(FeedReader, FeedView, String)] = []
             for consumer in consumers {
                 let expected = try Self.expected(api, consumer)

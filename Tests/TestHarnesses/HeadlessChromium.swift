@@ -129,6 +129,20 @@ public final class HeadlessChromium: Sendable {
         return (result["result"] as? [String: Any])?["value"]
     }
 
+    /// Sends a DevTools command to the page (`Page.navigate`, `Network.getCookies`, …); returns its
+    /// result as JSON text.
+    public func command(_ method: String, _ params: [String: any Sendable] = [:]) async throws -> String {
+        try await offThePool {
+            let id = self.nextID.withLock { id in
+                id += 1
+                return id
+            }
+            let result = try Self.call(commands: self.commands, answers: self.answers, pending: self.pending, id: id, method: method,
+                                       params: params, session: self.sessionIDStorage.withLock { $0 })
+            return String(decoding: try JSONSerialization.data(withJSONObject: result), as: UTF8.self)
+        }
+    }
+
     /// Polls `expression` (a string-valued expression) until `accept` takes its value, for up to `limit`.
     public func waitFor(
         _ expression: String, limit: Duration = .seconds(30), accept: (String) -> Bool

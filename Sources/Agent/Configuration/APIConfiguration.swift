@@ -38,6 +38,12 @@ public struct APIConfiguration: Sendable, Hashable {
     /// The web origins whose pages may call the API from a browser (`cors_origins`, comma-separated
     /// `scheme://host[:port]`); empty for the API's own origin only.
     public var corsOrigins: [String] = []
+    /// How long a board session lives (`session_ttl_s`).
+    public var sessionTTL = Duration.seconds(Int(APICredentials.Settings().sessionTTL))
+    /// The most sessions kept (`max_sessions`); past it the oldest ends.
+    public var maximumSessions = APICredentials.Settings().maximumSessions
+    /// Whether `?access_token=` is accepted (`query_tokens`).
+    public var queryTokens = APICredentials.Settings().queryTokens
 
     /// `listen` as host and port; nil when empty or not `host:port`.
     public var listenAddress: (host: String, port: Int)? { IngestConfiguration.hostAndPort(listen) }
@@ -47,7 +53,7 @@ public struct APIConfiguration: Sendable, Hashable {
 
     /// Reads and validates `api.listen` (`host:port` or ""), `auth`, `tokens_file` (readable),
     /// `history_changes`, `max_subscribers`, `subscriber_buffer`, `heartbeat_s`, `read_timeout_ms`,
-    /// `max_connections`, `allow_from`, `cors_origins` and `tls.*`.
+    /// `max_connections`, `allow_from`, `cors_origins`, `session_ttl_s`, `max_sessions`, `query_tokens` and `tls.*`.
     public init(reading section: ConfigurationSection) throws(ConfigurationError) {
         listen = section.string("listen", default: listen)
         if !listen.isEmpty, listenAddress == nil {
@@ -67,6 +73,9 @@ public struct APIConfiguration: Sendable, Hashable {
         for origin in corsOrigins {
             if let problem = CORSPolicy.problem(with: origin) { throw ConfigurationError("'api.cors_origins': \(problem)") }
         }
+        sessionTTL = try section.seconds("session_ttl_s", minimum: 60, maximum: 31_536_000, default: sessionTTL)
+        maximumSessions = try section.integer("max_sessions", minimum: 1, maximum: 10_000_000, default: maximumSessions)
+        queryTokens = try section.boolean("query_tokens", default: queryTokens)
         tls = try ListenerTLSConfiguration(reading: section)
     }
 }

@@ -99,6 +99,16 @@ public struct ConfigurationSection: Sendable {
         .seconds(try integer(key, minimum: minimum, maximum: maximum, default: Int(value.components.seconds)))
     }
 
+    /// `true` or `false`.
+    public func boolean(_ key: String, default value: Bool) throws(ConfigurationError) -> Bool {
+        guard let text = raw(key) else { return value }
+        switch text.lowercased() {
+        case "true": return true
+        case "false": return false
+        default: throw ConfigurationError("'\(fullName(key))' must be true or false, got '\(text.prefix(64))'")
+        }
+    }
+
     /// One of an enumeration's raw values.
     public func choice<Choice: RawRepresentable & CaseIterable>(
         _ key: String, default value: Choice
