@@ -52,6 +52,8 @@ let package = Package(
         // The second store engine (DESIGN §12): PostgreSQL over NIO, TLS per `sslmode` with NIOSSL.
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        // JWTs on the orders API (DESIGN §14): verification by a well-kept library, no signature code of ours.
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
     ],
     targets: [
         .systemLibrary(
@@ -179,6 +181,7 @@ let package = Package(
             dependencies: [
                 "AsyncSignals", "StoreModel", "CheckedInput", "CoalescedLogging", "JSONToolkit", "LocalHTTP", "ServerSentEvents",
                 "WebhookSigning",
+                .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),

@@ -1,6 +1,7 @@
 import EventStream
 import Foundation
 import LocalHTTP
+import Logging
 import OrdersAPI
 import PostgresStore
 import PushIngest
@@ -74,27 +75,57 @@ extension AgentBuilder {
     }
 
     /// The listener and the authentication of `api.*`, or nil when `api.listen` is "".
-    static func apiSettings(_ api: APIConfiguration) throws(AgentStartError) -> APIListener? {
+    static func apiSettings(_ api: APIConfiguration, logger: Logger) throws(AgentStartError) -> APIListener? {
         guard let (host, port) = api.listenAddress else { return nil }
         let authentication: APIAuthentication
+        var fetcher: JWKSFetcher?
         switch api.auth {
         case .none:
             authentication = .none
         case .bearer:
-            guard !api.tokensFile.isEmpty else {
-                throw AgentStartError("'api.auth' is bearer but 'api.tokens_file' is not set: "
-                    + "point it at a file of consumer tokens, one per line")
+            guard !api.tokensFile.isEmpty || api.jwt.isEnabled else {
+                throw AgentStartError("'api.auth' is bearer but neither 'api.tokens_file' nor 'api.jwt.*' is set: "
+                    + "point api.tokens_file at a file of consumer tokens, one per line, or configure JWT keys")
             }
             let settings = APICredentials.Settings(
                 sessionTTL: Double(api.sessionTTL.components.seconds), maximumSessions: api.maximumSessions,
                 queryTokens: api.queryTokens, secureCookie: api.tls.isEnabled)
-            authentication = .bearer(APICredentials(consumers: try consumers(api.tokensFile), settings: settings))
+            let consumers = api.tokensFile.isEmpty ? APIConsumers(tokens: []) : try consumers(api.tokensFile)
+            var verifier: JWTVerifier?
+            if api.jwt.isEnabled {
+                fetcher = api.jwt.jwksURL.isEmpty ? nil : JWKSFetcher(url: api.jwt.jwksURL)
+                verifier = try jwtVerifier(api.jwt, fetcher: fetcher, logger: logger)
+            }
+            authentication = .bearer(APICredentials(consumers: consumers, settings: settings, jwt: verifier))
         }
         if let refusal = APIAuthentication.refusal(host: host, authentication: authentication,
                                                    mutualTLS: !api.tls.clientCAFile.isEmpty) {
             throw AgentStartError(refusal)
         }
-        return APIListener(host: host, port: port, authentication: authentication, tls: try listenerTLS(api.tls, "api"))
+        return APIListener(host: host, port: port, authentication: authentication, tls: try listenerTLS(api.tls, "api"),
+                           jwksFetcher: fetcher)
+    }
+
+    /// The key files of `api.jwt.*`, read now.
+    static func jwtSources(_ jwt: JWTConfiguration) throws(AgentStartError) -> JWTVerifier.Sources {
+        let keys = jwt.keysFile.isEmpty ? nil : try secret("api.jwt.keys_file", at: jwt.keysFile)
+        let hmac = jwt.hmacSecretFile.isEmpty ? nil
+            : try secret("api.jwt.hmac_secret_file", at: jwt.hmacSecretFile).trimmingCharacters(in: .whitespacesAndNewlines)
+        return JWTVerifier.Sources(keysFile: keys, hmacSecret: hmac)
+    }
+
+    /// The JWT verifier of `api.jwt.*`, its key files read and checked now.
+    static func jwtVerifier(_ jwt: JWTConfiguration, fetcher: JWKSFetcher?, logger: Logger) throws(AgentStartError) -> JWTVerifier {
+        let settings = JWTVerifier.Settings(issuer: jwt.issuer.isEmpty ? nil : jwt.issuer, audience: jwt.audience.isEmpty ? nil : jwt.audience,
+                                            leeway: Double(jwt.leeway))
+        let sources = try jwtSources(jwt)
+        var fetch: (@Sendable () async throws -> String)?
+        if let fetcher { fetch = { try await fetcher.fetch() } }
+        do throws(JWTKeysError) {
+            return try JWTVerifier(sources: sources, settings: settings, fetchJWKS: fetch, fetchFailed: { fetcher?.failed() }, logger: logger)
+        } catch {
+            throw AgentStartError("configuration: \(error.description)")
+        }
     }
 
     /// The consumers of `api.tokens_file` (DESIGN §14), or the start error naming the line (never a token).

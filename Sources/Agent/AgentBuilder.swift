@@ -32,6 +32,7 @@ public enum AgentBuilder {
             state: parts.state, observation: parts.observation, fullSyncs: parts.fullSyncs, logger: logger))
         let pushServer = listeners.push.map { makePushServer($0, parts) }
         if let pushServer { services.append(pushServer) }
+        listeners.api?.jwksFetcher?.bind(loop: parts.loop, factory: parts.metrics.factory)
         let apiServer = listeners.api.map { makeOrdersAPI($0, maximumSubscribers: listeners.maximumSubscribers, parts) }
         if let apiServer { services.append(apiServer) }
         services.append(ShutdownMarker(state: parts.state))
@@ -52,7 +53,7 @@ public enum AgentBuilder {
 
         init(_ configuration: OrderliveConfiguration, logger: Logger) throws(AgentStartError) {
             push = try pushSettings(configuration.ingest)
-            api = try apiSettings(configuration.api)
+            api = try apiSettings(configuration.api, logger: logger)
             for (key, address) in [("ingest.listen", push.map { ($0.host, $0.port) }), ("api.listen", api.map { ($0.host, $0.port) })] {
                 guard let (host, port) = address, let problem = ListenCheck.problem(host: host, port: port) else { continue }
                 throw AgentStartError(ListenFailure(key: key, host: host, port: port, problem: problem).description)
@@ -93,6 +94,8 @@ public enum AgentBuilder {
         var port: Int
         var authentication: APIAuthentication
         var tls: ListenerTLS?
+        /// Fetches `api.jwt.jwks_url`, once the HTTP loop exists.
+        var jwksFetcher: JWKSFetcher?
         var maximumConnections = 0
     }
 

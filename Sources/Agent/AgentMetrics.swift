@@ -194,6 +194,7 @@ public final class AgentMetrics: Sendable {
         .merging(ListenerMetrics.help) { first, _ in first }
         .merging(OrdersAPIServer.help) { first, _ in first }
         .merging(CredentialsReload.help) { first, _ in first }
+        .merging(JWKSFetcher.help) { first, _ in first }
 
     /// `text` with a `# HELP` line before each family's `# TYPE` line that has none (Prometheus'
     /// text format wants both; `promtool check metrics` fails without HELP).

@@ -3,8 +3,8 @@ import Logging
 import OrdersAPI
 import PushIngest
 
-/// What SIGHUP re-reads besides the TLS files (DESIGN §14): `api.tokens_file` and
-/// `ingest.secret_file`. A file that loads replaces the credentials in use at once — a removed token
+/// What SIGHUP re-reads besides the TLS files (DESIGN §14): `api.tokens_file`, the key files of
+/// `api.jwt.*` and `ingest.secret_file`. A file that loads replaces the credentials in use at once — a removed token
 /// is refused, its feeds end and its sessions with them; a push secret may be rotated with overlap,
 /// two lines in the file. A file that does not load leaves the last good credentials in use, is
 /// logged naming the key (never a secret) and counted in
@@ -15,7 +15,7 @@ struct CredentialsReload: Sendable {
     private let failures: [String: Counter]
 
     /// The keys a reload reads, the `key` label's values.
-    static let keys = ["api.tokens_file", "ingest.secret_file"]
+    static let keys = ["api.tokens_file", "api.jwt", "ingest.secret_file"]
 
     /// The `# HELP` text of the family made here.
     static let help = [
@@ -35,7 +35,19 @@ struct CredentialsReload: Sendable {
     @discardableResult
     func reload(pushServer: PushServer?, apiServer: OrdersAPIServer?, logger: Logger) -> [String] {
         var failed: [String] = []
-        if let apiServer, configuration.api.auth == .bearer {
+        if let verifier = apiServer?.configuration.authentication.credentials?.jwt {
+            do throws(AgentStartError) {
+                let sources = try AgentBuilder.jwtSources(configuration.api.jwt)
+                do throws(JWTKeysError) { try verifier.replace(sources) } catch { throw AgentStartError(error.description) }
+                logger.notice("JWT keys reloaded", metadata: ["config.key": "api.jwt"])
+            } catch {
+                failed.append("api.jwt")
+                logger.error("SIGHUP: the api.jwt key files did not load; the keys in use stay", metadata: [
+                    "config.key": "api.jwt", "config.reason": "\(error.description)",
+                ])
+            }
+        }
+        if let apiServer, configuration.api.auth == .bearer, !configuration.api.tokensFile.isEmpty {
             do throws(AgentStartError) {
                 let consumers = try AgentBuilder.consumers(configuration.api.tokensFile)
                 apiServer.replaceConsumers(consumers)

@@ -5,8 +5,9 @@ import LocalHTTP
 import StoreModel
 
 /// The one authorization rule of the orders API (DESIGN §14 "Scopes on the orders API"). Every
-/// route that reads orders gets them only through an ``APIAccess``, made here from the request: who
-/// asks (``APIAuthentication``), and the request's filter intersected with that consumer's stores.
+/// route that reads orders gets them only through an ``APIAccess``, made from the request by
+/// ``APIGate``: who asks (``APIAuthentication``), and the request's filter intersected with that
+/// consumer's stores.
 /// A route never reads the store with a filter of its own, so no route can show an order outside the
 /// scope: lists and snapshots read ``filter``, a single order passes ``mayRead(_:)`` or is the same
 /// `404` as a missing one, and the change feed's subscriber is registered with ``filter``, which the
@@ -32,11 +33,10 @@ struct APIAccess: Sendable {
         case filtersAndSince
     }
 
-    /// The access of a request with these headers and this URI, or why it has none: `401` without a
-    /// consumer's token, `400` for a query that does not read, `403` for a `store_id` outside the
-    /// consumer's stores (naming the stores it may read).
-    init(headers: HTTPFields, uri: URI, authentication: APIAuthentication, query use: Query) throws(APIDenial) {
-        principal = try authentication.principal(headers: headers, uri: uri)
+    /// The access of `principal` to a request for `uri`, or why it has none: `400` for a query that
+    /// does not read, `403` for a `store_id` outside the consumer's stores (naming the stores it may read).
+    init(principal: APIPrincipal, uri: URI, query use: Query) throws(APIDenial) {
+        self.principal = principal
         var query = APIQuery()
         if use != .ignored {
             do throws(APIRefusal) {
@@ -47,11 +47,6 @@ struct APIAccess: Sendable {
         }
         filter = try Self.scoped(query.filter, to: principal.consumer)
         since = query.since
-    }
-
-    /// The access of `request` (see ``init(headers:uri:authentication:query:)``).
-    init(_ request: Request, authentication: APIAuthentication, query use: Query) throws(APIDenial) {
-        try self.init(headers: request.headers, uri: request.uri, authentication: authentication, query: use)
     }
 
     /// `requested` within `consumer`'s stores: no `store_id` asked means all of them; one outside is refused.

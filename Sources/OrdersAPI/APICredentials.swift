@@ -33,14 +33,17 @@ public final class APICredentials: Sendable {
 
     /// The settings.
     public let settings: Settings
+    /// JWTs (`api.jwt.*`), when configured.
+    public let jwt: JWTVerifier?
     /// The wall clock, Unix seconds.
     let now: @Sendable () -> Double
     private let state: Locked<State>
 
     /// Credentials for these consumers. `now` is the wall clock in Unix seconds (tests drive it).
-    public init(consumers: APIConsumers, settings: Settings = Settings(),
+    public init(consumers: APIConsumers, settings: Settings = Settings(), jwt: JWTVerifier? = nil,
                 now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         self.settings = settings
+        self.jwt = jwt
         self.now = now
         state = Locked(State(consumers: consumers,
                              sessions: APISessions(limit: settings.maximumSessions, ttl: settings.sessionTTL)))

@@ -14,21 +14,28 @@ struct APIGate: Sendable {
     let audit: APIAudit
 
     /// The access of a request with these headers and URI on `route`, or its denial; either is counted,
-    /// and a denial logged (coalesced).
-    func access(headers: HTTPFields, uri: URI, route: String, query use: APIAccess.Query) throws(APIDenial) -> APIAccess {
+    /// and a denial logged (coalesced). A JWT is verified here, once for the request.
+    func access(headers: HTTPFields, uri: URI, route: String, query use: APIAccess.Query) async throws(APIDenial) -> APIAccess {
+        let principal: APIPrincipal
         do throws(APIDenial) {
-            let access = try APIAccess(headers: headers, uri: uri, authentication: authentication, query: use)
-            audit.record(.ok, consumer: access.consumer)
+            principal = try await authentication.principal(headers: headers, uri: uri)
+        } catch {
+            audit.denied(error, route: route, principal: nil)
+            throw error
+        }
+        do throws(APIDenial) {
+            let access = try APIAccess(principal: principal, uri: uri, query: use)
+            audit.record(.ok, principal: principal)
             return access
         } catch {
-            audit.denied(error, route: route, headers: headers, uri: uri, authentication: authentication)
+            audit.denied(error, route: route, principal: principal)
             throw error
         }
     }
 
     /// The access of `request` (see ``access(headers:uri:route:query:)``).
-    func access(_ request: Request, route: String, query use: APIAccess.Query) throws(APIDenial) -> APIAccess {
-        try access(headers: request.headers, uri: request.uri, route: route, query: use)
+    func access(_ request: Request, route: String, query use: APIAccess.Query) async throws(APIDenial) -> APIAccess {
+        try await access(headers: request.headers, uri: request.uri, route: route, query: use)
     }
 }
 
@@ -64,9 +71,10 @@ final class APIAudit: Sendable {
         refusals = LogCoalescer(logger: logger, interval: .seconds(10))
     }
 
-    /// Counts a request of `consumer` (nil: not known) with `outcome`.
-    func record(_ outcome: Outcome, consumer: APIConsumer?) {
-        let name = consumer?.name ?? "unknown"
+    /// Counts a request of `principal` (nil: not known) with `outcome`. A JWT's consumer counts as
+    /// `jwt`: its names come from tokens, not from the configuration, so they are not bounded.
+    func record(_ outcome: Outcome, principal: APIPrincipal?) {
+        let name = principal.map { $0.isJWT ? "jwt" : $0.consumer.name } ?? "unknown"
         let key = name + " " + outcome.rawValue
         let counter = counters.withLock { counters -> Counter in
             if let counter = counters[key] { return counter }
@@ -79,26 +87,24 @@ final class APIAudit: Sendable {
         counter.increment()
     }
 
-    /// Counts and logs a refused request: 401 at `notice` with "unknown" (or the consumer whose
-    /// session or grant ended), 403 with the consumer's name and stores; 400 is only counted.
-    func denied(_ denial: APIDenial, route: String, headers: HTTPFields, uri: URI, authentication: APIAuthentication) {
+    /// Counts and logs a refused request: 401 at `notice` with "unknown", 403 with the consumer's
+    /// name and stores; 400 is only counted.
+    func denied(_ denial: APIDenial, route: String, principal: APIPrincipal?) {
         switch denial {
         case .unauthorized(let reason):
-            record(.unauthorized, consumer: nil)
+            record(.unauthorized, principal: nil)
             refusals.log(.notice, "orders API request refused: not authenticated", key: "401 \(route) \(reason)", metadata: [
                 "api.consumer": "unknown", "api.route": "\(route)", "api.reason": "\(reason)",
             ])
         case .forbidden(let reason):
-            // A 403 comes after authentication succeeded: the consumer is known.
-            let consumer = try? authentication.principal(headers: headers, uri: uri).consumer
-            record(.forbidden, consumer: consumer)
-            let name = consumer?.name ?? "unknown"
+            record(.forbidden, principal: principal)
+            let name = principal?.consumer.name ?? "unknown"
             refusals.log(.notice, "orders API request refused: outside the consumer's stores", key: "403 \(route) \(name)", metadata: [
-                "api.consumer": "\(name)", "api.route": "\(route)", "api.stores": "\(consumer?.storesText ?? "none")",
+                "api.consumer": "\(name)", "api.route": "\(route)", "api.stores": "\(principal?.consumer.storesText ?? "none")",
                 "api.reason": "\(reason)",
             ])
         case .badRequest:
-            record(.badRequest, consumer: try? authentication.principal(headers: headers, uri: uri).consumer)
+            record(.badRequest, principal: principal)
         }
     }
 
@@ -106,7 +112,7 @@ final class APIAudit: Sendable {
     func subscribed(_ principal: APIPrincipal, filter: String) {
         refusals.log(.info, "change-feed subscriber connected", key: "subscribe \(principal.consumer.name) \(filter)", metadata: [
             "api.consumer": "\(principal.consumer.name)", "api.route": "\(ChangeFeed.path)",
-            "api.stores": "\(principal.consumer.storesText)", "api.via": "\(principal.session == nil ? "token" : "session")",
+            "api.stores": "\(principal.consumer.storesText)", "api.via": "\(principal.via)",
         ])
     }
 

@@ -41,35 +41,51 @@ public enum APIAuthentication: Sendable {
     /// The name of the board's session cookie.
     static let sessionCookie = "orderlive_session"
 
-    /// Who a request with these headers and this URI is, or why it is refused (401). The
+    /// What a request presents, read without waiting: who it is (a token of `api.tokens_file`, a
+    /// session, anyone), or a JWT still to verify.
+    enum Presented {
+        case principal(APIPrincipal)
+        case jwt(Substring, JWTVerifier)
+    }
+
+    /// What a request with these headers and this URI presents, or why it is refused (401). The
     /// `Authorization` header comes first, then `?access_token=`, then the session cookie.
-    func principal(headers: HTTPFields, uri: URI) throws(APIDenial) -> APIPrincipal {
-        guard case .bearer(let credentials) = self else { return .anyone }
+    func presented(headers: HTTPFields, uri: URI) throws(APIDenial) -> Presented {
+        guard case .bearer(let credentials) = self else { return .principal(.anyone) }
+        func token(_ token: Substring) throws(APIDenial) -> Presented {
+            if let principal = credentials.principal(presenting: token) { return .principal(principal) }
+            if let verifier = credentials.jwt, JWTVerifier.looksLikeJWT(token) { return .jwt(token, verifier) }
+            throw .unauthorized("wrong bearer token")
+        }
         if let header = headers[.authorization] {
             let prefix = "bearer "
             guard header.count > prefix.count, header.prefix(prefix.count).lowercased() == prefix else {
                 throw .unauthorized("the Authorization header is not a bearer token")
             }
-            guard let principal = credentials.principal(presenting: header.dropFirst(prefix.count)) else {
-                throw .unauthorized("wrong bearer token")
-            }
-            return principal
+            return try token(header.dropFirst(prefix.count))
         }
         if let query = uri.queryParameters["access_token"] {
             guard credentials.settings.queryTokens else {
                 throw .unauthorized("tokens in URLs are turned off (api.query_tokens: false): send Authorization: Bearer, "
                     + "or start a session with POST /v1/session")
             }
-            guard let principal = credentials.principal(presenting: query) else { throw .unauthorized("wrong bearer token") }
-            return principal
+            return try token(query)
         }
         if let session = Self.cookie(Self.sessionCookie, in: headers) {
             guard let principal = credentials.principal(session: session) else {
                 throw .unauthorized("the session has ended (signed out, expired, or its token was revoked): sign in again")
             }
-            return principal
+            return .principal(principal)
         }
         throw .unauthorized("missing Authorization: Bearer header, access_token parameter or session cookie")
+    }
+
+    /// Who a request with these headers and this URI is (a JWT verified), or why it is refused (401).
+    func principal(headers: HTTPFields, uri: URI) async throws(APIDenial) -> APIPrincipal {
+        switch try presented(headers: headers, uri: uri) {
+        case .principal(let principal): return principal
+        case .jwt(let token, let verifier): return try await verifier.principal(token)
+        }
     }
 
     /// The value of the cookie `name` in the request's `Cookie` headers (RFC 6265 §5.4), or nil.

@@ -11,11 +11,20 @@ struct APIPrincipal: Sendable, Hashable {
     var grant: [UInt8]?
     /// The session it came through, by the SHA-256 of the session's id; nil for a token.
     var session: [UInt8]?
-    /// When its credentials end (a session's end), Unix seconds; nil: only when revoked.
+    /// When its credentials end (a session's end, a JWT's `exp`), Unix seconds; nil: only when revoked.
     var expiresAt: Double?
+    /// It presented a JWT (the `consumer` label of the metrics is then `jwt`: names are not bounded).
+    var isJWT = false
 
     /// Whoever reaches a listener that asks for no token.
     static let anyone = APIPrincipal(consumer: .anyone)
+
+    /// How it authenticated: `session`, `jwt`, `token` (or `none`, for ``anyone``).
+    var via: String {
+        if session != nil { return "session" }
+        if isJWT { return "jwt" }
+        return grant == nil ? "none" : "token"
+    }
 }
 
 /// The board's sessions (DESIGN §14): each a random id, known here only by its SHA-256, bound to the

@@ -59,12 +59,37 @@ struct ChangeFeed: Sendable {
             && components[2].elementsEqual("stream".utf8)
     }
 
-    /// Registers the subscriber of a feed request, or nil when the request is refused (its token, its
-    /// query, or a full or stopping hub): the router's route then answers it with the reason.
-    func admit(_ head: HTTPRequest, on channel: any Channel) -> Admitted? {
+    /// What a feed request comes to without waiting.
+    enum Resolution {
+        /// Served with this access, if the hub has room.
+        case access(APIAccess)
+        /// Refused: the router's route answers why.
+        case refused
+        /// It presents a JWT, verified off the event loop (``verify(_:)``) before the feed is served.
+        case verify(Substring, JWTVerifier)
+    }
+
+    /// What `head` comes to; `verified` is the principal of its JWT once verified. Nothing is
+    /// counted here: a refused request is counted by the route that answers it.
+    func resolve(_ head: HTTPRequest, verified: APIPrincipal? = nil) -> Resolution {
         let uri = URI(head.path ?? "")
-        guard let access = try? gate.access(headers: head.headerFields, uri: uri, route: Self.path, query: .filtersAndSince)
-        else { return nil }
+        let principal: APIPrincipal
+        if let verified {
+            principal = verified
+        } else {
+            switch try? gate.authentication.presented(headers: head.headerFields, uri: uri) {
+            case nil: return .refused
+            case .principal(let presented)?: principal = presented
+            case .jwt(let token, let verifier)?: return .verify(token, verifier)
+            }
+        }
+        guard let access = try? APIAccess(principal: principal, uri: uri, query: .filtersAndSince) else { return .refused }
+        return .access(access)
+    }
+
+    /// Registers the subscriber of a feed request with `access`, or nil when the hub is full or
+    /// stopping: the router's route then answers it (503).
+    func admit(_ head: HTTPRequest, access: APIAccess, on channel: any Channel) -> Admitted? {
         // The browser's EventSource sends Last-Event-ID when it reconnects, even when the URL it was
         // first opened with carried ?since=: the header is the newer position. An empty one is no id
         // at all, as WHATWG's EventSource treats an empty last event ID (and so is an empty ?since=).
@@ -80,6 +105,7 @@ struct ChangeFeed: Sendable {
             hub.metrics.record(.refused)
             return nil
         }
+        gate.audit.record(.ok, principal: access.principal)
         gate.audit.subscribed(access.principal, filter: access.filter.storeIDs.sorted().joined(separator: ","))
         return Admitted(subscriber: subscriber, start: start)
     }
@@ -100,14 +126,9 @@ struct ChangeFeed: Sendable {
     /// The answer to a feed request ``admit(_:on:)`` refused, given by the router's route; and to a
     /// `HEAD` of the feed, which the feed never takes: the head a `GET` with the same credentials and
     /// query would get, without its body.
-    func refusal(_ request: Request) -> Response {
-        // A GET was counted when the feed refused it (admit); a HEAD comes here only.
+    func refusal(_ request: Request) async -> Response {
         do throws(APIDenial) {
-            if request.method == .head {
-                _ = try gate.access(request, route: Self.path, query: .filtersAndSince)
-            } else {
-                _ = try APIAccess(request, authentication: gate.authentication, query: .filtersAndSince)
-            }
+            _ = try await gate.access(request, route: Self.path, query: .filtersAndSince)
         } catch {
             return error.response
         }

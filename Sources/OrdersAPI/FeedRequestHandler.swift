@@ -36,6 +36,8 @@ final class FeedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case passing
         /// A feed request arrived while Hummingbird still owed an answer: its parts wait here.
         case waiting([HTTPRequestPart])
+        /// A feed request's JWT is being verified (off the loop): its parts wait here.
+        case verifying([HTTPRequestPart])
         /// A feed is served on this connection.
         case feeding(FeedSubscriber)
     }
@@ -81,6 +83,13 @@ final class FeedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
             }
             parts.append(part)
             state = .waiting(parts)
+        case .verifying(var parts):
+            guard parts.count < Self.waitingPartsLimit else {
+                context.close(promise: nil)
+                return
+            }
+            parts.append(part)
+            state = .verifying(parts)
         case .feeding:
             if feedRequestEnded {
                 closeAfterFeed = true
@@ -94,7 +103,11 @@ final class FeedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         context.write(data, promise: promise)
         guard case .end = unwrapOutboundIn(data), unanswered > 0 else { return }
         unanswered -= 1
-        if unanswered == 0, case .waiting(let parts) = state { start(parts, context: context) }
+        if unanswered == 0, case .waiting(let parts) = state {
+            start(parts, context: context)
+            // Outside a read: a request passed on reaches Hummingbird's channel at the end of a read.
+            context.fireChannelReadComplete()
+        }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -116,19 +129,27 @@ final class FeedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// Serves the feed request whose parts are `parts` (its head first), or passes them on to the
-    /// router when the feed refuses it.
-    private func start(_ parts: [HTTPRequestPart], context: ChannelHandlerContext) {
-        guard case .head(let head) = parts.first, let admitted = feed.admit(head, on: context.channel) else {
-            state = .passing
-            var rest = parts[...]
-            // The refused request goes on whole, up to its end; whatever followed it is read anew.
-            while let part = rest.popFirst() {
-                if case .head = part { unanswered += 1 }
-                context.fireChannelRead(wrapInboundOut(part))
-                if case .end = part { break }
+    /// router when the feed refuses it. A JWT is verified off the loop first, and `verified` is then
+    /// its principal.
+    private func start(_ parts: [HTTPRequestPart], context: ChannelHandlerContext, verified: APIPrincipal? = nil) {
+        guard case .head(let head) = parts.first else { return passOn(parts, context: context) }
+        let admitted: ChangeFeed.Admitted
+        switch feed.resolve(head, verified: verified) {
+        case .refused:
+            return passOn(parts, context: context)
+        case .verify(let token, let verifier):
+            state = .verifying(parts)
+            let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+            let (token, eventLoop) = (String(token), context.eventLoop)
+            // Short and unowned, as the catch-up task below: it ends once the token is checked.
+            Task {
+                let principal = try? await verifier.principal(Substring(token))
+                eventLoop.execute { bound.value.handler.verified(principal, context: bound.value.context) }
             }
-            for part in rest { receive(part, context: context) }
             return
+        case .access(let access):
+            guard let admission = feed.admit(head, access: access, on: context.channel) else { return passOn(parts, context: context) }
+            admitted = admission
         }
         let subscriber = admitted.subscriber
         // An HTTP/1.0 request: no chunked framing, and the connection's close ends the body.
@@ -162,6 +183,27 @@ final class FeedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 }.get()
             }
         }
+    }
+
+    /// A feed request's JWT was checked: serve it, or let the router answer why not.
+    private func verified(_ principal: APIPrincipal?, context: ChannelHandlerContext) {
+        guard case .verifying(let parts) = state, context.channel.isActive else { return }
+        state = .passing
+        if let principal { start(parts, context: context, verified: principal) } else { passOn(parts, context: context) }
+        // Outside a read: what was passed on reaches Hummingbird's channel at the end of a read.
+        context.fireChannelReadComplete()
+    }
+
+    /// Passes a refused feed request on to the router, whole up to its end; whatever followed it is read anew.
+    private func passOn(_ parts: [HTTPRequestPart], context: ChannelHandlerContext) {
+        state = .passing
+        var rest = parts[...]
+        while let part = rest.popFirst() {
+            if case .head = part { unanswered += 1 }
+            context.fireChannelRead(wrapInboundOut(part))
+            if case .end = part { break }
+        }
+        for part in rest { receive(part, context: context) }
     }
 
     /// Everything the feed queued is written: writes its last event and ends the response.

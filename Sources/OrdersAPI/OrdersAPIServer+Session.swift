@@ -26,12 +26,12 @@ extension OrdersAPIServer {
                     return Response(status: .noContent)
                 }
                 guard request.headers[.authorization] != nil else {
-                    gate.audit.record(.unauthorized, consumer: nil)
+                    gate.audit.record(.unauthorized, principal: nil)
                     return JSONError(.unauthorized, "POST /v1/session takes the token in Authorization: Bearer <token>, never in the URL").response
                 }
                 let principal: APIPrincipal
                 do throws(APIDenial) {
-                    principal = try gate.access(request, route: Self.sessionPath, query: .ignored).principal
+                    principal = try await gate.access(request, route: Self.sessionPath, query: .ignored).principal
                 } catch {
                     return error.response
                 }
@@ -49,7 +49,7 @@ extension OrdersAPIServer {
             },
             Route(method: .get, path: Self.sessionPath) { request, _ in
                 let access: APIAccess
-                do throws(APIDenial) { access = try gate.access(request, route: Self.sessionPath, query: .ignored) } catch {
+                do throws(APIDenial) { access = try await gate.access(request, route: Self.sessionPath, query: .ignored) } catch {
                     return error.response
                 }
                 var response = Response.json(.ok, Self.describe(access.principal, authenticated: gate.authentication.credentials != nil))
@@ -81,7 +81,7 @@ extension OrdersAPIServer {
     static func describe(_ principal: APIPrincipal, authenticated: Bool) -> String {
         let consumer = principal.consumer
         let stores = consumer.stores.map { "[" + $0.sorted().map { "\"\($0)\"" }.joined(separator: ",") + "]" } ?? "\"*\""
-        let via = !authenticated ? "none" : principal.session == nil ? "token" : "session"
+        let via = authenticated ? principal.via : "none"
         let expires = principal.expiresAt.map { "\(Int64(max(0, min($0, 253_402_300_799))))" } ?? "null"
         return #"{"consumer":"\#(consumer.name)","stores":\#(stores),"access":"\#(consumer.access.rawValue)","via":"\#(via)","expires_at":\#(expires)}"#
     }

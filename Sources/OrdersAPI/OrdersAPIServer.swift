@@ -55,7 +55,8 @@ public final class OrdersAPIServer: Service, Sendable {
         }
     }
 
-    let configuration: Configuration
+    /// Where it listens and who may read.
+    public let configuration: Configuration
     /// The fan-out hub.
     public let hub: ChangeHub
     private let logger: Logger
@@ -137,7 +138,7 @@ public final class OrdersAPIServer: Service, Sendable {
             Route(method: .get, path: "/openapi.json") { _, _ in Response.json(.ok, OrdersAPIDocument.json) },
             Route(method: .get, path: "/v1/orders") { request, _ in
                 let access: APIAccess
-                do throws(APIDenial) { access = try gate.access(request, route: "/v1/orders", query: .filters) } catch {
+                do throws(APIDenial) { access = try await gate.access(request, route: "/v1/orders", query: .filters) } catch {
                     return error.response
                 }
                 do {
@@ -155,10 +156,10 @@ public final class OrdersAPIServer: Service, Sendable {
                 }
             },
             // A feed the feed admits never reaches the router (FeedRequestHandler): this answers the refused.
-            Route(method: .get, path: ChangeFeed.path) { request, _ in feed.refusal(request) },
+            Route(method: .get, path: ChangeFeed.path) { request, _ in await feed.refusal(request) },
             Route(method: .get, path: "/v1/orders/{id}") { request, context in
                 let access: APIAccess
-                do throws(APIDenial) { access = try gate.access(request, route: "/v1/orders/{id}", query: .ignored) } catch {
+                do throws(APIDenial) { access = try await gate.access(request, route: "/v1/orders/{id}", query: .ignored) } catch {
                     return error.response
                 }
                 let id = context.parameters.get("id") ?? ""

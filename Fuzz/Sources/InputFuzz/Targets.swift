@@ -203,12 +203,14 @@ extension Targets {
     /// `APIConsumers.parse`: a consumer has a name of 1 to 64 word characters and, when scoped, at
     /// least one store; an error names a line the text has; the same text reads the same twice.
     /// And the session cookie read from the same bytes as a `Cookie` header: a value found is not
-    /// empty, holds no `;`, and is part of the header.
+    /// empty, holds no `;`, and is part of the header; and the same bytes as a JWT and as its claims
+    /// (``JWTParsingRules``).
     static func tokens(_ bytes: [UInt8]) {
         let text = String(decoding: bytes, as: UTF8.self)
         if let session = APIAuthentication.cookie("orderlive_session", inHeader: text) {
             if session.isEmpty || session.contains(";") || !text.contains(session) { violated("a cookie's value is a non-empty part of its header") }
         }
+        if let violation = JWTParsingRules.violation(in: bytes) { violated(violation) }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).count
         do {
             let consumers = try APIConsumers.parse(text).consumers

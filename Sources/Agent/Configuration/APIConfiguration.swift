@@ -44,6 +44,8 @@ public struct APIConfiguration: Sendable, Hashable {
     public var maximumSessions = APICredentials.Settings().maximumSessions
     /// Whether `?access_token=` is accepted (`query_tokens`).
     public var queryTokens = APICredentials.Settings().queryTokens
+    /// JWTs (`jwt.*`).
+    public var jwt = JWTConfiguration()
 
     /// `listen` as host and port; nil when empty or not `host:port`.
     public var listenAddress: (host: String, port: Int)? { IngestConfiguration.hostAndPort(listen) }
@@ -53,7 +55,7 @@ public struct APIConfiguration: Sendable, Hashable {
 
     /// Reads and validates `api.listen` (`host:port` or ""), `auth`, `tokens_file` (readable),
     /// `history_changes`, `max_subscribers`, `subscriber_buffer`, `heartbeat_s`, `read_timeout_ms`,
-    /// `max_connections`, `allow_from`, `cors_origins`, `session_ttl_s`, `max_sessions`, `query_tokens` and `tls.*`.
+    /// `max_connections`, `allow_from`, `cors_origins`, `session_ttl_s`, `max_sessions`, `query_tokens`, `jwt.*` and `tls.*`.
     public init(reading section: ConfigurationSection) throws(ConfigurationError) {
         listen = section.string("listen", default: listen)
         if !listen.isEmpty, listenAddress == nil {
@@ -76,6 +78,7 @@ public struct APIConfiguration: Sendable, Hashable {
         sessionTTL = try section.seconds("session_ttl_s", minimum: 60, maximum: 31_536_000, default: sessionTTL)
         maximumSessions = try section.integer("max_sessions", minimum: 1, maximum: 10_000_000, default: maximumSessions)
         queryTokens = try section.boolean("query_tokens", default: queryTokens)
+        jwt = try JWTConfiguration(reading: section)
         tls = try ListenerTLSConfiguration(reading: section)
     }
 }
