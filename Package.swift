@@ -357,6 +357,7 @@ let package = Package(
             name: "StoreEngineTests",
             dependencies: [
                 "AsyncSignals", "StoreModel", "OrderStore", "OrderSync", "PostgresStore", "TestHarnesses", "TestKit",
+                "CurlHTTP", "OrdersAPI", "WebhookSigning",
                 .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["Fixtures"],

@@ -140,7 +140,7 @@ public enum OrdersAPIDocument {
   },
   "components": {
     "securitySchemes": {
-      "bearer": { "type": "http", "scheme": "bearer", "description": "A consumer's token: a line of `api.tokens_file`, which names the consumer and the stores whose orders it may read." },
+      "bearer": { "type": "http", "scheme": "bearer", "bearerFormat": "opaque token or JWT", "description": "A consumer's token: a line of `api.tokens_file`, which names the consumer and the stores whose orders it may read; or a JWT (`api.jwt.*`) whose `sub`, `stores` and `scope` say the same." },
       "accessToken": { "type": "apiKey", "in": "query", "name": "access_token", "description": "The same token, for clients that cannot set headers; refused when `api.query_tokens` is false." },
       "session": { "type": "apiKey", "in": "cookie", "name": "orderlive_session", "description": "A session started with `POST /v1/session`: the consumer and stores of the token it was started with." }
     },

@@ -1,0 +1,63 @@
+import AsyncSignals
+import CurlHTTP
+import Foundation
+import Logging
+import OrdersAPI
+import Prometheus
+import StoreModel
+import TestKit
+
+/// A real orders API on 127.0.0.1:0 over a store of either engine, and a curl client: the
+/// engine-independent half of ``APIHarness``. The test writes the store and signals `wake` after each
+/// write, as the agent's commit hook (SQLite) or NOTIFY (PostgreSQL) does.
+public struct APIServing: Sendable {
+    public let server: OrdersAPIServer
+    public let loop: CurlLoop
+    public let wake: WakeSignal
+    public let logs: CapturedLogs
+    public let port: Int
+
+    /// `http://127.0.0.1:<port>`.
+    public var base: String { "http://127.0.0.1:\(port)" }
+
+    public static func with<Result: Sendable>(
+        store: any ChangeFeedSource, authentication: APIAuthentication, _ body: (APIServing) async throws -> Result
+    ) async throws -> Result {
+        let wake = WakeSignal()
+        let logs = CapturedLogs()
+        let logger = logs.logger(level: .info)
+        let hub = ChangeHub(configuration: .init(), store: store, wake: wake, metrics: FeedMetrics(factory: PrometheusMetricsFactory(registry: PrometheusCollectorRegistry())),
+                            logger: logger)
+        let server = OrdersAPIServer(configuration: .init(host: "127.0.0.1", port: 0, authentication: authentication), hub: hub, logger: logger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await server.run() }
+            let port = await server.port
+            defer {
+                hub.close()
+                group.cancelAll()
+            }
+            return try await CurlLoop.withLoop(logger: quietLogger) { loop in
+                try await body(APIServing(server: server, loop: loop, wake: wake, logs: logs, port: port))
+            }
+        }
+    }
+
+    /// `GET path` with `headers`: status and body.
+    public func get(_ path: String, headers: HTTPHeaders = [:]) async throws -> (status: Int, body: String) {
+        let response = try await loop.perform(HTTPRequest(url: base + path, headers: headers))
+        return (response.status, String(decoding: response.body, as: UTF8.self))
+    }
+
+    /// Opens the feed at `path` with `headers`.
+    public func feed(_ path: String = "/v1/orders/stream", headers: HTTPHeaders = [:]) async throws -> FeedReader {
+        try await FeedReader(loop: loop, url: base + path, headers: headers)
+    }
+
+    /// The ids a `GET /v1/orders…` lists.
+    public func ids(_ path: String, headers: HTTPHeaders) async throws -> Set<String>? {
+        let (status, body) = try await get(path, headers: headers)
+        guard status == 200, let object = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
+              let orders = object["orders"] as? [[String: Any]] else { return nil }
+        return Set(orders.map { "\($0["id"] ?? "")" })
+    }
+}
