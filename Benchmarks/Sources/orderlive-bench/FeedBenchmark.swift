@@ -71,9 +71,12 @@ final class FeedClientProcess {
     private let output = Pipe()
     private var buffer = Data()
 
-    init(port: Int, subscribers: Int, stalled: Int) throws {
+    init(port: Int, subscribers: Int, stalled: Int, requests: String? = nil) throws {
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
         process.arguments = ["feed-client", "\(port)", "\(subscribers)", "\(stalled)"]
+        if let requests {
+            process.environment = ProcessInfo.processInfo.environment.merging(["BENCH_FEED_REQUESTS": requests]) { $1 }
+        }
         process.standardInput = input
         process.standardOutput = output
         try process.run()

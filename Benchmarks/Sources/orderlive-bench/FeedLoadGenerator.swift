@@ -54,8 +54,10 @@ final class FeedSubscriberHandler: ChannelInboundHandler {
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/v1/orders/stream")
+        let (uri, token) = FeedClientRequests.next()
+        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: uri)
         head.headers.add(name: "Host", value: "127.0.0.1")
+        if let token { head.headers.add(name: "Authorization", value: "Bearer \(token)") }
         head.headers.add(name: "Accept", value: "text/event-stream")
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
@@ -169,6 +171,30 @@ final class StalledSubscriberHandler: ChannelInboundHandler {
         let request = "GET /v1/orders/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n"
         context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: request)), promise: nil)
         context.fireChannelActive()
+    }
+}
+
+/// What each subscriber asks for: by default the whole feed without a token; with
+/// `BENCH_FEED_REQUESTS` naming a file of `URI<TAB>TOKEN` lines, subscriber N takes line N modulo
+/// their count (the scope benchmark: each subscriber its own token).
+enum FeedClientRequests {
+    static let lines: [(uri: String, token: String?)] = {
+        guard let path = ProcessInfo.processInfo.environment["BENCH_FEED_REQUESTS"],
+              let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [("/v1/orders/stream", nil)] }
+        let lines = text.split(separator: "\n").map { line -> (String, String?) in
+            let fields = line.split(separator: "\t", maxSplits: 1)
+            return (String(fields[0]), fields.count > 1 ? String(fields[1]) : nil)
+        }
+        return lines.isEmpty ? [("/v1/orders/stream", nil)] : lines
+    }()
+    static let counter = Mutex(0)
+
+    static func next() -> (uri: String, token: String?) {
+        let index = counter.withLock { value in
+            defer { value += 1 }
+            return value
+        }
+        return lines[index % lines.count]
     }
 }
 

@@ -63,12 +63,12 @@ func milliseconds(_ text: Substring) -> Double? {
 }
 
 /// Runs wrk against `port`; nil when wrk is not installed.
-func runWrk(port: Int, seconds: Int, connections: Int, script: String, scheme: String = "http") throws -> LoadResult? {
+func runWrk(port: Int, seconds: Int, connections: Int, script: String, scheme: String = "http", path: String = "/api/push") throws -> LoadResult? {
     guard let wrk = ["/usr/bin/wrk", "/usr/local/bin/wrk"].first(where: { FileManager.default.isExecutableFile(atPath: $0) })
     else { return nil }
     let process = Process()
     process.executableURL = URL(fileURLWithPath: wrk)
-    process.arguments = ["-t2", "-c\(connections)", "-d\(seconds)s", "--latency", "-s", script, "\(scheme)://127.0.0.1:\(port)/api/push"]
+    process.arguments = ["-t2", "-c\(connections)", "-d\(seconds)s", "--latency", "-s", script, "\(scheme)://127.0.0.1:\(port)\(path)"]
     let output = Pipe()
     process.standardOutput = output
     let cpuBefore = processCPUSeconds()

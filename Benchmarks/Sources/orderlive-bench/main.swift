@@ -203,7 +203,7 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "coldstart-agent
     exit(0)
 }
 
-// BENCH_ONLY=parser, transport, store, ingest, feed, coldstart, memory or postgres runs one part (for profiling);
+// BENCH_ONLY=parser, transport, store, ingest, feed, scope, coldstart, memory or postgres runs one part (for profiling);
 // BENCH_ONLY=group only the store part's group-commit table;
 // BENCH_ONLY=delivery only the transport's EventSource row against the Sandbox in its own process.
 let only = ProcessInfo.processInfo.environment["BENCH_ONLY"] ?? ""
@@ -221,6 +221,7 @@ if only == "" || only == "store" {
 if only == "group" { try await groupCommitBenchmark() }
 if only == "" || only == "ingest" { try await ingestBenchmark() }
 if only == "" || only == "feed" { try await feedBenchmark() }
+if only == "" || only == "scope" { try await scopeBenchmark() }
 if only == "" || only == "coldstart" { try await coldStartBenchmark() }
 if only == "" || only == "memory" { try await memoryBenchmark() }
 if only == "" || only == "postgres" { try await postgresBenchmark() }
