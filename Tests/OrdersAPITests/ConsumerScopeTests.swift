@@ -8,7 +8,8 @@ import TestKit
 import Testing
 import WebhookSigning
 
-/// DESIGN §14 "Scopes on the orders API" over random books and random consumers: on every route —
+/// DESIGN §14 "Scopes on the orders API" over random books and random consumers (tokens, digests of
+/// tokens, board sessions and a JWT): on every route —
 /// the list and its filters, one order, the feed's snapshot, its live changes as orders move between
 /// stores, a resume, and a reset after pruning — a consumer sees exactly its stores' orders, nothing
 /// more, nothing less.
@@ -21,6 +22,8 @@ import WebhookSigning
         var line: String
         /// The board's session cookie, when this consumer reads through a session instead of its token.
         var session: String?
+        /// A JWT naming the same stores, when this consumer presents one instead of its token.
+        var jwt: String?
 
         func sees(_ order: OrderRecord) -> Bool {
             stores.map { set in order.storeID.map(set.contains) == true } ?? true
@@ -28,8 +31,12 @@ import WebhookSigning
 
         var header: HTTPHeaders {
             if let session { return ["Cookie": "orderlive_session=\(session)"] }
+            if let jwt { return ["Authorization": "Bearer \(jwt)"] }
             return ["Authorization": "Bearer \(token)"]
         }
+
+        /// What `?access_token=` carries for it (a session has none: its token then).
+        var queryToken: String { jwt ?? token }
     }
 
     static func hex(_ bytes: [UInt8]) -> String {
@@ -71,9 +78,18 @@ import WebhookSigning
     @Test(arguments: 0..<4)
     func everyRouteShowsAConsumerExactlyItsStores(_ seed: Int) async throws {
         var random = SplitMix(state: UInt64(seed) &+ 101)
-        let consumers = Self.randomConsumers(&random)
+        var consumers = Self.randomConsumers(&random)
+        // One consumer of four presents a JWT (minted by PyJWT) naming the same stores instead of its token.
+        let mint = try await JWTMint.make()
+        defer { try? FileManager.default.removeItem(atPath: mint.directory) }
+        let jwtIndex = 2
+        let stores = consumers[jwtIndex].stores.map { #"[\#($0.sorted().map { "\"\($0)\"" }.joined(separator: ","))]"# } ?? #""*""#
+        consumers[jwtIndex].jwt = try await mint.token(
+            #"{"sub":"jwt-consumer","stores":\#(stores),"scope":"orders:read","exp":\#(Int64(Date().timeIntervalSince1970 + 3_600))}"#,
+            key: "ec", alg: "ES256")
+        let verifier = try JWTVerifier(sources: .init(keysFile: try mint.publicPEM()), settings: .init(), logger: quietLogger)
         let file = "# consumers of this test\n" + consumers.map(\.line).joined(separator: "\n") + "\n"
-        let authentication = APIAuthentication.bearer(consumers: try APIConsumers.parse(file))
+        let authentication = APIAuthentication.bearer(APICredentials(consumers: try APIConsumers.parse(file), jwt: verifier))
         var versions: [Int: Int] = [:]
         try await APIHarness.with(authentication: authentication, prepare: { store in
             var prepared = SplitMix(state: UInt64(seed) &+ 7)
@@ -92,7 +108,7 @@ import WebhookSigning
                 let expected = try Self.expected(api, consumer)
                 let list = try await api.get("/v1/orders", headers: consumer.header)
                 #expect(list.status == 200)
-                let listed = try await api.orders("?access_token=\(consumer.token)")
+                let listed = try await api.orders("?access_token=\(consumer.queryToken)")
                 #expect(Set(listed.orders.keys) == expected, "seed \(seed): \(consumer.line)")
                 for store in Self.stores {
                     let filtered = try await api.get("/v1/orders?store_id=\(store)", headers: consumer.header)
@@ -101,7 +117,7 @@ import WebhookSigning
                         let feed = try await api.get("/v1/orders/stream?store_id=\(store)", headers: consumer.header)
                         #expect(feed.status == 403, "seed \(seed): the feed of store \(store)")
                     } else {
-                        let inStore = try await api.orders("?store_id=\(store)&access_token=\(consumer.token)")
+                        let inStore = try await api.orders("?store_id=\(store)&access_token=\(consumer.queryToken)")
                         let all = try api.store.orders().filter { $0.storeID == store }.map(\.id)
                         #expect(Set(inStore.orders.keys) == Set(all))
                     }
@@ -149,7 +165,10 @@ import WebhookSigning
                 #expect(Set(view.orders.keys) == (try Self.expected(api, consumer)), "seed \(seed): reset of \(consumer.line)")
                 reset.close()
             }
-            for consumer in consumers { #expect(!api.logs.text.contains(consumer.token)) }
+            for consumer in consumers {
+                #expect(!api.logs.text.contains(consumer.token))
+                if let jwt = consumer.jwt { #expect(!api.logs.text.contains(jwt)) }
+            }
         }
     }
 }
