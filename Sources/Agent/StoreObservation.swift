@@ -76,18 +76,13 @@ public final class StoreObservation: Sendable {
             let (ended, inFlight) = state.withLock { ($0.ended, $0.reading) }
             if ended >= wanted { break }
             let reading = inFlight ?? read()
-            // This request's own bound; the read goes on for everyone else.
-            let answered = OneShot<Bool>()
-            let timer = Task {
-                try? await Task.sleep(until: deadline, clock: clock)
-                answered.give(false)
-            }
-            Task {
+            // This request's own bound; the read goes on for everyone else (the waiting task is
+            // abandoned when the bound passes, and ends with the read, by the store's own deadline).
+            let remaining = clock.now.duration(to: deadline)
+            let inTime = (try? await DeadlineRace.run(within: remaining, timeout: { CancellationError() }) {
                 await reading.value
-                answered.give(true)
-            }
-            let inTime = await answered.value
-            timer.cancel()
+                return true
+            }) ?? false
             if !inTime { break }
         }
         return state.withLock { $0.seen }

@@ -20,30 +20,9 @@ extension PostgresConnection {
     func answering<T: Sendable>(
         within limit: Duration, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
-        let outcome = OneShot<Result<T, any Error>>()
-        let work = Task {
-            do {
-                _ = outcome.give(.success(try await body(self)))
-            } catch {
-                _ = outcome.give(.failure(error))
-            }
+        try await DeadlineRace.run(within: limit, timeout: { DatabaseTimeout(limit: limit) }, timedOut: { self.discard() }) {
+            try await body(self)
         }
-        let timer = Task {
-            do {
-                try await Task.sleep(for: limit)
-            } catch {
-                return
-            }
-            if outcome.give(.failure(DatabaseTimeout(limit: limit))) { self.discard() }
-        }
-        let result = await withTaskCancellationHandler {
-            await outcome.value
-        } onCancel: {
-            _ = outcome.give(.failure(CancellationError()))
-        }
-        timer.cancel()
-        if case .failure = result { work.cancel() }
-        return try result.get()
     }
 
     /// Closes the connection without waiting for anything: a connection that missed a deadline is

@@ -147,55 +147,46 @@ public final class PostgresOrderStore: Sendable, WriteProbe {
         // The schema is migrated on first use, so an agent starts while its database is away.
         if !preparing, !prepared.withLock({ $0 }) { try await prepare() }
         let leased = Locked<PostgresConnection?>(nil)
-        let outcome = OneShot<Result<T, any Error>>()
         let limit = limit ?? configuration.roundTrip
         let waitLimit = min(configuration.connectTimeout, limit)
         let (client, sockets, failover) = (self.client, self.sockets, configuration.failover)
-        let work = Task {
+        return try await DeadlineRace.run({
             do {
-                let value = try await client.withConnection { connection -> T in
+                return try await client.withConnection { connection -> T in
                     leased.withLock { $0 = connection }
                     if sockets.isNew(connection.id) { await DatabaseSocket.configure(connection, failover: failover) }
                     return try await withTaskExecutorPreference(EventLoopTaskExecutor(connection.eventLoop)) {
                         try await body(connection)
                     }
                 }
-                _ = outcome.give(.success(value))
             } catch {
                 // Whatever ended the wait for a connection (the pool's circuit breaker, a refused
                 // connection) means the same to the operator; errors after it are the database's.
                 // Our own pool closing (the agent stopping) is neither.
                 let stopping = (error as? PSQLError)?.code == .poolClosed
-                _ = outcome.give(.failure(leased.withLock { $0 } == nil && !stopping ? DatabaseUnreachable(waited: nil) : error))
+                throw leased.withLock { $0 } == nil && !stopping ? DatabaseUnreachable(waited: nil) : error
             }
-        }
-        let watchdog = Task {
+        }, watch: { settle in
+            // The wait for a connection, a connection found closed, and the round trip's deadline.
             let clock = ContinuousClock()
             let start = clock.now
-            while outcome.current == nil {
+            while true {
                 try? await Task.sleep(for: .milliseconds(50))
                 if Task.isCancelled { return }
                 let elapsed = clock.now - start
                 switch leased.withLock({ $0 }) {
                 case nil where elapsed >= waitLimit:
-                    _ = outcome.give(.failure(DatabaseUnreachable(waited: waitLimit)))
+                    _ = settle(DatabaseUnreachable(waited: waitLimit))
                 case let connection? where connection.isClosed:
-                    _ = outcome.give(.failure(DatabaseUnreachable(waited: nil)))
+                    _ = settle(DatabaseUnreachable(waited: nil))
                 case let connection? where elapsed >= limit:
-                    if outcome.give(.failure(DatabaseTimeout(limit: limit))) { connection.discard() }
+                    if settle(DatabaseTimeout(limit: limit)) { connection.discard() }
                 default:
-                    break
+                    continue
                 }
+                return
             }
-        }
-        let result = await withTaskCancellationHandler {
-            await outcome.value
-        } onCancel: {
-            _ = outcome.give(.failure(CancellationError()))
-        }
-        watchdog.cancel()
-        if case .failure = result { work.cancel() }
-        return try result.get()
+        })
     }
 
     /// The fence (DESIGN §12): the account's epoch must still be ours, read under a share lock that
