@@ -84,8 +84,8 @@ extension AgentBuilder {
             authentication = .none
         case .bearer:
             guard !api.tokensFile.isEmpty || api.jwt.isEnabled else {
-                throw AgentStartError("'api.auth' is bearer but neither 'api.tokens_file' nor 'api.jwt.*' is set: "
-                    + "point api.tokens_file at a file of consumer tokens, one per line, or configure JWT keys")
+                throw AgentStartError("'api.auth' is bearer but 'api.tokens_file' is not set (nor any api.jwt key): "
+                    + "point it at a file of consumer tokens, one per line, or configure api.jwt.keys_file, jwks_url or hmac_secret_file")
             }
             let settings = APICredentials.Settings(
                 sessionTTL: Double(api.sessionTTL.components.seconds), maximumSessions: api.maximumSessions,

@@ -3,6 +3,7 @@ import AuthSession
 import Foundation
 import Logging
 import OrderStore
+import OrderSync
 import StoreModel
 import OrdersAPI
 import PushIngest
@@ -57,7 +58,10 @@ public struct AgentProgram: Sendable {
     /// within 10 s whatever a dependency does.
     public func run(handlingSignals: Bool) async throws {
         var configuration = ServiceGroupConfiguration(
-            services: services.map { .init(service: $0) },
+            // The stream ends on its own after a 204, and the agent runs on (pushes, the API, the executor).
+            services: services.map { service in
+                .init(service: service, successTerminationBehavior: service is StreamService<ContinuousClock> ? .ignore : .gracefullyShutdownGroup)
+            },
             gracefulShutdownSignals: handlingSignals ? [.sigterm, .sigint] : [],
             logger: logger)
         configuration.maximumGracefulShutdownDuration = .seconds(9)

@@ -33,11 +33,8 @@ struct PostgresPoolService: Service {
     let logger: Logger
 
     func run() async throws {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await store.run() }
-            try? await gracefulShutdown()
-            group.cancelAll()
-        }
+        // The pool runs until graceful shutdown, which cancels it (as the other services do).
+        await cancelWhenGracefulShutdown { await store.run() }
     }
 }
 

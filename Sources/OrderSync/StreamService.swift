@@ -46,14 +46,13 @@ public struct StreamService<C: Clock>: Service where C.Duration == Duration {
         self.logger = logger
     }
 
-    /// Streams until graceful shutdown, or until the backend answers `204` (then waits for shutdown,
-    /// because a service that returns would stop the whole group).
+    /// Streams until graceful shutdown, or until the backend answers `204`: then it returns, and the
+    /// agent runs on without a stream (the agent's service group ignores this service's end).
     public func run() async throws {
         let stopping = StopFlag()
         try await withGracefulShutdownHandler {
             try await streamUntilStopped(stopping: stopping)
             observer.streamStateChanged(.stopped)
-            if !stopping.isStopped { try? await gracefulShutdown() }
         } onGracefulShutdown: {
             stopping.stop()
         }

@@ -1,3 +1,4 @@
+import AsyncSignals
 import InMemoryLogging
 import Logging
 
@@ -6,16 +7,56 @@ import Logging
 public final class CapturedLogs: Sendable {
     /// Every logger made here appends to this one handler's store (its copies share it).
     private let handler = InMemoryLogHandler()
+    /// Signalled after every entry, for ``wait(for:within:)``.
+    private let arrived = WakeSignal()
 
     /// Creates an empty capture.
     public init() {}
 
     /// A logger writing here at `level`.
     public func logger(level: Logger.Level) -> Logger {
-        let handler = self.handler
-        var logger = Logger(label: "captured") { _ in handler }
+        let (handler, arrived) = (self.handler, self.arrived)
+        var logger = Logger(label: "captured") { _ in Signalling(inner: handler, arrived: arrived) }
         logger.logLevel = level
         return logger
+    }
+
+    /// Waits until an entry whose message is exactly `message` was logged, or `limit` passes (one
+    /// waiter at a time); true when it was.
+    public func wait(for message: String, within limit: Duration = .seconds(20)) async -> Bool {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: limit)
+        while true {
+            if !entries(message).isEmpty { return true }
+            guard clock.now < deadline else { return false }
+            await arrived.wait(until: deadline, clock: clock)
+        }
+    }
+
+    /// The in-memory handler, signalling after each entry.
+    private struct Signalling: LogHandler {
+        var inner: InMemoryLogHandler
+        let arrived: WakeSignal
+
+        var metadata: Logger.Metadata {
+            get { inner.metadata }
+            set { inner.metadata = newValue }
+        }
+
+        var logLevel: Logger.Level {
+            get { inner.logLevel }
+            set { inner.logLevel = newValue }
+        }
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { inner[metadataKey: key] }
+            set { inner[metadataKey: key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            inner.log(event: event)
+            arrived.signal()
+        }
     }
 
     /// Everything logged so far, in order.
