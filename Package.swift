@@ -369,6 +369,7 @@ let package = Package(
                 "OrderSync", "StoreModel", "AsyncSignals", "JSONToolkit", "OrderStore", "ServerSentEvents", "Sandbox", "AuthSession",
                 "CurlHTTP", "EventStream", "TestHarnesses", "TestKit", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),

@@ -7,6 +7,7 @@ import StoreModel
 import OrderSync
 import Sandbox
 import ServiceLifecycle
+import ServiceLifecycleTestKit
 import Testing
 import TestHarnesses
 import TestKit
@@ -92,6 +93,29 @@ import TestKit
                 await observer.signal.wait(until: deadline, clock: clock)
             }
             throw Failure()
+        }
+    }
+
+    /// Graceful shutdown (ServiceLifecycleTestKit's trigger, no hand-built group) ends a streaming
+    /// service: its open stream is stopped and `run()` returns.
+    @Test func gracefulShutdownEndsTheStreamingService() async throws {
+        try await SyncHarness.run { harness in
+            let base = await harness.sandbox.baseURL
+            let observer = OpenCounter()
+            let service = StreamService(
+                source: EventSourceConfiguration(url: base + "/v1/events"), loop: harness.loop, session: harness.session,
+                store: harness.store, wake: WakeSignal(), observer: observer, logger: quietLogger)
+            try await testGracefulShutdown { trigger in
+                let running = Task { try await service.run() }
+                let clock = ContinuousClock()
+                let deadline = clock.now.advanced(by: .seconds(20))
+                while observer.opened.withLock({ $0 }) == 0, clock.now < deadline {
+                    await observer.signal.wait(until: deadline, clock: clock)
+                }
+                #expect(observer.opened.withLock { $0 } == 1, "the stream opened")
+                trigger.triggerGracefulShutdown()
+                try await running.value
+            }
         }
     }
 
