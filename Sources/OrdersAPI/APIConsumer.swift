@@ -93,11 +93,6 @@ public struct APIConsumers: Sendable {
         return grants[digest].map { ($0, digest) }
     }
 
-    /// The consumer whose token `presented` is, or nil.
-    func consumer(presenting presented: Substring) -> APIConsumer? {
-        grant(presenting: presented)?.consumer
-    }
-
     /// True when the token with this SHA-256 still names exactly `consumer` (same name, stores and
     /// access): a grant that is gone or changed ends the feeds and sessions it opened.
     func stillGrants(_ grant: [UInt8], to consumer: APIConsumer) -> Bool {

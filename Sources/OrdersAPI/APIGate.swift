@@ -53,7 +53,13 @@ final class APIAudit: Sendable {
     }
 
     private let factory: any MetricsFactory
-    private let counters = Locked<[String: Counter]>([:])
+    /// A counter's place: the consumer's name and the outcome.
+    private struct Series: Hashable {
+        var name: String
+        var outcome: Outcome
+    }
+
+    private let counters = Locked<[Series: Counter]>([:])
     private let logger: Logger
     private let refusals: LogCoalescer
 
@@ -75,7 +81,7 @@ final class APIAudit: Sendable {
     /// `jwt`: its names come from tokens, not from the configuration, so they are not bounded.
     func record(_ outcome: Outcome, principal: APIPrincipal?) {
         let name = principal.map { $0.isJWT ? "jwt" : $0.consumer.name } ?? "unknown"
-        let key = name + " " + outcome.rawValue
+        let key = Series(name: name, outcome: outcome)
         let counter = counters.withLock { counters -> Counter in
             if let counter = counters[key] { return counter }
             let label = counters.count < Self.maximumConsumers * Outcome.allCases.count ? name : "unknown"

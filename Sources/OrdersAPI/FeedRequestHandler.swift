@@ -75,21 +75,10 @@ final class FeedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 unanswered += 1
             }
             context.fireChannelRead(wrapInboundOut(part))
-        case .waiting(var parts):
-            guard parts.count < Self.waitingPartsLimit else {
-                // Not a request a feed client sends: a large body on a GET behind another request.
-                context.close(promise: nil)
-                return
-            }
-            parts.append(part)
-            state = .waiting(parts)
-        case .verifying(var parts):
-            guard parts.count < Self.waitingPartsLimit else {
-                context.close(promise: nil)
-                return
-            }
-            parts.append(part)
-            state = .verifying(parts)
+        case .waiting(let parts):
+            if let held = hold(part, after: parts, context: context) { state = .waiting(held) }
+        case .verifying(let parts):
+            if let held = hold(part, after: parts, context: context) { state = .verifying(held) }
         case .feeding:
             if feedRequestEnded {
                 closeAfterFeed = true
@@ -99,7 +88,17 @@ final class FeedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+    /// `parts` of a feed request that waits, and `part` after them; nil (and the connection closed)
+    /// past ``waitingPartsLimit``: not a request a feed client sends (a large body on a GET).
+    private func hold(_ part: HTTPRequestPart, after parts: [HTTPRequestPart], context: ChannelHandlerContext) -> [HTTPRequestPart]? {
+        guard parts.count < Self.waitingPartsLimit else {
+            context.close(promise: nil)
+            return nil
+        }
+        return parts + [part]
+    }
+
+        func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         context.write(data, promise: promise)
         guard case .end = unwrapOutboundIn(data), unanswered > 0 else { return }
         unanswered -= 1

@@ -13,8 +13,6 @@ struct JWTKeySet: Sendable {
     let keyIDs: Set<String>
     /// The `alg`s a token may name.
     let algorithms: Set<String>
-    /// How many keys (for the reload's log line).
-    let count: Int
 
     /// The public-key algorithms, accepted whenever public keys are configured.
     static let publicKeyAlgorithms: Set<String> = ["RS256", "ES256", "EdDSA"]
@@ -105,7 +103,6 @@ struct JWTKeySet: Sendable {
         var keyIDs = Set<String>()
         var algorithms = Set<String>()
         var skipped: [String] = []
-        var count = 0
         for key in keys {
             switch key {
             case .hmac(let secret):
@@ -130,9 +127,8 @@ struct JWTKeySet: Sendable {
                 keyIDs.insert(kid)
                 algorithms.formUnion(publicKeyAlgorithms)
             }
-            count += 1
         }
-        return (JWTKeySet(collection: collection, keyIDs: keyIDs, algorithms: algorithms, count: count), skipped)
+        return (JWTKeySet(collection: collection, keyIDs: keyIDs, algorithms: algorithms), skipped)
     }
 
     /// The PEM blocks of `text`, each from its BEGIN line to its END line.
