@@ -33,6 +33,7 @@ let package = Package(
         .library(name: "LocalHTTP", targets: ["LocalHTTP"]),
         .library(name: "OrdersAPI", targets: ["OrdersAPI"]),
         .library(name: "Agent", targets: ["Agent"]),
+        .library(name: "Commands", targets: ["Commands"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -242,7 +243,7 @@ let package = Package(
                 "AsyncSignals", "StoreModel",
                 "CheckedInput", "LocalHTTP",
                 "JSONToolkit",
-                "ServerSentEvents",
+                
                 "CurlHTTP",
                 "EventStream",
                 "AuthSession",
@@ -264,14 +265,23 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .target(
+            // The operator's commands: each command's rules and output, between the executable's
+            // argument declarations and the agent's runtime.
+            name: "Commands",
+            dependencies: [
+                "Agent", "AsyncSignals", "AuthSession", "CheckedInput", "CurlHTTP", "EventStream", "JSONToolkit", "OrderStore",
+                "OrderSync", "PushIngest", "Sandbox", "ServerSentEvents", "StoreModel", "WebhookDelivery", "WebhookSigning",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "orderlive",
             dependencies: [
-                "Agent", "StoreModel", "AsyncSignals", "AuthSession", "CheckedInput", "CurlHTTP", "EventStream", "JSONToolkit", "OrderStore", "OrderSync",
-                "Sandbox",
+                "Agent", "Commands",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
@@ -411,10 +421,17 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "CommandsTests",
+            dependencies: [
+                "Commands", "Agent", "CurlHTTP", "EventStream", "OrderStore", "Sandbox", "ServerSentEvents", "StoreModel", "TestKit",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "AgentTests",
             dependencies: [
-                "Agent", "StoreModel", "AsyncSignals", "AuthSession", "Sandbox", "OrderStore", "CurlHTTP", "EventStream", "ServerSentEvents",
-                "PushIngest", "WebhookDelivery", "WebhookSigning",
+                "Agent", "StoreModel", "AsyncSignals", "AuthSession", "Sandbox", "OrderStore", "CurlHTTP", "PushIngest", "WebhookDelivery", "WebhookSigning",
                 "TestHarnesses", "TestKit", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

@@ -146,7 +146,7 @@ extension AgentBuilder {
 
     /// The push authentication of `ingest.auth`, its secrets read from `ingest.secret_file` (one a
     /// line, blank lines skipped; any of them verifies, the first signs `orderlive push`).
-    static func ingestAuthentication(_ ingest: IngestConfiguration) throws(AgentStartError) -> PushAuthentication {
+    public static func ingestAuthentication(_ ingest: IngestConfiguration) throws(AgentStartError) -> PushAuthentication {
         switch ingest.auth {
         case .none:
             return .none

@@ -52,7 +52,7 @@ public struct AgentOperations: OperationsProvider {
         if snapshot.stream != .open, let error = snapshot.lastStreamError { notes.append("stream: \(error)") }
         if let since = snapshot.backendUnavailableSince {
             // Still ready: pushes and events are journaled and kept; jobs that need the backend wait.
-            notes.append("backend unavailable since \(StatusOutput.rfc3339(since))"
+            notes.append("backend unavailable since \(StatusDocument.rfc3339(since))"
                 + (snapshot.backendUnavailableReason.map { ": \($0)" } ?? "") + "; jobs that need it wait, no attempt is counted")
         }
         let json = "{" + [
@@ -61,7 +61,7 @@ public struct AgentOperations: OperationsProvider {
             #""auth":{"state":\#(JSONText.string(auth.state.rawValue))}"#,
             #""stream":{"state":\#(JSONText.string(snapshot.stream.rawValue)),"reconnects":\#(snapshot.reconnects)}"#,
             #""cluster":\#(snapshot.cluster.json)"#,
-            #""backend":{"available":\#(snapshot.backendUnavailableSince == nil),"unavailable_since":\#(snapshot.backendUnavailableSince.map { JSONText.string(StatusOutput.rfc3339($0)) } ?? "null")}"#,
+            #""backend":{"available":\#(snapshot.backendUnavailableSince == nil),"unavailable_since":\#(snapshot.backendUnavailableSince.map { JSONText.string(StatusDocument.rfc3339($0)) } ?? "null")}"#,
             #""database":\#(databaseJSON(seen))"#,
             #""notes":[\#(notes.map(JSONText.string).joined(separator: ","))]"#,
         ].joined(separator: ",") + "}"
@@ -74,7 +74,7 @@ public struct AgentOperations: OperationsProvider {
         let seen = await observation.seen(waiting: Self.briefWait)
         var status = seen.status
         status?.writeProblem = store.writeHealth.reason
-        return StatusOutput.json(auth, store: status, stream: state.snapshot, database: databaseJSON(seen))
+        return StatusDocument.json(auth, store: status, stream: state.snapshot, database: databaseJSON(seen))
     }
 
     /// `/metrics`, with the store's counts as last seen.

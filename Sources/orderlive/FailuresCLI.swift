@@ -1,13 +1,5 @@
-import Agent
 import ArgumentParser
-import CheckedInput
-import Foundation
-import Logging
-import StoreModel
-
-#if canImport(Glibc)
-import Glibc
-#endif
+import Commands
 
 /// `orderlive dead-letters`: what the agent gave up on, and why.
 struct DeadLetters: AsyncParsableCommand {
@@ -27,14 +19,7 @@ struct DeadLetters: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            let letters = try await readStore(config) { try await $0.deadLetters() } ?? []
-            if json {
-                LineWriter.standardOutput.write(line: FailureOutput.listJSON(letters))
-            } else if letters.isEmpty {
-                LineWriter.standardOutput.write(line: "No dead letters.")
-            } else {
-                for line in FailureOutput.listLines(letters) { LineWriter.standardOutput.write(line: line) }
-            }
+            try await StoreReadCommands(config.load(), console: .terminal()).deadLetters(json: json)
         }
     }
 
@@ -51,26 +36,14 @@ struct DeadLetters: AsyncParsableCommand {
         var json = false
 
         func validate() throws {
-            guard Checked.int64(decimal: id).map({ $0 > 0 }) == true else {
-                throw ValidationError("'\(id)' is not a dead letter id: ids are positive whole numbers (see `orderlive dead-letters list`)")
-            }
+            try usage(DeadLetterCommands.identifier(id))
         }
 
         func run() async throws {
-            let number = Checked.int64(decimal: id) ?? 0
-            guard let letter = try await readStore(config, { try await $0.deadLetter(id: number) }) ?? nil else {
-                throw RuntimeFailure(description: "no dead letter \(id) in the local store; `orderlive dead-letters list` shows the ids")
-            }
-            if json {
-                LineWriter.standardOutput.write(line: FailureOutput.json(letter, raw: true))
-            } else {
-                for line in FailureOutput.showLines(letter) { LineWriter.standardOutput.write(line: line) }
-            }
+            try await StoreReadCommands(config.load(), console: .terminal()).deadLetter(id: id, json: json)
         }
     }
-}
 
-extension DeadLetters {
     /// `orderlive dead-letters retry ID… | --all`
     struct Retry: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -79,11 +52,9 @@ extension DeadLetters {
         @OptionGroup var config: ConfigOption
         @OptionGroup var chosen: ChosenDeadLetters
 
-        func validate() throws { try chosen.validate(verb: "retry") }
+        func validate() throws { try chosen.validate(.retry) }
 
-        func run() async throws {
-            try await repair(config, chosen, verb: "retry", confirm: "Retry all") { try await $0.retryDeadLetters($1) }
-        }
+        func run() async throws { try await chosen.run(.retry, config) }
     }
 
     /// `orderlive dead-letters drop ID… | --all`
@@ -94,11 +65,9 @@ extension DeadLetters {
         @OptionGroup var config: ConfigOption
         @OptionGroup var chosen: ChosenDeadLetters
 
-        func validate() throws { try chosen.validate(verb: "drop") }
+        func validate() throws { try chosen.validate(.drop) }
 
-        func run() async throws {
-            try await repair(config, chosen, verb: "drop", confirm: "Drop all") { try await $0.dropDeadLetters($1) }
-        }
+        func run() async throws { try await chosen.run(.drop, config) }
     }
 
     /// The dead letters a repair is for: ids, or `--all`.
@@ -112,63 +81,13 @@ extension DeadLetters {
         @Flag(help: "With --all, do not ask on a terminal.")
         var yes = false
 
-        func validate(verb: String) throws {
-            if all == !ids.isEmpty {
-                throw ValidationError(all ? "give ids or --all, not both" : "name the dead letters to \(verb) (ids), or --all")
-            }
-            for id in ids where Checked.int64(decimal: id).map({ $0 > 0 }) != true {
-                throw ValidationError("'\(id)' is not a dead letter id: ids are positive whole numbers (see `orderlive dead-letters list`)")
-            }
+        func validate(_ repair: DeadLetterCommands.Repair) throws {
+            try usage(DeadLetterCommands.chosen(ids: ids, all: all, repair: repair))
         }
 
-        /// The ids, or nil for every one.
-        var wanted: [Int64]? { all ? nil : ids.compactMap { Checked.int64(decimal: $0) } }
-    }
-
-    /// Runs one repair on the configured store: asks first for `--all` on a terminal, names unknown ids
-    /// (nothing changed, exit 1), and writes one notice line per dead letter it acted on.
-    static func repair(
-        _ config: ConfigOption, _ chosen: ChosenDeadLetters, verb: String, confirm: String,
-        _ change: @escaping @Sendable (any DeadLetterRepair, [Int64]?) async throws -> DeadLetterChange
-    ) async throws {
-        let configuration = try await config.load()
-        let wanted = chosen.wanted
-        if chosen.all, !chosen.yes, isatty(0) == 1 {
-            let count = try await readStore(config) { try await $0.deadLetters().count } ?? 0
-            LineWriter.standardOutput.write(line: "\(confirm) \(count) dead letters? [y/N] ")
-            guard let answer = readLine(strippingNewline: true), ["y", "yes"].contains(answer.lowercased()) else {
-                LineWriter.standardOutput.write(line: "Nothing changed.")
-                return
-            }
-        }
-        let outcome: DeadLetterChange?
-        do {
-            outcome = try await ConfiguredStore.withRepairs(configuration, logger: authCommandLogger()) { store in
-                try await change(store, wanted)
-            }
-        } catch {
-            throw RuntimeFailure(description: "cannot change the order database: \(error)")
-        }
-        switch outcome ?? .done([]) {
-        case .unknown(let unknown):
-            throw RuntimeFailure(description: "no dead letter \(unknown.map(String.init).joined(separator: ", ")) in the local store; "
-                + "nothing was changed; `orderlive dead-letters list` shows the ids")
-        case .done(let letters):
-            // Notice lines on stderr: what the repair did, one line per dead letter.
-            let logger = commandLogger("orderlive", level: .notice)
-            let done = verb == "retry" ? "retried" : "dropped"
-            for letter in letters {
-                var metadata: Logger.Metadata = [
-                    "dead_letter.id": "\(letter.id ?? 0)", "dead_letter.kind": "\(letter.kind)",
-                    "order_id": "\(letter.orderID ?? "-")",
-                ]
-                if verb == "retry" { metadata["job.kind"] = "\(letter.retryJob().kind.rawValue)" }
-                logger.notice("dead letter \(done)", metadata: metadata)
-            }
-            let noun = "dead letter\(letters.count == 1 ? "" : "s")"
-            LineWriter.standardOutput.write(line: verb == "retry"
-                ? "Retried \(letters.count) \(noun): back in the journal with no attempts made."
-                : "Dropped \(letters.count) \(noun).")
+        func run(_ repair: DeadLetterCommands.Repair, _ config: ConfigOption) async throws {
+            let wanted = try DeadLetterCommands.chosen(ids: ids, all: all, repair: repair)
+            try await DeadLetterCommands(config.load(), console: .terminal()).repair(repair, ids: wanted, confirmed: yes)
         }
     }
 }
@@ -193,20 +112,11 @@ struct Journal: AsyncParsableCommand {
         var json = false
 
         func validate() throws {
-            guard (1...1_000_000).contains(limit) else { throw ValidationError("--limit must be between 1 and 1000000, got \(limit)") }
+            try usage(StoreReadCommands.checkJournalLimit(limit))
         }
 
         func run() async throws {
-            let limit = self.limit
-            let jobs = try await readStore(config) { try await $0.pendingJobs(limit: limit) } ?? []
-            let now = Date().timeIntervalSince1970
-            if json {
-                LineWriter.standardOutput.write(line: FailureOutput.journalJSON(jobs, now: now))
-            } else if jobs.isEmpty {
-                LineWriter.standardOutput.write(line: "The journal is empty: nothing waits to be applied.")
-            } else {
-                for line in FailureOutput.journalLines(jobs, now: now) { LineWriter.standardOutput.write(line: line) }
-            }
+            try await StoreReadCommands(config.load(), console: .terminal()).journal(limit: limit, json: json)
         }
     }
 }

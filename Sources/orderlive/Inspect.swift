@@ -1,7 +1,5 @@
-import Agent
 import ArgumentParser
-import CheckedInput
-import CurlHTTP
+import Commands
 
 /// `orderlive inspect URL`
 struct Inspect: AsyncParsableCommand {
@@ -65,38 +63,21 @@ struct Inspect: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        var parsedHeaders = HTTPHeaders()
-        for header in headers {
-            let field = try InspectOptions.parseHeader(header)
-            parsedHeaders.add(name: field.name, value: field.value)
-        }
-        if let duration, !(duration > 0 && duration < 1e9) {
-            throw InspectUsageError("--duration must be a number of seconds above 0, got \(duration)")
-        }
-        if initialDelay < 0 { throw InspectUsageError("--initial-delay must be 0 or more milliseconds") }
-        if let readTimeout, readTimeout <= 0 {
-            throw InspectUsageError("--read-timeout must be above 0 milliseconds, got \(readTimeout)")
-        }
-        if let count, count <= 0 { throw InspectUsageError("--count must be above 0, got \(count)") }
-        if auth, bearer != nil { throw InspectUsageError("--auth and --bearer cannot be used together") }
-        let options = InspectOptions(
-            url: url,
-            headers: parsedHeaders,
-            bearerToken: bearer,
-            method: method.uppercased(),
-            body: data,
-            lastEventID: lastEventID ?? "",
-            eventTypes: Set(eventTypes),
-            showsComments: comments,
-            initialDelay: .milliseconds(initialDelay),
-            readTimeout: readTimeout.map { .milliseconds($0) },
-            count: count,
-            duration: duration.map { Checked.duration(seconds: $0, maximum: .seconds(1_000_000_000)) },
-            reconnects: !noReconnect,
-            json: json)
-        let configuration = auth ? try await config.load() : nil
-        let outcome = try await Inspector(options: options, logger: commandLogger("orderlive.inspect"))
-            .run(authenticatedBy: configuration)
-        if case .failed(let reason) = outcome { throw RuntimeFailure(description: reason) }
+        var command = InspectCommand(url: url)
+        command.headers = headers
+        command.bearer = bearer
+        command.usesSession = auth
+        command.method = method
+        command.data = data
+        command.lastEventID = lastEventID
+        command.eventTypes = eventTypes
+        command.comments = comments
+        command.initialDelay = initialDelay
+        command.readTimeout = readTimeout
+        command.count = count
+        command.duration = duration
+        command.noReconnect = noReconnect
+        command.json = json
+        try await command.run { try await config.load() }
     }
 }

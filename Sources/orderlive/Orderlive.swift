@@ -1,10 +1,6 @@
 import Agent
 import ArgumentParser
-import CurlHTTP
-import EventStream
-import Logging
-import Sandbox
-import StoreModel
+import Commands
 
 #if canImport(Glibc)
 import Glibc
@@ -12,7 +8,7 @@ import Glibc
 import Darwin
 #endif
 
-/// `orderlive`: argument parsing only; every command calls into `Agent` or `Sandbox`.
+/// `orderlive`: argument parsing only; every command calls into `Commands`.
 struct Orderlive: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "orderlive",
@@ -26,9 +22,14 @@ struct Orderlive: AsyncParsableCommand {
     )
 }
 
-/// A runtime failure: one line on stderr, exit 1.
-struct RuntimeFailure: Error, CustomStringConvertible {
-    var description: String
+/// Runs a check from `Commands` in `validate()`: its usage error becomes ArgumentParser's, so it is
+/// reported with the usage and exit 2 like every other argument error.
+func usage<Checked>(_ check: @autoclosure () throws(CommandUsageError) -> Checked) throws {
+    do {
+        _ = try check()
+    } catch {
+        throw ValidationError(error.message)
+    }
 }
 
 @main
@@ -43,15 +44,12 @@ enum Main {
                 try command.run()
             }
             code = 0
-        } catch let failure as RuntimeFailure {
+        } catch let failure as CommandFailure {
             LineWriter.standardError.write(line: "orderlive: \(failure.description)")
             code = 1
-        } catch let usage as InspectUsageError {
+        } catch let usage as CommandUsageError {
             LineWriter.standardError.write(line: "orderlive: \(usage.message)")
             code = 2
-        } catch let error as CurlError {
-            LineWriter.standardError.write(line: "orderlive: \(error.description)")
-            code = 1
         } catch {
             let exit = Orderlive.exitCode(for: error)
             let message = Orderlive.fullMessage(for: error)
@@ -68,25 +66,5 @@ enum Main {
             }
         }
         exit(code)
-    }
-}
-
-/// Logging for commands whose own output is the product: on stderr, warnings and errors unless `level` says otherwise.
-func commandLogger(_ label: String, level: Logger.Level = .warning) -> Logger {
-    var logger = Logger(label: label) { label in StreamLogHandler.standardError(label: label) }
-    logger.logLevel = level
-    return logger
-}
-
-/// Reads the configured store (either engine; nil when there is no SQLite file yet), the error
-/// naming what could not be read.
-func readStore<T: Sendable>(
-    _ config: ConfigOption, _ body: @escaping @Sendable (any OrderReader) async throws -> T
-) async throws -> T? {
-    let configuration = try await config.load()
-    do {
-        return try await ConfiguredStore.withReader(configuration, logger: authCommandLogger(), body)
-    } catch {
-        throw RuntimeFailure(description: "cannot read the order database: \(error)")
     }
 }

@@ -1,7 +1,5 @@
-import Agent
 import ArgumentParser
-import OrderStore
-import StoreModel
+import Commands
 
 /// `orderlive orders`
 struct Orders: AsyncParsableCommand {
@@ -23,15 +21,7 @@ struct Orders: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            let status = self.status
-            let orders = try await readStore(config) { try await $0.orders(status: status) } ?? []
-            if json {
-                LineWriter.standardOutput.write(line: OrderOutput.listJSON(orders))
-            } else if orders.isEmpty {
-                LineWriter.standardOutput.write(line: "No orders" + (status.map { " with status \($0)" } ?? "") + ".")
-            } else {
-                for line in OrderOutput.listLines(orders) { LineWriter.standardOutput.write(line: line) }
-            }
+            try await StoreReadCommands(config.load(), console: .terminal()).orders(status: status, json: json)
         }
     }
 
@@ -48,15 +38,7 @@ struct Orders: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            let id = self.id
-            guard let order = try await readStore(config, { try await $0.order(id: id) }) ?? nil else {
-                throw RuntimeFailure(description: "no order \(id) in the local store")
-            }
-            if json {
-                LineWriter.standardOutput.write(line: order.body)
-            } else {
-                for line in OrderOutput.showLines(order) { LineWriter.standardOutput.write(line: line) }
-            }
+            try await StoreReadCommands(config.load(), console: .terminal()).order(id: id, json: json)
         }
     }
 }

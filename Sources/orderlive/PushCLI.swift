@@ -1,6 +1,5 @@
-import Agent
 import ArgumentParser
-import Foundation
+import Commands
 
 /// `orderlive push`
 struct Push: AsyncParsableCommand {
@@ -32,29 +31,7 @@ struct Push: AsyncParsableCommand {
         var id: String?
 
         func run() async throws {
-            let configuration = try await config.load()
-            let body: [UInt8]
-            if file == "-" {
-                body = [UInt8](FileHandle.standardInput.readDataToEndOfFile())
-            } else {
-                guard let data = FileManager.default.contents(atPath: file) else {
-                    throw RuntimeFailure(description: "cannot read \(file): check the path and its permissions")
-                }
-                body = [UInt8](data)
-            }
-            let answer: PushSend.Answer
-            do {
-                let sender = try PushSend(configuration: configuration, url: url, logger: commandLogger("orderlive.push"))
-                answer = try await sender.send(body, id: id ?? "msg_" + UUID().uuidString.lowercased())
-            } catch {
-                throw RuntimeFailure(description: error.description)
-            }
-            LineWriter.standardOutput.write(line: "HTTP \(answer.status)"
-                + (answer.retryAfter.map { " (Retry-After: \($0) s)" } ?? ""))
-            if !answer.body.isEmpty { LineWriter.standardOutput.write(line: answer.body) }
-            guard (200..<300).contains(answer.status) else {
-                throw RuntimeFailure(description: "the push endpoint answered \(answer.status)")
-            }
+            try await PushCommands(config.load(), console: .terminal()).send(file: file, url: url, id: id)
         }
     }
 }

@@ -1,10 +1,5 @@
-import Agent
 import ArgumentParser
-import Logging
-
-#if canImport(Glibc)
-import Glibc
-#endif
+import Commands
 
 /// `orderlive run`
 struct Run: AsyncParsableCommand {
@@ -21,20 +16,6 @@ struct Run: AsyncParsableCommand {
     @OptionGroup var config: ConfigOption
 
     func run() async throws {
-        let configuration = try await config.load()
-        // The one logging bootstrap of the process (STYLE 7): log.level and log.format.
-        LoggingSystem.bootstrap(LogOutput.factory(configuration.log, standardErrorIsTerminal: isatty(2) == 1))
-        let logger = Logger(label: "orderlive")
-        let program: AgentProgram
-        do {
-            program = try AgentBuilder.build(configuration: configuration, logger: logger)
-        } catch {
-            throw RuntimeFailure(description: error.description)
-        }
-        do {
-            try await program.run(handlingSignals: true)
-        } catch {
-            throw RuntimeFailure(description: "\(error)")
-        }
+        try await ProcessCommands.runAgent(config.load())
     }
 }

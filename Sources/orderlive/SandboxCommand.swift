@@ -1,9 +1,5 @@
-import Agent
 import ArgumentParser
-import CheckedInput
-import Logging
-import Sandbox
-import UnixSignals
+import Commands
 
 /// `orderlive sandbox`
 struct SandboxCommand: AsyncParsableCommand {
@@ -30,47 +26,23 @@ struct SandboxCommand: AsyncParsableCommand {
     @Option(name: .customLong("access-token-lifetime"), help: "Seconds an access token lives.")
     var accessTokenLifetime: Double = 900
 
+    var options: ProcessCommands.SandboxOptions {
+        var options = ProcessCommands.SandboxOptions()
+        options.host = host
+        options.port = port
+        options.eventIntervalMilliseconds = eventInterval
+        options.requiresAuthentication = requireAuth
+        options.servesOrderBook = orders
+        options.accessTokenLifetimeSeconds = accessTokenLifetime
+        return options
+    }
+
     func validate() throws {
-        guard (0...65_535).contains(port) else { throw ValidationError("--port must be 0...65535, got \(port)") }
-        guard eventInterval > 0 else { throw ValidationError("--event-interval must be above 0 ms") }
-        guard accessTokenLifetime > 0, accessTokenLifetime < 1e9 else {
-            throw ValidationError("--access-token-lifetime must be above 0 seconds")
-        }
+        if let problem = options.problem { throw ValidationError(problem) }
     }
 
     func run() async throws {
-        var logger = Logger(label: "orderlive.sandbox") { StreamLogHandler.standardError(label: $0) }
-        logger.logLevel = .info
-        let sandbox = Sandbox(
-            configuration: SandboxConfiguration(
-                host: host, port: port, eventInterval: .milliseconds(eventInterval),
-                auth: SandboxAuthConfiguration(
-                    accessTokenLifetime: Checked.duration(seconds: accessTokenLifetime, maximum: .seconds(1_000_000_000)),
-                    requiresAuthentication: requireAuth),
-                feed: orders ? .orderBook : .synthetic, changesOrders: orders),
-            logger: logger)
-        do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                let host = self.host
-                group.addTask {
-                    try await sandbox.run { port in
-                        let url = "http://\(host):\(port)"
-                        LineWriter.standardError.write(line: "orderlive sandbox: listening on \(url) (events at \(url)/v1/events)")
-                        let user = SandboxUser.demo
-                        LineWriter.standardError.write(
-                            line: "orderlive sandbox: demo login \(user.identifier) / \(user.password)")
-                    }
-                }
-                group.addTask {
-                    for await _ in await UnixSignalsSequence(trapping: .sigint, .sigterm) { return }
-                }
-                // The first task to end (a signal, or the server failing) ends the sandbox.
-                _ = try await group.next()
-                group.cancelAll()
-            }
-        } catch {
-            throw RuntimeFailure(description: "the sandbox could not serve on \(host):\(port): \(error)")
-        }
+        try await ProcessCommands.serveSandbox(options, console: .terminal())
     }
 }
 
@@ -113,14 +85,8 @@ struct DemoCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let options = Demo.Options(
-            rate: rate, duration: duration.map { Checked.duration(seconds: $0, maximum: .seconds(10_000_000)) }, json: json,
-            stateDirectory: stateDirectory, faultEvery: Checked.duration(seconds: faultEvery, maximum: .seconds(10_000_000)),
-            apiPort: apiPort)
-        do {
-            try await Demo(options: options).run()
-        } catch let error as DemoError {
-            throw RuntimeFailure(description: error.description)
-        }
+        try await Demo(options: Demo.Options(
+            rate: rate, durationSeconds: duration, json: json, stateDirectory: stateDirectory, faultEverySeconds: faultEvery,
+            apiPort: apiPort)).run()
     }
 }

@@ -1,34 +1,12 @@
-import Agent
 import ArgumentParser
-import CheckedInput
-import CurlHTTP
-import Foundation
-import StoreModel
+import Commands
 
-/// `orderlive webhooks`: outgoing webhooks for every order change (issue 40).
+/// `orderlive webhooks`: outgoing webhooks for every order change (DESIGN §13).
 struct Webhooks: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Send every order change, signed (Standard Webhooks), to endpoints kept in the store.",
         subcommands: [Add.self, List.self, Remove.self, Enable.self, Disable.self, Replay.self, Test.self, Rotate.self]
     )
-
-    /// Runs `body` on the configured store's endpoints, the refusal or failure in one line.
-    static func withOutbox<T: Sendable>(
-        _ config: ConfigOption, _ body: @escaping @Sendable (OrderliveConfiguration, any WebhookOutbox & ChangeFeedSource) async throws -> T
-    ) async throws -> T {
-        let configuration = try await config.load()
-        do {
-            return try await ConfiguredStore.withWebhooks(configuration, logger: authCommandLogger()) {
-                try await body(configuration, $0)
-            }
-        } catch let refusal as WebhookAdministration.Refusal {
-            throw RuntimeFailure(description: refusal.description)
-        } catch let failure as RuntimeFailure {
-            throw failure
-        } catch {
-            throw RuntimeFailure(description: "cannot use the order database: \(error)")
-        }
-    }
 
     /// An endpoint id argument.
     struct EndpointID: ParsableArguments {
@@ -36,16 +14,10 @@ struct Webhooks: AsyncParsableCommand {
         var id: String
 
         func validate() throws {
-            guard number != nil else {
-                throw ValidationError("'\(id)' is not an endpoint id: ids are positive whole numbers (see `orderlive webhooks list`)")
-            }
+            try usage(WebhookCommands.identifier(id))
         }
 
-        var number: Int64? { Checked.int64(decimal: id).flatMap { $0 > 0 ? $0 : nil } }
-    }
-
-    static func unknown(_ id: Int64) -> RuntimeFailure {
-        RuntimeFailure(description: "no webhook endpoint \(id); `orderlive webhooks list` shows the ids")
+        var number: Int64 { (try? WebhookCommands.identifier(id)) ?? 0 }
     }
 
     /// `orderlive webhooks add URL`
@@ -61,32 +33,8 @@ struct Webhooks: AsyncParsableCommand {
         @Option(name: .customLong("store-id"), help: "Only orders of these stores (comma-separated ids).") var storeIDs: String?
 
         func run() async throws {
-            do {
-                _ = try WebhookAdministration.checkedURL(url)
-                _ = try WebhookAdministration.checkedEvents(events)
-                if let secretFile { _ = try WebhookAdministration.secret(from: secretFile) }
-            } catch {
-                throw RuntimeFailure(description: error.description)
-            }
-            let (url, events, storeIDs, secretFile) = (url, events, storeIDs, secretFile)
-            let (endpoint, written) = try await Webhooks.withOutbox(config) { configuration, store in
-                var secret: String
-                var written: String?
-                if let secretFile {
-                    secret = try WebhookAdministration.secret(from: secretFile)
-                } else {
-                    (secret, written) = try WebhookAdministration.newSecret(in: configuration.store.stateDirectory)
-                }
-                let endpoint = try await store.addWebhookEndpoint(NewWebhookEndpoint(
-                    url: url, secret: secret, events: try WebhookAdministration.checkedEvents(events),
-                    storeIDs: WebhookEndpoint.split(storeIDs?.replacingOccurrences(of: " ", with: ""))))
-                secret = ""
-                return (endpoint, written)
-            }
-            LineWriter.standardOutput.write(line: "\(endpoint.id)")
-            if let written {
-                LineWriter.standardError.write(line: "orderlive: the endpoint's new signing key is in \(written) (0600); give it to the receiver")
-            }
+            try await WebhookCommands(config.load(), console: .terminal())
+                .add(url: url, secretFile: secretFile, events: events, storeIDs: storeIDs)
         }
     }
 
@@ -99,16 +47,7 @@ struct Webhooks: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            let (endpoints, head) = try await Webhooks.withOutbox(config) { _, store in
-                (try await store.webhookEndpoints(), try await store.changeHead())
-            }
-            if json {
-                LineWriter.standardOutput.write(line: WebhookOutput.listJSON(endpoints, head: head))
-            } else if endpoints.isEmpty {
-                LineWriter.standardOutput.write(line: "No webhook endpoints; `orderlive webhooks add URL` adds one.")
-            } else {
-                for line in WebhookOutput.listLines(endpoints, head: head) { LineWriter.standardOutput.write(line: line) }
-            }
+            try await WebhookCommands(config.load(), console: .terminal()).list(json: json)
         }
     }
 
@@ -119,9 +58,7 @@ struct Webhooks: AsyncParsableCommand {
         @OptionGroup var endpoint: EndpointID
 
         func run() async throws {
-            let id = endpoint.number ?? 0
-            guard try await Webhooks.withOutbox(config, { try await $1.removeWebhookEndpoint(id: id) }) else { throw Webhooks.unknown(id) }
-            LineWriter.standardOutput.write(line: "Removed webhook endpoint \(id).")
+            try await WebhookCommands(config.load(), console: .terminal()).remove(endpoint.number)
         }
     }
 
@@ -133,11 +70,7 @@ struct Webhooks: AsyncParsableCommand {
         @OptionGroup var endpoint: EndpointID
 
         func run() async throws {
-            let id = endpoint.number ?? 0
-            guard try await Webhooks.withOutbox(config, { try await $1.setWebhookEndpoint(id: id, enabled: true, reason: nil) }) else {
-                throw Webhooks.unknown(id)
-            }
-            LineWriter.standardOutput.write(line: "Enabled webhook endpoint \(id).")
+            try await WebhookCommands(config.load(), console: .terminal()).setEnabled(endpoint.number, true)
         }
     }
 
@@ -148,11 +81,7 @@ struct Webhooks: AsyncParsableCommand {
         @OptionGroup var endpoint: EndpointID
 
         func run() async throws {
-            let id = endpoint.number ?? 0
-            guard try await Webhooks.withOutbox(config, {
-                try await $1.setWebhookEndpoint(id: id, enabled: false, reason: "disabled by an operator")
-            }) else { throw Webhooks.unknown(id) }
-            LineWriter.standardOutput.write(line: "Disabled webhook endpoint \(id).")
+            try await WebhookCommands(config.load(), console: .terminal()).setEnabled(endpoint.number, false)
         }
     }
 }

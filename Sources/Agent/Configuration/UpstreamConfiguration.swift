@@ -35,10 +35,8 @@ public struct UpstreamConfiguration: Sendable, Hashable {
     /// `pinned_public_key` (`sha256//<base64>`).
     public init(reading section: ConfigurationSection) throws(ConfigurationError) {
         baseURL = section.string("base_url", default: baseURL)
-        do {
-            try InspectOptions.validateURL(baseURL)
-        } catch {
-            throw ConfigurationError("'upstream.base_url': \(error.message)")
+        if let problem = HTTPURLCheck.problem(baseURL) {
+            throw ConfigurationError("'upstream.base_url': \(problem)")
         }
         while baseURL.hasSuffix("/") { baseURL.removeLast() }
         eventsPath = try section.path("events_path", default: eventsPath)

@@ -1,4 +1,5 @@
 import Agent
+import Commands
 import CurlHTTP
 import EventStream
 import Foundation
@@ -66,13 +67,13 @@ final class CapturedOutput {
     }
 
     @Test func optionsRejectBadInputWithAClearReason() {
-        #expect(throws: InspectUsageError.self) { try InspectOptions(url: "ftp://x/").validate() }
-        #expect(throws: InspectUsageError.self) { try InspectOptions(url: "http:///events").validate() }
-        #expect(throws: InspectUsageError.self) { try InspectOptions(url: "http://a b/").validate() }
-        #expect(throws: InspectUsageError.self) { try InspectOptions(url: "http://x/", count: 0).validate() }
-        #expect(throws: InspectUsageError.self) { try InspectOptions(url: "http://x/", lastEventID: "a\nb").validate() }
-        #expect(throws: InspectUsageError.self) { try InspectOptions.parseHeader("NoColon") }
-        #expect(throws: InspectUsageError.self) { try InspectOptions.parseHeader("Bad Name: x") }
+        #expect(throws: CommandUsageError.self) { try InspectOptions(url: "ftp://x/").validate() }
+        #expect(throws: CommandUsageError.self) { try InspectOptions(url: "http:///events").validate() }
+        #expect(throws: CommandUsageError.self) { try InspectOptions(url: "http://a b/").validate() }
+        #expect(throws: CommandUsageError.self) { try InspectOptions(url: "http://x/", count: 0).validate() }
+        #expect(throws: CommandUsageError.self) { try InspectOptions(url: "http://x/", lastEventID: "a\nb").validate() }
+        #expect(throws: CommandUsageError.self) { try InspectOptions.parseHeader("NoColon") }
+        #expect(throws: CommandUsageError.self) { try InspectOptions.parseHeader("Bad Name: x") }
         #expect((try? InspectOptions.parseHeader("X-Trace:  abc ")) == HTTPHeaders.Field(name: "X-Trace", value: "abc"))
         #expect((try? InspectOptions(url: "https://user@example.com:8443/v1/events?x=1").validate()) != nil)
     }

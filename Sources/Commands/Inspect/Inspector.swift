@@ -1,3 +1,4 @@
+import Agent
 import AuthSession
 import CurlHTTP
 import EventStream

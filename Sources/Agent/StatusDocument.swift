@@ -4,9 +4,9 @@ import Foundation
 import JSONToolkit
 import StoreModel
 
-/// `status` and `status --json` (DESIGN §5), from the session, the store and the stream's state.
-/// Never a token.
-public enum StatusOutput {
+/// The status document (DESIGN §5): `status --json` and the running agent's `GET /api/status`, from
+/// the session, the store and the stream's state. Never a token.
+public enum StatusDocument {
     /// `status --json` (never a token): the auth section, then — when the order database exists —
     /// the stream (live from the running agent's `stream`, else `stopped` with the stored cursor),
     /// the journal, dead letters, orders, and the user the data belongs to.
@@ -51,48 +51,6 @@ public enum StatusOutput {
         return "{" + sections.joined(separator: ",") + "}"
     }
 
-    /// `status`'s readable lines.
-    public static func lines(
-        _ snapshot: Session.Snapshot, stateDirectory: String, store: StoreStatus? = nil,
-        stream: AgentState.Snapshot? = nil
-    ) -> [String] {
-        var lines = ["auth:     \(snapshot.state.rawValue)"]
-        if let user = snapshot.userID {
-            let role = snapshot.role.map { ", role \($0)" } ?? ""
-            let stores = snapshot.storeIDs.isEmpty ? "" : ", stores \(snapshot.storeIDs.joined(separator: ", "))"
-            lines.append("user:     \(user)\(role)\(stores)")
-        }
-        if let access = snapshot.accessExpiresAt { lines.append("access:   expires \(rfc3339(access))") }
-        if let refresh = snapshot.refreshExpiresAt { lines.append("refresh:  expires \(rfc3339(refresh))") }
-        if let store {
-            var streamLine = "stream:   \(stream?.stream.rawValue ?? "stopped"), cursor \(store.cursor.isEmpty ? "(none)" : store.cursor)"
-            if let stream {
-                streamLine += ", \(stream.reconnects) reconnect(s)"
-                if let last = stream.lastEventAt { streamLine += ", last event \(rfc3339(last))" }
-            }
-            lines.append(streamLine)
-            lines.append("journal:  \(store.counts.journalDepth) job(s), \(store.counts.deadLetters) dead letter(s)")
-            lines.append(syncLine(store.counts, stream: stream))
-            lines.append("store:    " + (store.writeProblem.map { "NOT WRITABLE: \($0)" } ?? "writable"))
-            lines.append("orders:   \(store.counts.orders)" + (store.owner.map { " (user \($0))" } ?? ""))
-            for hook in store.webhooks {
-                let state = hook.enabled ? "enabled" : "DISABLED: \(hook.reason ?? "")"
-                lines.append("webhook:  \(hook.id) \(state), \(hook.backlog) change(s) behind" + (hook.lastError.map { ", last error: \($0)" } ?? ""))
-            }
-        } else {
-            lines.append("orders:   no local order database yet")
-        }
-        if let cluster = stream?.cluster, cluster.backend == "postgres" {
-            var line = "cluster:  postgres, account \(cluster.account ?? "?"), \(cluster.role)"
-            if let epoch = cluster.epoch { line += ", epoch \(epoch)" }
-            if let leader = cluster.leader { line += ", leader \(leader)" }
-            if let database = cluster.database, database != "ok" { line += ", database: \(database)" }
-            lines.append(line)
-        }
-        lines.append("state:    \(stateDirectory)")
-        return lines
-    }
-
     /// `"sync"`: whether the backend answers the executor (since when it has not, and why), and the
     /// orders whose lane waits for a retry (DESIGN §8 "Sync").
     static func syncJSON(_ counts: StoreCounts, stream: AgentState.Snapshot?, now: Double) -> String {
@@ -107,22 +65,9 @@ public enum StatusOutput {
         ].joined(separator: ",") + "}"
     }
 
-    /// `status`'s `sync:` line.
-    static func syncLine(_ counts: StoreCounts, stream: AgentState.Snapshot?) -> String {
-        var line = "sync:     "
-        if let since = stream?.backendUnavailableSince {
-            line += "BACKEND UNAVAILABLE since \(rfc3339(since))" + (stream?.backendUnavailableReason.map { " (\($0))" } ?? "")
-                + "; jobs that need it wait, no attempt counted"
-        } else {
-            line += "backend \(backendState(stream))"
-        }
-        line += counts.waitingLanes > 0 ? ", \(counts.waitingLanes) order(s) waiting for a retry" : ", no order waits for a retry"
-        return line
-    }
-
     /// `unavailable` while the running agent's executor is paused, `available` while it runs with its
     /// stream, `unknown` when no agent runs (or its stream is stopped) to say.
-    static func backendState(_ stream: AgentState.Snapshot?) -> String {
+    public static func backendState(_ stream: AgentState.Snapshot?) -> String {
         guard let stream else { return "unknown" }
         if stream.backendUnavailableSince != nil { return "unavailable" }
         return stream.stream == .stopped ? "unknown" : "available"
@@ -137,7 +82,7 @@ public enum StatusOutput {
 
     /// Unix seconds as RFC 3339 UTC; outside years 0000–9999 (a damaged credentials file), the
     /// number itself.
-    static func rfc3339(_ seconds: Double) -> String {
+    public static func rfc3339(_ seconds: Double) -> String {
         let milliseconds = (seconds * 1000).rounded(.down)
         guard let exact = Int64(exactly: milliseconds),
               let text = Checked.rfc3339(unixMilliseconds: exact, fraction: false) else {

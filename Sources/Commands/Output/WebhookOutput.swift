@@ -1,3 +1,4 @@
+import Agent
 import JSONToolkit
 import StoreModel
 
@@ -17,8 +18,8 @@ public enum WebhookOutput {
             "\"backlog\":\(max(0, head - endpoint.cursor))",
             "\"attempts\":\(endpoint.attempts)",
             "\"last_error\":\(endpoint.lastError.map(JSONText.string) ?? "null")",
-            "\"last_error_at\":\(endpoint.lastErrorAt.map { JSONText.string(StatusOutput.rfc3339($0)) } ?? "null")",
-            "\"last_success_at\":\(endpoint.lastSuccessAt.map { JSONText.string(StatusOutput.rfc3339($0)) } ?? "null")",
+            "\"last_error_at\":\(endpoint.lastErrorAt.map { JSONText.string(StatusDocument.rfc3339($0)) } ?? "null")",
+            "\"last_success_at\":\(endpoint.lastSuccessAt.map { JSONText.string(StatusDocument.rfc3339($0)) } ?? "null")",
         ]
         return "{" + fields.joined(separator: ",") + "}"
     }
@@ -33,7 +34,7 @@ public enum WebhookOutput {
         FailureOutput.table(["ID", "STATE", "URL", "FILTERS", "DELIVERED", "BACKLOG", "LAST ERROR"], endpoints.map { endpoint in
             let filters = (endpoint.events.sorted() + endpoint.storeIDs.sorted().map { "store " + $0 }).joined(separator: ",")
             let state = endpoint.enabled ? "enabled" : "disabled: " + FailureOutput.oneLine(endpoint.disabledReason ?? "")
-            let error = endpoint.lastError.map { FailureOutput.oneLine($0) + " (" + StatusOutput.rfc3339(endpoint.lastErrorAt ?? 0) + ")" }
+            let error = endpoint.lastError.map { FailureOutput.oneLine($0) + " (" + StatusDocument.rfc3339(endpoint.lastErrorAt ?? 0) + ")" }
             return ["\(endpoint.id)", state, endpoint.url, filters.isEmpty ? "all" : filters, "\(endpoint.cursor)",
                     "\(max(0, head - endpoint.cursor))", error ?? "-"]
         })

@@ -1,3 +1,4 @@
+import Agent
 import CurlHTTP
 import Foundation
 import OrderStore

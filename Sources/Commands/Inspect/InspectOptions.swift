@@ -1,3 +1,4 @@
+import Agent
 import CurlHTTP
 
 /// What `orderlive inspect` was asked to do (DESIGN §5), already parsed.
@@ -69,69 +70,40 @@ public struct InspectOptions: Sendable {
     }
 
     /// Checks what can be checked before any request; the message says what to fix.
-    public func validate() throws(InspectUsageError) {
+    public func validate() throws(CommandUsageError) {
         try Self.validateURL(url)
-        if let count, count < 1 { throw InspectUsageError("--count must be at least 1, got \(count)") }
-        if let duration, duration <= .zero { throw InspectUsageError("--duration must be more than 0 seconds") }
-        if initialDelay < .zero { throw InspectUsageError("--initial-delay must be 0 or more milliseconds") }
-        if let readTimeout, readTimeout <= .zero { throw InspectUsageError("--read-timeout must be more than 0 ms") }
+        if let count, count < 1 { throw CommandUsageError("--count must be at least 1, got \(count)") }
+        if let duration, duration <= .zero { throw CommandUsageError("--duration must be more than 0 seconds") }
+        if initialDelay < .zero { throw CommandUsageError("--initial-delay must be 0 or more milliseconds") }
+        if let readTimeout, readTimeout <= .zero { throw CommandUsageError("--read-timeout must be more than 0 ms") }
         if lastEventID.contains(where: { $0 == "\0" || $0 == "\r" || $0 == "\n" || $0 == "\r\n" }) {
-            throw InspectUsageError("--last-event-id cannot contain NUL, CR or LF")
+            throw CommandUsageError("--last-event-id cannot contain NUL, CR or LF")
         }
         if method.isEmpty || !method.allSatisfy({ $0.isASCII && ($0.isLetter || $0 == "-") }) {
-            throw InspectUsageError("--method must be an HTTP method name such as GET or POST, got '\(method)'")
+            throw CommandUsageError("--method must be an HTTP method name such as GET or POST, got '\(method)'")
         }
     }
 
     /// An absolute http(s) URL with a host and no white space or control characters.
-    public static func validateURL(_ url: String) throws(InspectUsageError) {
-        let lowered = url.lowercased()
-        let rest: Substring
-        if lowered.hasPrefix("http://") {
-            rest = url.dropFirst(7)
-        } else if lowered.hasPrefix("https://") {
-            rest = url.dropFirst(8)
-        } else {
-            throw InspectUsageError("'\(url)' is not an http:// or https:// URL")
-        }
-        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        let host = authority.split(separator: "@").last ?? ""
-        if host.isEmpty || host.hasPrefix(":") {
-            throw InspectUsageError("'\(url)' has no host; try http://127.0.0.1:8070/v1/events")
-        }
-        if url.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }) {
-            throw InspectUsageError("'\(url)' contains white space or control characters; percent-encode them")
-        }
+    public static func validateURL(_ url: String) throws(CommandUsageError) {
+        if let problem = HTTPURLCheck.problem(url) { throw CommandUsageError(problem) }
     }
 
     /// Parses a `-H "Name: value"` argument.
-    public static func parseHeader(_ argument: String) throws(InspectUsageError) -> HTTPHeaders.Field {
+    public static func parseHeader(_ argument: String) throws(CommandUsageError) -> HTTPHeaders.Field {
         guard let colon = argument.firstIndex(of: ":") else {
-            throw InspectUsageError("header '\(argument)' must look like 'Name: value'")
+            throw CommandUsageError("header '\(argument)' must look like 'Name: value'")
         }
         let name = argument[..<colon].trimming()
         let value = argument[argument.index(after: colon)...].trimming()
         let token = name.unicodeScalars.allSatisfy { scalar in
             scalar.isASCII && scalar.value > 0x20 && scalar.value < 0x7F && !"()<>@,;:\\\"/[]?={}".unicodeScalars.contains(scalar)
         }
-        guard !name.isEmpty, token else { throw InspectUsageError("header name '\(name)' is not a valid HTTP field name") }
+        guard !name.isEmpty, token else { throw CommandUsageError("header name '\(name)' is not a valid HTTP field name") }
         guard !value.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\r\n" || $0 == "\0" }) else {
-            throw InspectUsageError("header '\(name)' has a line break in its value")
+            throw CommandUsageError("header '\(name)' has a line break in its value")
         }
         return HTTPHeaders.Field(name: name, value: value)
     }
 }
 
-/// A problem with what the user asked for: reported on one line, exit code 2.
-public struct InspectUsageError: Error, Sendable, CustomStringConvertible {
-    /// What is wrong and how to fix it.
-    public var message: String
-
-    /// Creates an error.
-    public init(_ message: String) {
-        self.message = message
-    }
-
-    /// The message.
-    public var description: String { message }
-}

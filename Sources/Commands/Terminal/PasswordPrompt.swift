@@ -1,3 +1,4 @@
+import Agent
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

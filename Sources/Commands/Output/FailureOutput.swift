@@ -1,3 +1,4 @@
+import Agent
 import Foundation
 import JSONToolkit
 import StoreModel
@@ -16,8 +17,8 @@ public enum FailureOutput {
             "\"order_id\":\(letter.orderID.map(JSONText.string) ?? "null")",
             "\"attempts\":\(letter.attempts)",
             "\"last_error\":\(JSONText.string(letter.reason))",
-            "\"first_attempt_at\":\(letter.firstAttemptAt.map { JSONText.string(StatusOutput.rfc3339($0)) } ?? "null")",
-            "\"dead_at\":\(JSONText.string(StatusOutput.rfc3339(letter.createdAt)))",
+            "\"first_attempt_at\":\(letter.firstAttemptAt.map { JSONText.string(StatusDocument.rfc3339($0)) } ?? "null")",
+            "\"dead_at\":\(JSONText.string(StatusDocument.rfc3339(letter.createdAt)))",
             "\"version\":\(letter.version.map(String.init) ?? "null")",
         ]
         if raw { fields.append("\"raw\":\(JSONText.string(letter.raw))") }
@@ -33,7 +34,7 @@ public enum FailureOutput {
     public static func listLines(_ letters: [DeadLetterRecord]) -> [String] {
         table(["ID", "KIND", "ORDER", "ATTEMPTS", "DEAD AT", "LAST ERROR"], letters.map { letter in
             [letter.id.map(String.init) ?? "-", letter.kind, letter.orderID ?? "-", "\(letter.attempts)",
-             StatusOutput.rfc3339(letter.createdAt), oneLine(letter.reason)]
+             StatusDocument.rfc3339(letter.createdAt), oneLine(letter.reason)]
         })
     }
 
@@ -45,8 +46,8 @@ public enum FailureOutput {
             "order:            \(letter.orderID ?? "-")",
             "version:          \(letter.version.map(String.init) ?? "-")",
             "attempts:         \(letter.attempts)",
-            "first attempt at: \(letter.firstAttemptAt.map(StatusOutput.rfc3339) ?? "-")",
-            "dead at:          \(StatusOutput.rfc3339(letter.createdAt))",
+            "first attempt at: \(letter.firstAttemptAt.map(StatusDocument.rfc3339) ?? "-")",
+            "dead at:          \(StatusDocument.rfc3339(letter.createdAt))",
             "last error:       \(oneLine(letter.reason))",
             "raw:              \(letter.raw.isEmpty ? "-" : oneLine(letter.raw))",
         ]
@@ -61,7 +62,7 @@ public enum FailureOutput {
             "\"order_id\":\(job.orderID.map(JSONText.string) ?? "null")",
             "\"version\":\(job.version.map(String.init) ?? "null")",
             "\"attempts\":\(job.attempts)",
-            "\"next_attempt_at\":\(job.notBefore > now ? JSONText.string(StatusOutput.rfc3339(job.notBefore)) : "null")",
+            "\"next_attempt_at\":\(job.notBefore > now ? JSONText.string(StatusDocument.rfc3339(job.notBefore)) : "null")",
             "\"age_s\":\(Int64(max(0, (now - job.createdAt).rounded(.down))))",
             "\"last_error\":\(job.lastError.map(JSONText.string) ?? "null")",
             "\"source\":\(JSONText.string(job.source))",
@@ -78,7 +79,7 @@ public enum FailureOutput {
     public static func journalLines(_ jobs: [JobRecord], now: Double) -> [String] {
         table(["ID", "KIND", "ORDER", "ATTEMPTS", "NEXT ATTEMPT", "AGE"], jobs.map { job in
             [job.id.map(String.init) ?? "-", job.kind.rawValue, job.orderID ?? "-", "\(job.attempts)",
-             job.notBefore > now ? StatusOutput.rfc3339(job.notBefore) : "now",
+             job.notBefore > now ? StatusDocument.rfc3339(job.notBefore) : "now",
              "\(Int64(max(0, (now - job.createdAt).rounded(.down)))) s"]
         })
     }

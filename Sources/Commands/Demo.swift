@@ -14,7 +14,7 @@ import UnixSignals
 /// process on loopback. The Sandbox creates and moves orders along at `rate` changes per second; every
 /// `faultEvery` the open stream is cut, and once the access tokens are revoked, so reconnects and
 /// token refreshes happen on screen. The view shows each change as it lands in the local store.
-struct Demo: Sendable {
+public struct Demo: Sendable {
     /// What the demo does.
     public struct Options: Sendable {
         /// Order changes per second at the Sandbox.
@@ -29,6 +29,14 @@ struct Demo: Sendable {
         public var faultEvery: Duration = .seconds(12)
         /// The orders API and dispatch board port on 127.0.0.1; when taken, a free one is used.
         public var apiPort = 8090
+
+        /// Creates options from the command line's seconds.
+        public init(rate: Double, durationSeconds: Double?, json: Bool, stateDirectory: String?, faultEverySeconds: Double, apiPort: Int) {
+            self.init(
+                rate: rate, duration: durationSeconds.map { Checked.duration(seconds: $0, maximum: .seconds(10_000_000)) }, json: json,
+                stateDirectory: stateDirectory, faultEvery: Checked.duration(seconds: faultEverySeconds, maximum: .seconds(10_000_000)),
+                apiPort: apiPort)
+        }
 
         /// Creates options.
         public init(rate: Double = 2, duration: Duration? = nil, json: Bool = false, stateDirectory: String? = nil,
@@ -84,7 +92,7 @@ struct Demo: Sendable {
                     configuration: configuration, logger: silent,
                     environment: ["ORDERLIVE_AUTH_PASSWORD": SandboxUser.demo.password])
             } catch {
-                throw DemoError(description: "\(error)")
+                throw CommandFailure("\(error)")
             }
             group.addTask { try await program.run(handlingSignals: false) }
             var pushURL = "off"
@@ -209,12 +217,6 @@ struct Demo: Sendable {
     private func format(_ value: Double) -> String {
         value == value.rounded() ? String(Checked.int64(clamping: value)) : String(value)
     }
-}
-
-/// Why the demo could not start.
-public struct DemoError: Error, Sendable, CustomStringConvertible {
-    /// What went wrong.
-    public var description: String
 }
 
 private func iso8601Now() -> String {

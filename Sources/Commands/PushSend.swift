@@ -1,3 +1,4 @@
+import Agent
 import CheckedInput
 import CurlHTTP
 import Foundation
@@ -25,15 +26,19 @@ public struct PushSend: Sendable {
 
     /// Reads `ingest.auth` and its secret; the URL defaults to `http://<ingest.listen>/api/push`, with a
     /// wildcard listen address replaced by loopback.
-    public init(configuration: OrderliveConfiguration, url: String?, logger: Logger) throws(AgentStartError) {
-        self.authentication = try AgentBuilder.ingestAuthentication(configuration.ingest)
+    public init(configuration: OrderliveConfiguration, url: String?, logger: Logger) throws(CommandFailure) {
+        do {
+            self.authentication = try AgentBuilder.ingestAuthentication(configuration.ingest)
+        } catch {
+            throw CommandFailure(error.description)
+        }
         self.logger = logger
         if let url {
             self.url = url
             return
         }
         guard let address = configuration.ingest.listenAddress else {
-            throw AgentStartError("'ingest.listen' is empty, so there is no default push URL: pass --url")
+            throw CommandFailure("'ingest.listen' is empty, so there is no default push URL: pass --url")
         }
         // A wildcard listener is reached on loopback.
         let host = switch address.host {
@@ -64,7 +69,7 @@ public struct PushSend: Sendable {
     }
 
     /// Posts `body` once. Throws a message naming the URL when the endpoint cannot be reached.
-    public func send(_ body: [UInt8], id: String = "msg_" + UUID().uuidString.lowercased()) async throws(AgentStartError) -> Answer {
+    public func send(_ body: [UInt8], id: String = "msg_" + UUID().uuidString.lowercased()) async throws(CommandFailure) -> Answer {
         let request = HTTPRequest(
             url: url, method: "POST",
             headers: headers(for: body, id: id, now: Checked.int64(clamping: Date().timeIntervalSince1970)),
@@ -74,9 +79,9 @@ public struct PushSend: Sendable {
         do {
             response = try await CurlLoop.withLoop(logger: logger) { loop in try await loop.perform(request) }
         } catch let error as CurlError {
-            throw AgentStartError("cannot post to \(url): \(error.description); is 'orderlive run' listening there?")
+            throw CommandFailure("cannot post to \(url): \(error.description); is 'orderlive run' listening there?")
         } catch {
-            throw AgentStartError("cannot post to \(url): \(error)")
+            throw CommandFailure("cannot post to \(url): \(error)")
         }
         return Answer(
             status: response.status, body: String(decoding: response.body, as: UTF8.self),

@@ -1,0 +1,133 @@
+import Agent
+import CheckedInput
+import CurlHTTP
+import Foundation
+import StoreModel
+
+/// `orderlive webhooks`: the outgoing webhook endpoints kept in the store, and what they are sent.
+public struct WebhookCommands: Sendable {
+    let configuration: OrderliveConfiguration
+    let console: Console
+
+    /// Commands on `configuration`, writing to `console`.
+    public init(_ configuration: OrderliveConfiguration, console: Console) {
+        self.configuration = configuration
+        self.console = console
+    }
+
+    /// An endpoint id: a positive whole number.
+    public static func identifier(_ text: String) throws(CommandUsageError) -> Int64 {
+        guard let id = Checked.int64(decimal: text), id > 0 else {
+            throw CommandUsageError("'\(text)' is not an endpoint id: ids are positive whole numbers (see `orderlive webhooks list`)")
+        }
+        return id
+    }
+
+    /// Runs `body` on the configured store's endpoints, the refusal or failure in one line.
+    func withOutbox<T: Sendable>(
+        _ body: @escaping @Sendable (any WebhookOutbox & ChangeFeedSource) async throws -> T
+    ) async throws -> T {
+        do {
+            return try await ConfiguredStore.withWebhooks(configuration, logger: quietLogger(), body)
+        } catch let refusal as WebhookAdministration.Refusal {
+            throw CommandFailure(refusal.description)
+        } catch let failure as CommandFailure {
+            throw failure
+        } catch {
+            throw CommandFailure("cannot use the order database: \(error)")
+        }
+    }
+
+    static func unknown(_ id: Int64) -> CommandFailure {
+        CommandFailure("no webhook endpoint \(id); `orderlive webhooks list` shows the ids")
+    }
+
+    /// The signing key from `secretFile`, or a new one written 0600 beside the state (its file named).
+    func signingKey(_ secretFile: String?) throws -> (secret: String, written: String?) {
+        if let secretFile { return (try WebhookAdministration.secret(from: secretFile), nil) }
+        let made = try WebhookAdministration.newSecret(in: configuration.store.stateDirectory)
+        return (made.secret, made.file)
+    }
+
+    func noteWritten(_ written: String?) {
+        if let written { console.note("orderlive: the endpoint's new signing key is in \(written) (0600); give it to the receiver") }
+    }
+
+    /// Adds an endpoint that receives the changes made from now on; writes its id.
+    public func add(url: String, secretFile: String?, events: String?, storeIDs: String?) async throws {
+        do {
+            _ = try WebhookAdministration.checkedURL(url)
+            _ = try WebhookAdministration.checkedEvents(events)
+            if let secretFile { _ = try WebhookAdministration.secret(from: secretFile) }
+        } catch {
+            throw CommandFailure(error.description)
+        }
+        let (endpoint, written) = try await withOutbox { store in
+            var (secret, written) = try signingKey(secretFile)
+            let endpoint = try await store.addWebhookEndpoint(NewWebhookEndpoint(
+                url: url, secret: secret, events: try WebhookAdministration.checkedEvents(events),
+                storeIDs: WebhookEndpoint.split(storeIDs?.replacingOccurrences(of: " ", with: ""))))
+            secret = ""
+            return (endpoint, written)
+        }
+        console.write("\(endpoint.id)")
+        noteWritten(written)
+    }
+
+    /// The endpoints: state, filters, progress, last error.
+    public func list(json: Bool) async throws {
+        let (endpoints, head) = try await withOutbox { store in
+            (try await store.webhookEndpoints(), try await store.changeHead())
+        }
+        console.list(
+            endpoints, json: json, empty: "No webhook endpoints; `orderlive webhooks add URL` adds one.",
+            document: { WebhookOutput.listJSON($0, head: head) }, lines: { WebhookOutput.listLines($0, head: head) })
+    }
+
+    /// Removes an endpoint for good.
+    public func remove(_ id: Int64) async throws {
+        guard try await withOutbox({ try await $0.removeWebhookEndpoint(id: id) }) else { throw Self.unknown(id) }
+        console.write("Removed webhook endpoint \(id).")
+    }
+
+    /// Enables an endpoint (delivery resumes from its cursor, attempts reset) or disables it (its cursor kept).
+    public func setEnabled(_ id: Int64, _ enabled: Bool) async throws {
+        let reason = enabled ? nil : "disabled by an operator"
+        guard try await withOutbox({ try await $0.setWebhookEndpoint(id: id, enabled: enabled, reason: reason) }) else {
+            throw Self.unknown(id)
+        }
+        console.write("\(enabled ? "Enabled" : "Disabled") webhook endpoint \(id).")
+    }
+
+    /// Sends the endpoint one signed test request and writes its answer; a failure unless it is 2xx.
+    public func test(_ id: Int64) async throws {
+        let settings = configuration.webhooks
+        let (status, body) = try await withOutbox { store in
+            guard let endpoint = try await store.webhookEndpoints().first(where: { $0.id == id }) else { throw Self.unknown(id) }
+            return try await CurlLoop.withLoop(logger: quietLogger()) { loop in
+                do {
+                    return try await WebhookAdministration.ping(endpoint, settings: settings, loop: loop)
+                } catch {
+                    throw CommandFailure("the test request to endpoint \(id) failed: \(error)")
+                }
+            }
+        }
+        console.write("Endpoint \(id) answered \(status)\(body.isEmpty ? "" : ": " + body)")
+        if !(200..<300).contains(status) { throw CommandFailure("endpoint \(id) did not answer 2xx") }
+    }
+
+    /// Gives an endpoint a new signing key; for 24 hours requests carry signatures with both.
+    public func rotate(_ id: Int64, secretFile: String?) async throws {
+        if let secretFile {
+            do { _ = try WebhookAdministration.secret(from: secretFile) } catch { throw CommandFailure(error.description) }
+        }
+        let written = try await withOutbox { store -> String? in
+            guard try await store.webhookEndpoints().contains(where: { $0.id == id }) else { throw Self.unknown(id) }
+            let (secret, written) = try signingKey(secretFile)
+            guard try await store.rotateWebhookSecret(id: id, to: secret) else { throw Self.unknown(id) }
+            return written
+        }
+        console.write("Webhook endpoint \(id) signs with its new key, and with the old one beside it for 24 hours.")
+        noteWritten(written)
+    }
+}
