@@ -26,7 +26,7 @@ let package = Package(
         .library(name: "Sandbox", targets: ["Sandbox"]),
         .library(name: "AuthSession", targets: ["AuthSession"]),
         .library(name: "StoreModel", targets: ["StoreModel"]),
-        .library(name: "OrderStore", targets: ["OrderStore"]),
+        .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
         .library(name: "PostgresStore", targets: ["PostgresStore"]),
         .library(name: "OrderSync", targets: ["OrderSync"]),
         .library(name: "PushIngest", targets: ["PushIngest"]),
@@ -130,7 +130,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
-            name: "OrderStore",
+            name: "SQLiteStore",
             dependencies: [
                 "AsyncSignals", "StoreModel", .product(name: "GRDB", package: "GRDB.swift"),
                 // The C API under GRDB, for the per-event statements (DirectStatement).
@@ -247,7 +247,7 @@ let package = Package(
                 "CurlHTTP",
                 "EventStream",
                 "AuthSession",
-                "OrderStore",
+                "SQLiteStore",
                 "PostgresStore",
                 "OrderSync",
                 "PushIngest",
@@ -270,7 +270,7 @@ let package = Package(
             // argument declarations and the agent's runtime.
             name: "Commands",
             dependencies: [
-                "Agent", "AsyncSignals", "AuthSession", "CheckedInput", "CurlHTTP", "EventStream", "JSONToolkit", "OrderStore",
+                "Agent", "AsyncSignals", "AuthSession", "CheckedInput", "CurlHTTP", "EventStream", "JSONToolkit", "SQLiteStore",
                 "OrderSync", "PushIngest", "Sandbox", "ServerSentEvents", "StoreModel", "WebhookDelivery", "WebhookSigning",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -301,7 +301,7 @@ let package = Package(
             // PostgreSQL, Chromium) over a real store in a temporary directory.
             name: "TestHarnesses",
             dependencies: [
-                "AsyncSignals", "StoreModel", "AuthSession", "CurlHTTP", "EventStream", "OrderStore", "OrderSync", "PushIngest", "Sandbox",
+                "AsyncSignals", "StoreModel", "AuthSession", "CurlHTTP", "EventStream", "SQLiteStore", "OrderSync", "PushIngest", "Sandbox",
                 "OrdersAPI", "ServerSentEvents", "TestKit", "LocalHTTP", "WebhookSigning",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -355,9 +355,9 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
-            name: "OrderStoreTests",
+            name: "SQLiteStoreTests",
             dependencies: [
-                "OrderStore", "StoreModel", "ServerSentEvents", "Sandbox", "CurlHTTP", "EventStream", "TestHarnesses", "TestKit",
+                "SQLiteStore", "StoreModel", "ServerSentEvents", "Sandbox", "CurlHTTP", "EventStream", "TestHarnesses", "TestKit",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strict
@@ -366,7 +366,7 @@ let package = Package(
             // The store's behaviour, one body of tests over both engines (SQLite and PostgreSQL).
             name: "StoreEngineTests",
             dependencies: [
-                "AsyncSignals", "StoreModel", "OrderStore", "OrderSync", "PostgresStore", "TestHarnesses", "TestKit",
+                "AsyncSignals", "StoreModel", "SQLiteStore", "OrderSync", "PostgresStore", "TestHarnesses", "TestKit",
                 "CurlHTTP", "OrdersAPI", "WebhookSigning",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -376,7 +376,7 @@ let package = Package(
         .testTarget(
             name: "OrderSyncTests",
             dependencies: [
-                "OrderSync", "StoreModel", "AsyncSignals", "JSONToolkit", "OrderStore", "ServerSentEvents", "Sandbox", "AuthSession",
+                "OrderSync", "StoreModel", "AsyncSignals", "JSONToolkit", "SQLiteStore", "ServerSentEvents", "Sandbox", "AuthSession",
                 "CurlHTTP", "EventStream", "TestHarnesses", "TestKit", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
@@ -386,7 +386,7 @@ let package = Package(
         .testTarget(
             name: "PushIngestTests",
             dependencies: [
-                "PushIngest", "StoreModel", "AsyncSignals", "JSONToolkit", "OrderStore", "CurlHTTP", "LocalHTTP", "TestHarnesses", "TestKit",
+                "PushIngest", "StoreModel", "AsyncSignals", "JSONToolkit", "SQLiteStore", "CurlHTTP", "LocalHTTP", "TestHarnesses", "TestKit",
                 "WebhookSigning",
                 .product(name: "GRDB", package: "GRDB.swift"), .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
@@ -412,7 +412,7 @@ let package = Package(
         .testTarget(
             name: "OrdersAPITests",
             dependencies: [
-                "OrdersAPI", "StoreModel", "OrderStore", "CurlHTTP", "AsyncSignals", "TestHarnesses", "TestKit", "WebhookSigning",
+                "OrdersAPI", "StoreModel", "SQLiteStore", "CurlHTTP", "AsyncSignals", "TestHarnesses", "TestKit", "WebhookSigning",
                 // FeedHeartbeatTests: the connection handler on an embedded channel and loop.
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -423,7 +423,7 @@ let package = Package(
         .testTarget(
             name: "CommandsTests",
             dependencies: [
-                "Commands", "Agent", "CurlHTTP", "EventStream", "OrderStore", "Sandbox", "ServerSentEvents", "StoreModel", "TestKit",
+                "Commands", "Agent", "CurlHTTP", "EventStream", "SQLiteStore", "Sandbox", "ServerSentEvents", "StoreModel", "TestKit",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -431,7 +431,7 @@ let package = Package(
         .testTarget(
             name: "AgentTests",
             dependencies: [
-                "Agent", "StoreModel", "AsyncSignals", "AuthSession", "Sandbox", "OrderStore", "CurlHTTP", "PushIngest", "WebhookDelivery", "WebhookSigning",
+                "Agent", "StoreModel", "AsyncSignals", "AuthSession", "Sandbox", "SQLiteStore", "CurlHTTP", "PushIngest", "WebhookDelivery", "WebhookSigning",
                 "TestHarnesses", "TestKit", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -450,7 +450,7 @@ if ProcessInfo.processInfo.environment["ORDERLIVE_FUZZ"] != nil {
         .executableTarget(
             name: "InputFuzz",
             dependencies: [
-                "Agent", "AuthSession", "CurlHTTP", "EventStream", "JSONToolkit", "OrderStore", "OrderSync", "OrdersAPI", "PushIngest",
+                "Agent", "AuthSession", "CurlHTTP", "EventStream", "JSONToolkit", "SQLiteStore", "OrderSync", "OrdersAPI", "PushIngest",
                 "StoreModel", "ServerSentEvents", "WebhookSigning",
             ],
             path: "Fuzz/Sources/InputFuzz"

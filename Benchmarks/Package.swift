@@ -23,7 +23,7 @@ let package = Package(
                 .product(name: "AsyncSignals", package: "orderlive"),
                 .product(name: "EventStream", package: "orderlive"),
                 .product(name: "Sandbox", package: "orderlive"),
-                .product(name: "OrderStore", package: "orderlive"),
+                .product(name: "SQLiteStore", package: "orderlive"),
                 .product(name: "StoreModel", package: "orderlive"),
                 .product(name: "PostgresStore", package: "orderlive"),
                 .product(name: "OrderSync", package: "orderlive"),
@@ -44,7 +44,7 @@ let package = Package(
             dependencies: [
                 .product(name: "ServerSentEvents", package: "orderlive"),
                 .product(name: "Sandbox", package: "orderlive"),
-                .product(name: "OrderStore", package: "orderlive"),
+                .product(name: "SQLiteStore", package: "orderlive"),
                 .product(name: "StoreModel", package: "orderlive"),
                 .product(name: "OrderSync", package: "orderlive"),
                 .product(name: "PushIngest", package: "orderlive"),

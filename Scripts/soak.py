@@ -306,7 +306,7 @@ log:
         if secret in log_text or PASSWORD in log_text:
             failures.append("a secret reached the agent's log")
         database = sqlite3.connect(f"file:{work}/state/orderlive.sqlite?mode=ro", uri=True)
-        # Acknowledged notif_ids are dedupe keys `notification:<notif_id>` (OrderStore's schema).
+        # Acknowledged notif_ids are dedupe keys `notification:<notif_id>` (SQLiteStore's schema).
         stored = {row[0] for row in database.execute(
             "SELECT substr(id, 14) FROM dedupe_key WHERE id LIKE 'notification:%'")}
         missing = [notif for notif in driver.acknowledged if notif not in stored]

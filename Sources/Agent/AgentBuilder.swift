@@ -4,7 +4,7 @@ import CurlHTTP
 import Foundation
 import LocalHTTP
 import Logging
-import OrderStore
+import SQLiteStore
 import StoreModel
 import OrderSync
 import OrdersAPI

@@ -2,7 +2,7 @@ import Foundation
 import AsyncSignals
 import AuthSession
 import LocalHTTP
-import OrderStore
+import SQLiteStore
 import StoreModel
 import PostgresStore
 import OrderSync

@@ -2,7 +2,7 @@ import CheckedInput
 import AuthSession
 import Foundation
 import JSONToolkit
-import OrderStore
+import SQLiteStore
 import StoreModel
 import PushIngest
 

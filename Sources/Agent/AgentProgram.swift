@@ -2,7 +2,7 @@ import AsyncSignals
 import AuthSession
 import Foundation
 import Logging
-import OrderStore
+import SQLiteStore
 import OrderSync
 import StoreModel
 import OrdersAPI

@@ -2,7 +2,7 @@ import AsyncSignals
 import CheckedInput
 import Foundation
 import Logging
-import OrderStore
+import SQLiteStore
 import StoreModel
 import PostgresStore
 

@@ -2,7 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import OrderStore
+import SQLiteStore
 import StoreModel
 
 /// The state directory (`store.state_dir`, DESIGN §7) and the files orderlive keeps in it: the order
@@ -25,21 +25,21 @@ public struct StateDirectory: Sendable, Hashable {
 
     /// Opens the order database, creating it when there is none; `busyTimeout` (seconds) is how long
     /// a write waits for another process's lock; `healthChanged` hears when writes start failing for
-    /// a storage reason and when they succeed again; `immediateApply` as ``OrderStore`` says (the
+    /// a storage reason and when they succeed again; `immediateApply` as ``SQLiteOrderStore`` says (the
     /// running agent's store sets it).
     public func openStore(
         durability: StoreDurability = .normal, busyTimeout: Double = 5, healthChanged: @escaping @Sendable (StoreWriteHealth) -> Void = { _ in },
         changesCommitted: @escaping @Sendable (Int64) -> Void = { _ in }, immediateApply: ImmediateApply? = nil
-    ) throws -> OrderStore {
-        try OrderStore(
+    ) throws -> SQLiteOrderStore {
+        try SQLiteOrderStore(
             path: databasePath, durability: durability, busyTimeout: busyTimeout, healthChanged: healthChanged, changesCommitted: changesCommitted,
             immediateApply: immediateApply)
     }
 
     /// Opens the order database when it exists; never creates one (with none, there are no orders yet).
-    public func openExistingStore() throws -> OrderStore? {
+    public func openExistingStore() throws -> SQLiteOrderStore? {
         guard FileManager.default.fileExists(atPath: databasePath) else { return nil }
-        return try OrderStore(path: databasePath)
+        return try SQLiteOrderStore(path: databasePath)
     }
 
     /// The store part of `status`; nil when there is no database yet.

@@ -4,7 +4,7 @@ import CheckedInput
 import Foundation
 import JSONToolkit
 import Logging
-import OrderStore
+import SQLiteStore
 import StoreModel
 import OrderSync
 import Sandbox

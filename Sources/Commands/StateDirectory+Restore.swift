@@ -1,6 +1,6 @@
 import Agent
 import Foundation
-import OrderStore
+import SQLiteStore
 
 #if canImport(Glibc)
 import Glibc
@@ -17,7 +17,7 @@ extension StateDirectory {
     }
 
     /// Replaces the order database with the backup at `file`: refused while an agent holds the store,
-    /// and refused when `file` fails ``OrderStoreFile/check(_:)``; nothing changes then. The backup is
+    /// and refused when `file` fails ``SQLiteStoreFile/check(_:)``; nothing changes then. The backup is
     /// copied (never moved: the operator's file stays theirs) beside the store, then the current
     /// database and its `-wal` are renamed to `orderlive.sqlite.replaced-<time>` and the copy takes its
     /// place. The next start opens it, migrates it if it is older, and resumes its stream cursor.
@@ -36,13 +36,13 @@ extension StateDirectory {
                 + "stop it first (for example `systemctl stop orderlive`), then restore; nothing was changed")
         }
         defer { withExtendedLifetime(lock) {} }
-        let check = OrderStoreFile.check(file)
+        let check = SQLiteStoreFile.check(file)
         guard check.isSound else {
             throw StoreFileError("\(file) cannot be restored: \(check.problems.joined(separator: "; ")); nothing was changed")
         }
         let incoming = databasePath + ".restoring"
         unlink(incoming)
-        try OrderStoreFile.backup(from: file, to: incoming, replacing: true)
+        try SQLiteStoreFile.backup(from: file, to: incoming, replacing: true)
         var replaced: String?
         if FileManager.default.fileExists(atPath: databasePath) {
             let kept = databasePath + ".replaced-" + Self.stamp(now)

@@ -1,6 +1,6 @@
 import Agent
 import Foundation
-import OrderStore
+import SQLiteStore
 
 /// `orderlive store backup|restore|check`: the SQLite store as a file — a backup of a running agent's
 /// store, a restore with the agent stopped, a check. PostgreSQL has its own tools, which these name.
@@ -35,7 +35,7 @@ public struct StoreFileCommands: Sendable {
         }
         let started = Date()
         do {
-            try OrderStoreFile.backup(from: directory.databasePath, to: file, replacing: replacing) { fraction in
+            try SQLiteStoreFile.backup(from: directory.databasePath, to: file, replacing: replacing) { fraction in
                 if showsProgress { FileHandle.standardError.write(Data("\rbacking up: \(Int(fraction * 100))%".utf8)) }
             }
         } catch {
@@ -43,7 +43,7 @@ public struct StoreFileCommands: Sendable {
             throw CommandFailure("backup failed: \(error.description)")
         }
         if showsProgress { FileHandle.standardError.write(Data("\n".utf8)) }
-        let check = OrderStoreFile.check(file)
+        let check = SQLiteStoreFile.check(file)
         let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0
         let seconds = String(format: "%.1f", Date().timeIntervalSince(started))
         console.write("Backed up \(check.contents.isEmpty ? "the store" : check.contents) "
@@ -78,7 +78,7 @@ public struct StoreFileCommands: Sendable {
                 throw CommandFailure("there is no store at \(path) (store.state_dir) to check")
             }
         }
-        let check = OrderStoreFile.check(path)
+        let check = SQLiteStoreFile.check(path)
         if file != nil, !FileManager.default.fileExists(atPath: path) {
             throw CommandFailure("there is no file at \(path) to check")
         }

@@ -1,7 +1,7 @@
 import Agent
 import CurlHTTP
 import Foundation
-import OrderStore
+import SQLiteStore
 import StoreModel
 import WebhookDelivery
 import WebhookSigning

@@ -1,6 +1,6 @@
 import COpenSSL
 
-/// The fingerprint an idempotency key is stored with (``OrderStore/DedupeEntry``): the first 128 bits
+/// The fingerprint an idempotency key is stored with (``SQLiteOrderStore/DedupeEntry``): the first 128 bits
 /// of the content's SHA-256, in hex. Equal bytes, equal fingerprint; a resent push is byte for byte
 /// what was sent, so a retry matches and a different request under a reused id does not.
 public enum ContentFingerprint {

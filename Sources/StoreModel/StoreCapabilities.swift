@@ -1,6 +1,6 @@
 // The store as its callers use it, one protocol per capability (STYLE 17): the stream service and
 // the push journal write the journal, the serial executor applies it, and everything that shows
-// orders reads them. `OrderStore` (SQLite) implements all three; a second engine plugs in here.
+// orders reads them. `SQLiteOrderStore` (SQLite) implements all three; a second engine plugs in here.
 
 /// Writing the journal: jobs with the stream cursor, idempotent submissions, and the store's owner
 /// (claimed before each stream).

@@ -1,7 +1,7 @@
 import CurlHTTP
 import Foundation
 import Logging
-import OrderStore
+import SQLiteStore
 import StoreModel
 import Sandbox
 import Synchronization
@@ -322,7 +322,7 @@ import TestKit
             let (status, _) = await child.waitForExit()
             let took = clock.now - asked
             await reader.value
-            let store = try OrderStore(path: directory + "/orderlive.sqlite")
+            let store = try SQLiteOrderStore(path: directory + "/orderlive.sqlite")
             if secondSignal {
                 #expect(status == 130)
                 #expect(took < .seconds(5))

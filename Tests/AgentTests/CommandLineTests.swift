@@ -1,5 +1,5 @@
 import Foundation
-import OrderStore
+import SQLiteStore
 import StoreModel
 import Sandbox
 import Synchronization
@@ -110,7 +110,7 @@ import TestKit
         #expect(try await run(["orders", "list", "--json"]).1 == ["[]"], "no database yet: no orders, nothing created")
         #expect(!FileManager.default.fileExists(atPath: state + "/orderlive.sqlite"))
 
-        let store = try OrderStore(path: state + "/orderlive.sqlite")
+        let store = try SQLiteOrderStore(path: state + "/orderlive.sqlite")
         for (id, status) in [(10, "delivered"), (2, "assigned")] {
             try store.applyUpsert(OrderRecord.parse(["id": id, "status": status, "version": 1, "extra": "kept"], appliedAt: 1))
         }
@@ -184,7 +184,7 @@ import TestKit
             let (status, _) = await child.waitForExit()
             #expect(status == 0)
             #expect(caughtUp)
-            let store = try OrderStore(path: state + "/orderlive.sqlite")
+            let store = try SQLiteOrderStore(path: state + "/orderlive.sqlite")
             let local = Dictionary(uniqueKeysWithValues: try store.orders().map { ($0.id, "\($0.status)@\($0.version ?? -1)") })
             let upstream = sandbox.orders.snapshot.mapValues { "\($0.status)@\($0.version)" }
             #expect(local == upstream)

@@ -2,7 +2,7 @@ import AsyncSignals
 import CurlHTTP
 import Foundation
 import GRDB
-import OrderStore
+import SQLiteStore
 import StoreModel
 import TestKit
 import Testing

@@ -1,5 +1,5 @@
 import Foundation
-import OrderStore
+import SQLiteStore
 import StoreModel
 import Testing
 import TestKit
@@ -12,7 +12,7 @@ import TestKit
     static func stand() throws -> String {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-failures-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let store = try OrderStore(path: directory + "/orderlive.sqlite")
+        let store = try SQLiteOrderStore(path: directory + "/orderlive.sqlite")
         try store.journal([
             NewJob(kind: .fetch, orderID: "7", version: 3, source: "push"),
             NewJob(kind: .fetch, orderID: "8", source: "stream"),

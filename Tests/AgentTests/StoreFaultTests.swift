@@ -5,7 +5,7 @@ import CurlHTTP
 import Foundation
 import ServiceLifecycle
 import GRDB
-import OrderStore
+import SQLiteStore
 import StoreModel
 import TestHarnesses
 import TestKit
@@ -20,9 +20,9 @@ import Testing
     /// The agent's operations over a store on `queue`, its executor marked running.
     private func operations(
         _ queue: DatabaseQueue, directory: String, loop: CurlLoop
-    ) throws -> (store: OrderStore, operations: AgentOperations, changes: AsyncStream<StoreWriteHealth>) {
+    ) throws -> (store: SQLiteOrderStore, operations: AgentOperations, changes: AsyncStream<StoreWriteHealth>) {
         let (changes, sink) = AsyncStream.makeStream(of: StoreWriteHealth.self)
-        let store = try OrderStore(queue, healthChanged: { sink.yield($0) })
+        let store = try SQLiteOrderStore(queue, healthChanged: { sink.yield($0) })
         let session = Session(
             dependencies: .init(
                 client: AuthClient(loop: loop, endpoints: .init(baseURL: "http://127.0.0.1:9")),

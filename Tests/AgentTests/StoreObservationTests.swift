@@ -1,6 +1,6 @@
 import Agent
 import AsyncSignals
-import OrderStore
+import SQLiteStore
 import StoreModel
 import TestHarnesses
 import Testing

@@ -1,7 +1,7 @@
 import AsyncSignals
 import CurlHTTP
 import Foundation
-import OrderStore
+import SQLiteStore
 import StoreModel
 import TestHarnesses
 import TestKit
@@ -47,7 +47,7 @@ import WebhookDelivery
     /// metrics heard. The machine is never reported busy, so no yield comes between the turns.
     private func replayWhileTheThirdChangeIsHeld(
         to target: (Int64) -> Int64,
-        _ check: (OrderStore, WebhookReceiver, _ start: Int64, _ delivered: Locked<Int>) async throws -> Void
+        _ check: (SQLiteOrderStore, WebhookReceiver, _ start: Int64, _ delivered: Locked<Int>) async throws -> Void
     ) async throws {
         let temporary = try TemporaryStore()
         let store = temporary.store

@@ -1,7 +1,7 @@
 import AsyncSignals
 import CurlHTTP
 import Foundation
-import OrderStore
+import SQLiteStore
 import StoreModel
 import TestHarnesses
 import TestKit

@@ -1,7 +1,7 @@
 import Agent
 import Commands
 import Foundation
-import OrderStore
+import SQLiteStore
 import StoreModel
 import Synchronization
 import Testing
@@ -44,7 +44,7 @@ import Testing
     /// A store holding one dead letter (a fetch the backend answered 503 for).
     static func withDeadLetter() throws -> (OrderliveConfiguration, String) {
         let (configuration, directory) = try stateDirectory()
-        let store = try OrderStore(path: directory + "/orderlive.sqlite")
+        let store = try SQLiteOrderStore(path: directory + "/orderlive.sqlite")
         try store.journal([NewJob(kind: .fetch, orderID: "7", version: 3, source: "push")], cursor: nil)
         let failing = try #require(try store.pendingJobs(limit: 1).first)
         try store.deadLetter(job: failing, reason: "the backend answered 503")

@@ -1,6 +1,6 @@
 import Foundation
 import JSONToolkit
-import OrderStore
+import SQLiteStore
 import StoreModel
 import OrderSync
 import ServerSentEvents

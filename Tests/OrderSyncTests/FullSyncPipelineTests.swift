@@ -1,7 +1,7 @@
 import AsyncSignals
 import Dispatch
 import Logging
-import OrderStore
+import SQLiteStore
 import StoreModel
 import OrderSync
 import ServiceLifecycle
@@ -32,10 +32,10 @@ import Testing
 
     /// The real store, every capability passed through but a page's apply, which `applyPage` does.
     final class ScriptedStore: JobApplier {
-        let store: OrderStore
-        let page: @Sendable (OrderStore, [OrderRecord], Int64?) async throws -> Void
+        let store: SQLiteOrderStore
+        let page: @Sendable (SQLiteOrderStore, [OrderRecord], Int64?) async throws -> Void
 
-        init(_ store: OrderStore, applyPage: @escaping @Sendable (OrderStore, [OrderRecord], Int64?) async throws -> Void) {
+        init(_ store: SQLiteOrderStore, applyPage: @escaping @Sendable (SQLiteOrderStore, [OrderRecord], Int64?) async throws -> Void) {
             self.store = store
             page = applyPage
         }
@@ -61,7 +61,7 @@ import Testing
 
     /// The real store, whose first page apply holds the executor's thread, as SQLite does, until the
     /// next page's fetch has started (or 20 s have passed); whether it saw that, nil before it ran.
-    static func holdingStore(_ store: OrderStore, source: AnnouncingSource) -> (ScriptedStore, Locked<Bool?>) {
+    static func holdingStore(_ store: SQLiteOrderStore, source: AnnouncingSource) -> (ScriptedStore, Locked<Bool?>) {
         let overlapped = Locked<Bool?>(nil)
         let scripted = ScriptedStore(store) { store, orders, jobID in
             if overlapped.withLock({ $0 }) == nil {

@@ -1,5 +1,5 @@
 import GRDB
-import OrderStore
+import SQLiteStore
 import StoreModel
 import OrderSync
 import TestHarnesses
@@ -9,7 +9,7 @@ import Testing
 @Suite(.timeLimit(.minutes(3))) struct LockedStoreTests {
     @Test func aJobThatCannotBeAppliedWhileTheDatabaseIsLockedWaitsAndIsNotLost() async throws {
         let temporary = try TemporaryStore()
-        let store = try OrderStore(path: temporary.store.path, busyTimeout: 0.05)
+        let store = try SQLiteOrderStore(path: temporary.store.path, busyTimeout: 0.05)
         try store.journal([NewJob(kind: .upsert, order: try order(1, version: 1), source: "test"),
                            NewJob(kind: .upsert, order: try order(2, version: 1), source: "test")])
         let executor = SyncExecutor(store: store, source: NoOrders(), logger: quietLogger)

@@ -2,7 +2,7 @@ import AsyncSignals
 import CurlHTTP
 import EventStream
 import Foundation
-import OrderStore
+import SQLiteStore
 import StoreModel
 import OrderSync
 import Sandbox

@@ -4,7 +4,7 @@ import CurlHTTP
 import EventStream
 import Foundation
 import Logging
-import OrderStore
+import SQLiteStore
 import StoreModel
 import OrderSync
 import Sandbox
@@ -149,10 +149,10 @@ final class SessionlessSource: OrderSource {
     /// A real store whose first read of the journal's head is followed, before the executor's apply,
     /// by a user switch: the one seam the race needs, made deterministic.
     final class SwitchingStore: JobApplier {
-        let store: OrderStore
+        let store: SQLiteOrderStore
         let switched = Locked(false)
 
-        init(_ store: OrderStore) {
+        init(_ store: SQLiteOrderStore) {
             self.store = store
         }
 

@@ -1,6 +1,6 @@
 import AsyncSignals
 import Foundation
-import OrderStore
+import SQLiteStore
 import OrderSync
 import StoreModel
 import TestHarnesses

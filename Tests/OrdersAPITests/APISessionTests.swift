@@ -1,7 +1,7 @@
 import AsyncSignals
 import CurlHTTP
 import Foundation
-import OrderStore
+import SQLiteStore
 @testable import OrdersAPI
 import StoreModel
 import TestHarnesses
@@ -30,7 +30,7 @@ import Testing
 
     static func cookie(_ id: String) -> HTTPHeaders { ["Cookie": "orderlive_session=\(id)"] }
 
-    static func prepare(_ store: OrderStore) throws {
+    static func prepare(_ store: SQLiteOrderStore) throws {
         for id in 1...6 { try store.applyUpsert(try order(id, version: 1, extra: ["store_id": id % 2 == 0 ? 2 : 1])) }
     }
 

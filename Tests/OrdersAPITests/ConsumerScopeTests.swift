@@ -1,6 +1,6 @@
 import CurlHTTP
 import Foundation
-import OrderStore
+import SQLiteStore
 import OrdersAPI
 import StoreModel
 import TestHarnesses
@@ -55,7 +55,7 @@ import WebhookSigning
         }
     }
 
-    static func upsert(_ store: OrderStore, id: Int, storeID: String, version: Int, status: String = "created") throws {
+    static func upsert(_ store: SQLiteOrderStore, id: Int, storeID: String, version: Int, status: String = "created") throws {
         try store.applyUpsert(try order(id, status: status, version: version, extra: ["store_id": Int(storeID) ?? 0]))
     }
 

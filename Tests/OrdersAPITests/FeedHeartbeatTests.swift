@@ -2,7 +2,7 @@ import AsyncSignals
 import CoreMetrics
 import NIOCore
 import NIOEmbedded
-import OrderStore
+import SQLiteStore
 import StoreModel
 @testable import OrdersAPI
 import Testing

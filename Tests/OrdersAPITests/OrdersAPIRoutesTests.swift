@@ -1,6 +1,6 @@
 import CurlHTTP
 import Foundation
-import OrderStore
+import SQLiteStore
 import StoreModel
 import OrdersAPI
 import TestHarnesses

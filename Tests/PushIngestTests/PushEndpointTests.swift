@@ -1,7 +1,7 @@
 import CurlHTTP
 import Foundation
 import GRDB
-import OrderStore
+import SQLiteStore
 import StoreModel
 import PushIngest
 import Testing

@@ -1,5 +1,5 @@
 import AsyncSignals
-import OrderStore
+import SQLiteStore
 import StoreModel
 import PushIngest
 import Testing
@@ -18,12 +18,12 @@ import TestHarnesses
             var batches = 0
         }
 
-        let store: OrderStore
+        let store: SQLiteOrderStore
         let concurrentAccepts: Int
         private let state = Locked(State())
         private let overlapped = WakeSignal()
 
-        init(store: OrderStore, concurrent: Int) {
+        init(store: SQLiteOrderStore, concurrent: Int) {
             self.store = store
             self.concurrentAccepts = concurrent
         }

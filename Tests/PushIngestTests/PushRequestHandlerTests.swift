@@ -8,7 +8,7 @@ import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 import NIOPosix
-import OrderStore
+import SQLiteStore
 @testable import PushIngest
 import TestHarnesses
 import TestKit

@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import OrderStore
+import SQLiteStore
 import StoreModel
 import TestHarnesses
 import Testing

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import OrderStore
+import SQLiteStore
 import StoreModel
 import PostgresStore
 import TestHarnesses

@@ -1,7 +1,7 @@
 import AsyncSignals
 import Foundation
 import Logging
-import OrderStore
+import SQLiteStore
 import StoreModel
 import PostgresStore
 import TestHarnesses

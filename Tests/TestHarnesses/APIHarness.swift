@@ -2,7 +2,7 @@ import AsyncSignals
 import CurlHTTP
 import Foundation
 import Logging
-import OrderStore
+import SQLiteStore
 import StoreModel
 import OrdersAPI
 import Prometheus
@@ -11,7 +11,7 @@ import TestKit
 /// A real orders API on 127.0.0.1:0 over a real store in a temporary directory (woken after each
 /// commit exactly as in the agent), and a curl client.
 public struct APIHarness: Sendable {
-    public let store: OrderStore
+    public let store: SQLiteOrderStore
     public let server: OrdersAPIServer
     public let loop: CurlLoop
     public let registry: PrometheusCollectorRegistry
@@ -26,14 +26,14 @@ public struct APIHarness: Sendable {
         authentication: APIAuthentication = .none,
         cors: CORSPolicy = CORSPolicy(),
         hub configuration: ChangeHub.Configuration = .init(),
-        prepare: (OrderStore) throws -> Void = { _ in },
+        prepare: (SQLiteOrderStore) throws -> Void = { _ in },
         _ body: (APIHarness) async throws -> Result
     ) async throws -> Result {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("api-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let wake = WakeSignal()
-        let store = try OrderStore(path: directory + "/orderlive.sqlite", changesCommitted: { _ in wake.signal() })
+        let store = try SQLiteOrderStore(path: directory + "/orderlive.sqlite", changesCommitted: { _ in wake.signal() })
         try prepare(store)
         let logs = CapturedLogs()
         let logger = logs.logger(level: .trace)

@@ -2,7 +2,7 @@ import CurlHTTP
 import Foundation
 import LocalHTTP
 import Logging
-import OrderStore
+import SQLiteStore
 import StoreModel
 import OrderSync
 import Prometheus
@@ -29,7 +29,7 @@ public struct TestOperations: OperationsProvider {
 
 /// A real push server on 127.0.0.1:0 over a real store in a temporary directory, and a curl client.
 public struct PushServerHarness: Sendable {
-    public let store: OrderStore
+    public let store: SQLiteOrderStore
     public let endpoint: PushEndpoint
     public let server: PushServer
     public let loop: CurlLoop
@@ -50,13 +50,13 @@ public struct PushServerHarness: Sendable {
         allowFrom: [AddressRange] = [],
         tls: ListenerTLS? = nil,
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
-        prepare: (OrderStore) throws -> Void = { _ in },
+        prepare: (SQLiteOrderStore) throws -> Void = { _ in },
         _ body: (PushServerHarness) async throws -> Result
     ) async throws -> Result {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("push-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = try OrderStore(path: directory + "/orderlive.sqlite")
+        let store = try SQLiteOrderStore(path: directory + "/orderlive.sqlite")
         try prepare(store)
         let logs = CapturedLogs()
         let logger = logs.logger(level: .debug)

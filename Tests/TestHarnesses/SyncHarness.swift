@@ -2,7 +2,7 @@ import AuthSession
 import CurlHTTP
 import EventStream
 import Foundation
-import OrderStore
+import SQLiteStore
 import StoreModel
 import OrderSync
 import Sandbox
@@ -11,7 +11,7 @@ import TestKit
 /// A Sandbox order book, a logged-in session, a fresh store and an executor over them.
 public struct SyncHarness: Sendable {
     public let sandbox: Sandbox
-    public let store: OrderStore
+    public let store: SQLiteOrderStore
     public let executor: SyncExecutor
     public let wall: WallClock
     public let loop: CurlLoop

@@ -1,5 +1,5 @@
 import Foundation
-import OrderStore
+import SQLiteStore
 import StoreModel
 
 /// A fresh database file per test (GRDB's advice), removed afterwards.
@@ -7,10 +7,10 @@ public final class TemporaryStore {
     /// The directory holding the database.
     public let directory: String
     /// The store.
-    public let store: OrderStore
+    public let store: SQLiteOrderStore
 
     /// Creates a store in a new temporary directory; `now` is its wall clock; the other arguments
-    /// as ``OrderStore`` says.
+    /// as ``SQLiteOrderStore`` says.
     public init(
         now: @escaping @Sendable () -> Double = { 1_000 },
         changesCommitted: @escaping @Sendable (Int64) -> Void = { _ in }, immediateApply: ImmediateApply? = nil,
@@ -18,7 +18,7 @@ public final class TemporaryStore {
     ) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-db-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        store = try OrderStore(
+        store = try SQLiteOrderStore(
             path: directory + "/orderlive.sqlite", now: now, changesCommitted: changesCommitted, immediateApply: immediateApply,
             grouping: grouping)
     }

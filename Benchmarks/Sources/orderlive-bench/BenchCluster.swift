@@ -5,7 +5,7 @@ import CurlHTTP
 import EventStream
 import Foundation
 import Logging
-import OrderStore
+import SQLiteStore
 import StoreModel
 import OrderSync
 import PostgresStore

@@ -13,7 +13,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import OrderStore
+import SQLiteStore
 import StoreModel
 import Synchronization
 
@@ -144,7 +144,7 @@ func feedBenchmark() async throws {
     guard let server = program.apiServer else { return }
     // Twenty orders in the store: each subscriber's snapshot.
     // The benchmark's configuration keeps the default SQLite engine, whose writes the committer calls directly.
-    guard let store = program.store as? OrderStore else { return }
+    guard let store = program.store as? SQLiteOrderStore else { return }
     try store.applyPage(try (0..<20).map { try benchOrder($0, version: 1, status: "created") })
     let webhook = try await addBenchWebhook(to: program)
     defer { webhook?.kill() }
@@ -209,11 +209,11 @@ func feedBenchmark() async throws {
 /// Commits order changes as the executor does: one transaction each, on a thread of its own (the
 /// executor's is a dedicated thread too), at `rate` per second or, with rate 0, back to back.
 final class Committer: Sendable {
-    private let store: OrderStore
+    private let store: SQLiteOrderStore
     private let versions: Mutex<[Int]>
     private static let statuses = ["assigned", "picked_up", "delivering", "delivered", "created"]
 
-    init(store: OrderStore, orders: Int) {
+    init(store: SQLiteOrderStore, orders: Int) {
         self.store = store
         versions = Mutex([Int](repeating: 1, count: orders))
     }

@@ -4,7 +4,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import OrderStore
+import SQLiteStore
 import StoreModel
 import Synchronization
 #if canImport(Glibc)

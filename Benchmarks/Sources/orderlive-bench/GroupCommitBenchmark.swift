@@ -1,5 +1,5 @@
 import Foundation
-import OrderStore
+import SQLiteStore
 import StoreModel
 import Synchronization
 
@@ -60,7 +60,7 @@ private func mixedWrites(
     let directory = NSTemporaryDirectory() + "orderlive-group-bench-\(UUID().uuidString)"
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: directory) }
-    let store = try OrderStore(
+    let store = try SQLiteOrderStore(
         path: directory + "/orderlive.sqlite", durability: durability, immediateApply: journaling ? nil : ImmediateApply(),
         grouping: grouping)
     let policy = SubmissionPolicy(dedupeSince: 0, highWaterJobs: 10_000_000)

@@ -9,7 +9,7 @@ import Agent
 import Foundation
 import Hummingbird
 import Logging
-import OrderStore
+import SQLiteStore
 import StoreModel
 
 #if canImport(Glibc)

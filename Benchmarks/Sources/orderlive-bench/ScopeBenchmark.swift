@@ -1,7 +1,7 @@
 import Agent
 import Foundation
 import Logging
-import OrderStore
+import SQLiteStore
 import OrdersAPI
 
 /// DESIGN §9's budget for scoped consumers (issue 55): REST throughput and the change feed's CPU per
@@ -30,7 +30,7 @@ func scopeBenchmark() async throws {
     var logger = Logger(label: "orderlive") { JSONLogHandler(label: $0) }
     logger.logLevel = .error
     let program = try AgentBuilder.build(configuration: configuration, logger: logger, environment: [:])
-    guard let server = program.apiServer, let store = program.store as? OrderStore else { return }
+    guard let server = program.apiServer, let store = program.store as? SQLiteOrderStore else { return }
     try store.applyPage(try (0..<240).map { try benchOrder($0, version: 1, status: "created") })
     let running = Task { try await program.run(handlingSignals: false) }
     defer { running.cancel() }

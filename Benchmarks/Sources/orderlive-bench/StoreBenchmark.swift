@@ -3,7 +3,7 @@ import AuthSession
 import CurlHTTP
 import EventStream
 import Foundation
-import OrderStore
+import SQLiteStore
 import StoreModel
 import OrderSync
 import Sandbox
@@ -127,11 +127,11 @@ func commitLatency() async throws {
 /// A fresh SQLite store in a temporary directory; with `immediateApply` as `orderlive run` opens it.
 struct SQLitePipelineStore {
     let directory = NSTemporaryDirectory() + "orderlive-bench-\(UUID().uuidString)"
-    let store: OrderStore
+    let store: SQLiteOrderStore
 
     init(immediateApply: Bool) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        store = try OrderStore(path: directory + "/orderlive.sqlite", immediateApply: immediateApply ? ImmediateApply() : nil)
+        store = try SQLiteOrderStore(path: directory + "/orderlive.sqlite", immediateApply: immediateApply ? ImmediateApply() : nil)
     }
 
     func remove() {

@@ -5,7 +5,7 @@ import EventStream
 import Foundation
 import Logging
 import OpenAPIRuntime
-import OrderStore
+import SQLiteStore
 import StoreModel
 import OrderSync
 import Sandbox

@@ -30,7 +30,7 @@
 // - `page-again`: one order of a second full sync of the same, unchanged orders (its pages' applies).
 
 import Foundation
-import OrderStore
+import SQLiteStore
 import StoreModel
 import OrderSync
 import PushIngest
@@ -104,7 +104,7 @@ func run(_ workload: String, count: Int, prepared: Int) throws {
         let directory = NSTemporaryDirectory() + "orderlive-instructions-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = try OrderStore(path: directory + "/orderlive.sqlite", immediateApply: atOnce ? ImmediateApply() : nil)
+        let store = try SQLiteOrderStore(path: directory + "/orderlive.sqlite", immediateApply: atOnce ? ImmediateApply() : nil)
         var start = 0
         while start < count {
             let end = min(start + 100, count)
@@ -134,7 +134,7 @@ func run(_ workload: String, count: Int, prepared: Int) throws {
         let directory = NSTemporaryDirectory() + "orderlive-instructions-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = try OrderStore(path: directory + "/orderlive.sqlite", immediateApply: ImmediateApply())
+        let store = try SQLiteOrderStore(path: directory + "/orderlive.sqlite", immediateApply: ImmediateApply())
         let policy = SubmissionPolicy(dedupeSince: 0, highWaterJobs: 10_000_000)
         for body in bodies.prefix(count) {
             let request: GorushRequest
@@ -169,7 +169,7 @@ func run(_ workload: String, count: Int, prepared: Int) throws {
 /// lost cursor costs.
 /// The executor's run of whole-order jobs from the journal's head: chosen by the per-order lanes
 /// (`laned`), or the head as it is (the executor before issue 54).
-func applyHead(of store: OrderStore, laned: Bool) throws {
+func applyHead(of store: SQLiteOrderStore, laned: Bool) throws {
     let head = try store.headJobs(limit: 512)
     guard laned else {
         try store.applyInOneTransaction(head)
@@ -199,7 +199,7 @@ func applyPages(count: Int, prepared: Int, again: Bool) throws {
     let directory = NSTemporaryDirectory() + "orderlive-instructions-\(UUID().uuidString)"
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: directory) }
-    let store = try OrderStore(path: directory + "/orderlive.sqlite")
+    let store = try SQLiteOrderStore(path: directory + "/orderlive.sqlite")
     if again {
         for body in bodies { try store.applyPage(try OrdersClient.decodePage(body, appliedAt: 1_000).orders) }
     }

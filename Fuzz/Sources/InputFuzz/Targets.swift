@@ -4,7 +4,7 @@ import CurlHTTP
 import EventStream
 import Foundation
 import JSONToolkit
-import OrderStore
+import SQLiteStore
 import StoreModel
 import OrderSync
 import OrdersAPI

@@ -1,4 +1,4 @@
-import OrderStore
+import SQLiteStore
 import StoreModel
 import PostgresStore
 

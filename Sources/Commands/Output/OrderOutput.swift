@@ -1,5 +1,5 @@
 import Foundation
-import OrderStore
+import SQLiteStore
 import StoreModel
 
 /// `orders list` and `orders show`: the stored orders as aligned lines, fields, or the JSON exactly as

@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import GRDB
-@testable import OrderStore
+@testable import SQLiteStore
 import StoreModel
 import Synchronization
 import TestHarnesses
@@ -252,7 +252,7 @@ import Testing
             let directory = NSTemporaryDirectory() + "orderlive-group-durability-\(UUID().uuidString)"
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: directory) }
-            let store = try OrderStore(path: directory + "/orderlive.sqlite", durability: durability)
+            let store = try SQLiteOrderStore(path: directory + "/orderlive.sqlite", durability: durability)
             let (stream, continuation) = AsyncStream.makeStream(of: Int.self)
             store.groupCommit.observeQueue { continuation.yield($0) }
             var counts = stream.makeAsyncIterator()

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-@testable import OrderStore
+@testable import SQLiteStore
 import StoreModel
 import TestHarnesses
 import TestKit
@@ -11,11 +11,11 @@ import Testing
 /// effect and in the change log, as the same upserts made one by one.
 @Suite(.timeLimit(.minutes(3))) struct PageApplyTests {
     /// How many of the store's changes hold no body of their own.
-    private func bodiless(_ store: OrderStore) throws -> Int {
+    private func bodiless(_ store: SQLiteOrderStore) throws -> Int {
         try store.writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM order_change WHERE body IS NULL") ?? 0 }
     }
 
-    private func changes(of store: OrderStore, after seq: Int64) throws -> [OrderChange] {
+    private func changes(of store: SQLiteOrderStore, after seq: Int64) throws -> [OrderChange] {
         try store.appendedChanges(after: seq, limit: 10_000)
     }
 
@@ -43,12 +43,12 @@ import Testing
         #expect(all[60].orderID == "5" && all[60].body == updated.body)
         #expect(all[61].orderID == "7" && all[61].kind == .deleted && all[61].body == nil)
         #expect(all[62].orderID == "9" && all[62].kind == .deleted)
-        #expect(OrderStoreFile.check(temporary.directory + "/orderlive.sqlite").isSound)
+        #expect(SQLiteStoreFile.check(temporary.directory + "/orderlive.sqlite").isSound)
 
         // A change whose row was altered by hand no longer finds its body, and the check says so.
         try store.writer.write { db in try db.execute(sql: #"UPDATE "order" SET body_change = NULL WHERE id = '3'"#) }
         #expect(try changes(of: store, after: start)[2].body == nil)
-        let verdict = OrderStoreFile.check(temporary.directory + "/orderlive.sqlite")
+        let verdict = SQLiteStoreFile.check(temporary.directory + "/orderlive.sqlite")
         #expect(verdict.problems == ["1 change(s) in the change log have lost their order's body"])
     }
 
@@ -97,7 +97,7 @@ import Testing
         try paged.store.applyPage(page)
         for order in page { try single.store.applyUpsert(order) }
 
-        let orders = { (store: OrderStore) in try store.orders().map { [$0.id, $0.status, "\($0.version ?? 0)", $0.body] } }
+        let orders = { (store: SQLiteOrderStore) in try store.orders().map { [$0.id, $0.status, "\($0.version ?? 0)", $0.body] } }
         #expect(try orders(paged.store) == orders(single.store))
         let pagedChanges = try changes(of: paged.store, after: pagedStart)
         #expect(pagedChanges.map(\.seq) == Array((pagedStart + 1)...(pagedStart + Int64(pagedChanges.count))))
@@ -107,7 +107,7 @@ import Testing
             }
         }
         #expect(byOrder(pagedChanges) == byOrder(try changes(of: single.store, after: singleStart)))
-        #expect(OrderStoreFile.check(paged.directory + "/orderlive.sqlite").isSound)
+        #expect(SQLiteStoreFile.check(paged.directory + "/orderlive.sqlite").isSound)
         // Every order changed since keeps every change's body (the rows are rewritten one by one).
         for order in page.prefix(50) { try paged.store.applyUpsert(try TestHarnesses.order(order.id, status: "delivered", version: 9)) }
         let after = try changes(of: paged.store, after: pagedStart)

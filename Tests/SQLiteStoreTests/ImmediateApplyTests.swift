@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import OrderStore
+import SQLiteStore
 import StoreModel
 import Synchronization
 import TestHarnesses

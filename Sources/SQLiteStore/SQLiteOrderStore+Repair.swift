@@ -2,7 +2,7 @@ import GRDB
 import StoreModel
 
 /// What an operator does to dead letters (`orderlive dead-letters drop|retry`) and their retention.
-extension OrderStore {
+extension SQLiteOrderStore {
     /// Removes the dead letters `ids` (all when nil) in one transaction, or none when one is unknown.
     public func dropDeadLetters(_ ids: [Int64]?) throws -> DeadLetterChange {
         try recordedWrite { db in

@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import StoreModel
 
-extension OrderStore {
+extension SQLiteOrderStore {
     /// Accepts a batch of submissions in one transaction (group commit). Each submission is
     /// all-or-nothing inside its own savepoint: its jobs and keys are journaled (or, with
     /// ``ImmediateApply`` and an empty journal, applied) together or not at all, and a failing

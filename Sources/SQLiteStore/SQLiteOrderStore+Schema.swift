@@ -2,7 +2,7 @@ import GRDB
 import StoreModel
 
 /// The schema: migrations are frozen history with string table names (STYLE 11).
-extension OrderStore {
+extension SQLiteOrderStore {
     /// Frozen history: never edit a shipped migration, add a new one.
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -101,7 +101,7 @@ extension OrderStore {
             try db.execute(sql: "INSERT INTO change_log (id, floor) VALUES (1, ?)", arguments: [randomBase()])
         }
         migrator.registerMigration("v4-health-probe") { db in
-            // Where the write probe (``OrderStore/probeWrite()``) grows the file and gives the room back,
+            // Where the write probe (``SQLiteOrderStore/probeWrite()``) grows the file and gives the room back,
             // so an unwritable store is noticed writable again with nothing else written.
             try db.execute(sql: "CREATE TABLE health_probe (id INTEGER PRIMARY KEY, filler BLOB NOT NULL)")
         }

@@ -2,7 +2,7 @@ import GRDB
 import StoreModel
 
 /// The outgoing webhooks' endpoints and cursors (issue 40) on the SQLite engine.
-extension OrderStore: WebhookOutbox {
+extension SQLiteOrderStore: WebhookOutbox {
     public func webhookEndpoints() throws -> [WebhookEndpoint] {
         try writer.read { db in try Row.fetchAll(db, sql: "SELECT * FROM webhook_endpoint ORDER BY id").map(Self.endpoint) }
     }

@@ -5,7 +5,7 @@ import StoreModel
 /// multi-row `INSERT` for the orders and one for their changes, instead of two statements per order.
 /// At a cold start every order of every page is new; SQLite's per-statement work (binding, stepping,
 /// opening and closing a cursor on each b-tree, resetting) was a large part of the apply.
-extension OrderStore {
+extension SQLiteOrderStore {
     /// Rows per multi-row statement: 50 orders are 450 parameters and 50 changes 600, far under
     /// SQLite's limit, and a statement of one shape is compiled once per connection.
     static let insertBatchSize = 50

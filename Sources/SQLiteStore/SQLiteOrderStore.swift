@@ -3,20 +3,12 @@ import Foundation
 import GRDB
 import StoreModel
 
-/// How durable each commit is.
-public enum StoreDurability: String, Sendable, Hashable, CaseIterable {
-    /// `synchronous=NORMAL` in WAL mode: survives a process crash.
-    case normal
-    /// `synchronous=FULL`: also survives a power loss.
-    case full
-}
-
 /// The SQLite engine of the store (GRDB): the process's one owner of `orderlive.sqlite`; other
 /// processes may read it at any time (WAL). Built over any GRDB `DatabaseWriter` (GRDB's demo
 /// `AppDatabase`): a `DatabasePool` on a file in production, a `DatabaseQueue` where a test wants one.
 /// Its capabilities are split by concern: `+Schema`, `+Journal`, `+Submission`, `+Apply`,
 /// `+Reading`, `+Ownership`; callers see them through ``JobJournal``, ``JobApplier`` and ``OrderReader``.
-public final class OrderStore: Sendable, JobJournal, JobApplier, OrderReader, ChangeFeedSource, WriteProbe, DeadLetterRepair {
+public final class SQLiteOrderStore: Sendable, JobJournal, JobApplier, OrderReader, ChangeFeedSource, WriteProbe, DeadLetterRepair {
     /// The database file ("" for an in-memory database).
     public var path: String { writer.path }
     let writer: any DatabaseWriter

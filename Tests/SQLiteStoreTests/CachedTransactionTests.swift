@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-@testable import OrderStore
+@testable import SQLiteStore
 import StoreModel
 import Testing
 

@@ -2,7 +2,7 @@ import GRDB
 import StoreModel
 
 /// Reading the stored orders and the counts of `status` and `/metrics`.
-extension OrderStore {
+extension SQLiteOrderStore {
     /// Stored orders sorted by id (numeric ids numerically), optionally of one status.
     public func orders(status: String? = nil) throws -> [OrderRecord] {
         try writer.read { db in

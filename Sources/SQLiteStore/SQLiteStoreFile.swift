@@ -8,12 +8,12 @@ import Glibc
 
 /// The store's file as a whole (`orderlive store backup|restore|check`, issue 38): a consistent,
 /// standalone copy of a store an agent is writing, and the checks a file must pass before it is
-/// trusted. Neither opens the file through ``OrderStore``, which would migrate it: a check never
+/// trusted. Neither opens the file through ``SQLiteOrderStore``, which would migrate it: a check never
 /// writes what it checks.
-public enum OrderStoreFile {
+public enum SQLiteStoreFile {
     /// The migrations this build knows, oldest first: a file with one beyond them was written by a
     /// newer orderlive.
-    public static var knownMigrations: [String] { OrderStore.migrator.migrations }
+    public static var knownMigrations: [String] { SQLiteOrderStore.migrator.migrations }
 
     /// Copies the SQLite store at `source` to `destination` with SQLite's online backup, in one read
     /// transaction, so the copy is the store as of one commit however much is written meanwhile (WAL

@@ -1,7 +1,7 @@
 import CurlHTTP
 import EventStream
 import Foundation
-import OrderStore
+import SQLiteStore
 import StoreModel
 import Sandbox
 import TestKit

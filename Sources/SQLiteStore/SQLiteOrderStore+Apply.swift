@@ -2,7 +2,7 @@ import GRDB
 import StoreModel
 
 /// Applying journaled jobs: the serial executor's side of the journal (DESIGN §4, §8).
-extension OrderStore {
+extension SQLiteOrderStore {
     /// Applies an upsert and completes its job in one transaction (exactly once in effect).
     @discardableResult
     public func applyUpsert(_ order: OrderRecord, completing jobID: Int64? = nil) throws -> UpsertOutcome {

@@ -1,12 +1,12 @@
 import Foundation
 import GRDB
-import OrderStore
+import SQLiteStore
 import StoreModel
 import ServerSentEvents
 import TestHarnesses
 import Testing
 
-@Suite(.timeLimit(.minutes(3))) struct OrderStoreTests {
+@Suite(.timeLimit(.minutes(3))) struct SQLiteOrderStoreTests {
     @Test func newerVersionWinsOlderAndEqualAreStale() throws {
         let temporary = try TemporaryStore()
         let store = temporary.store
@@ -171,7 +171,7 @@ import Testing
         let temporary = try TemporaryStore()
         try temporary.store.applyUpsert(order(1, version: 1))
         // A second, independent reader of the same file (as `orderlive orders` or sqlite3 would be).
-        let reader = try OrderStore(path: temporary.store.path)
+        let reader = try SQLiteOrderStore(path: temporary.store.path)
         #expect(try reader.orders().map(\.id) == ["1"])
     }
 
@@ -202,7 +202,7 @@ import Testing
     }
 }
 
-/// The write-ahead log is checkpointed every `OrderStore.checkpointPages` pages (250, not SQLite's
+/// The write-ahead log is checkpointed every `SQLiteOrderStore.checkpointPages` pages (250, not SQLite's
 /// 1,000), so each checkpoint the writer runs inside a commit is a quarter of the size.
 @Suite(.timeLimit(.minutes(3))) struct CheckpointThresholdTests {
     @Test func theLogIsCheckpointedEvery250PagesNotEvery1000() throws {

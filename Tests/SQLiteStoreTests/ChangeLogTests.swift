@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-@testable import OrderStore
+@testable import SQLiteStore
 import StoreModel
 import TestHarnesses
 import Testing
@@ -59,7 +59,7 @@ import Testing
     /// Runs `body` with today's store opened on a database file that was migrated up to `migration`
     /// only and filled by `fill`, and the file's path.
     private func withStore(
-        migratedFrom migration: String, filled fill: (Database) throws -> Void, _ body: (OrderStore, String) throws -> Void
+        migratedFrom migration: String, filled fill: (Database) throws -> Void, _ body: (SQLiteOrderStore, String) throws -> Void
     ) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("migration-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -67,10 +67,10 @@ import Testing
         let path = directory + "/orderlive.sqlite"
         do {
             let old = try DatabaseQueue(path: path)
-            try OrderStore.migrator.migrate(old, upTo: migration)
+            try SQLiteOrderStore.migrator.migrate(old, upTo: migration)
             try old.write(fill)
         }
-        try body(try OrderStore(path: path), path)
+        try body(try SQLiteOrderStore(path: path), path)
     }
 
     @Test func theMigrationAddsTheLogToADatabaseOfTheFirstSchemaAndKeepsItsData() throws {
@@ -118,7 +118,7 @@ import Testing
             let changes = try store.appendedChanges(after: 0, limit: 10)
             #expect(changes.map(\.orderID) == ["7", "7", "8"])
             #expect(changes.map(\.body) == [#"{"id":7}"#, try order(7, status: "assigned", version: 2).body, try order(8, version: 1).body])
-            #expect(OrderStoreFile.check(path).isSound)
+            #expect(SQLiteStoreFile.check(path).isSound)
         }
     }
 

@@ -50,13 +50,13 @@ struct JobIntake {
                 if var order = job.order {
                     // As the executor would read it back from the journal (the job's order id).
                     order.id = job.orderID ?? order.id
-                    _ = try OrderStore.upsert(order, at: now, in: db, changes: &changes)
+                    _ = try SQLiteOrderStore.upsert(order, at: now, in: db, changes: &changes)
                     applied[.upsert, default: 0] += 1
                     return true
                 }
             case .delete:
                 if let id = job.orderID {
-                    _ = try OrderStore.delete(orderID: id, version: job.version, at: now, in: db, changes: &changes)
+                    _ = try SQLiteOrderStore.delete(orderID: id, version: job.version, at: now, in: db, changes: &changes)
                     applied[.delete, default: 0] += 1
                     return true
                 }
@@ -66,13 +66,13 @@ struct JobIntake {
         }
         // From here on in this transaction, every job is journaled behind this one.
         applying = false
-        guard try OrderStore.insert(job, at: now, in: db) else { return false }
+        guard try SQLiteOrderStore.insert(job, at: now, in: db) else { return false }
         journaled += 1
         return true
     }
 }
 
-extension OrderStore {
+extension SQLiteOrderStore {
     /// Whether the journal holds no job (inside a write transaction: none waits and none is in hand).
     static func journalIsEmpty(in db: Database) throws -> Bool {
         try Int.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM job)")) == 0

@@ -2,7 +2,7 @@ import GRDB
 import StoreModel
 
 /// Whose data the store holds (FIELD-NOTES 15).
-extension OrderStore {
+extension SQLiteOrderStore {
     /// The user the data belongs to.
     public func owner() throws -> String? {
         try writer.read { db in try String.fetchOne(db, sql: "SELECT user_id FROM owner WHERE id = 1") }

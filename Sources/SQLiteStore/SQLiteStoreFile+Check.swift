@@ -17,7 +17,7 @@ public struct StoreFileCheck: Sendable, Hashable {
     public var isSound: Bool { problems.isEmpty }
 }
 
-extension OrderStoreFile {
+extension SQLiteStoreFile {
     /// Checks the store file at `path`: SQLite's `integrity_check`, then the store's own invariants —
     /// a schema this build knows, every journal job's kind known, the change log's seqs without gaps,
     /// every order's version at least 1, every change's body readable — and notes a missing stream cursor. Never throws and never

@@ -59,14 +59,14 @@ struct ChangeAppender {
     mutating func nextSeq(in db: Database) throws -> Int64 {
         if let next { return next }
         // The head is read back from the database: numbered without overflow.
-        let (following, overflow) = try OrderStore.changeHead(in: db).addingReportingOverflow(1)
+        let (following, overflow) = try SQLiteOrderStore.changeHead(in: db).addingReportingOverflow(1)
         guard !overflow else { throw OrderParseError("the change log's sequence is exhausted") }
         next = following
         return following
     }
 
     /// Appends a change with the next `seq`. A nil `body` for an upsert means the order's row holds it
-    /// (its `body_change` is this seq; see ``OrderStore/materialize(_:of:in:statements:)``).
+    /// (its `body_change` is this seq; see ``SQLiteOrderStore/materialize(_:of:in:statements:)``).
     mutating func append(
         _ kind: OrderChange.Kind, orderID: String, version: Int64?, body: String?, at now: Double,
         after: OrderChange.Fields?, before: OrderChange.Fields?, in db: Database
@@ -100,7 +100,7 @@ struct ChangeAppender {
 }
 
 /// The change log: numbering, reading for subscribers, pruning (DESIGN §11).
-extension OrderStore {
+extension SQLiteOrderStore {
     /// Where a new store's sequence starts: a random multiple of 2^32 below 2^52, so that an id from
     /// another database is almost never inside this one's range (and every seq stays an exact
     /// number in JavaScript, below 2^53).

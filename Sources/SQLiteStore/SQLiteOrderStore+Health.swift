@@ -2,7 +2,7 @@ import GRDB
 import StoreModel
 import Synchronization
 
-extension OrderStore {
+extension SQLiteOrderStore {
     /// The store's write health now.
     public var writeHealth: StoreWriteHealth { health.withLock { $0 } }
 

@@ -2,7 +2,7 @@ import GRDB
 import StoreModel
 
 /// Journaling jobs with the stream cursor (the stream service's side of the journal, DESIGN §3).
-extension OrderStore {
+extension SQLiteOrderStore {
     /// Journals jobs and, in the same transaction, advances the stream cursor (DESIGN §3: the cursor
     /// moves only with the job of its event). Jobs collapse as ``insert(_:at:in:)`` says; with
     /// ``ImmediateApply``, whole-order jobs that find the journal empty are applied instead. Returns

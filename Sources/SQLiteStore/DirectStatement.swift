@@ -278,11 +278,11 @@ final class TransactionStatements: @unchecked Sendable {
 
         var sql: String {
             switch self {
-            case .upsert: OrderStore.upsertSQL
-            case .insertNew: OrderStore.insertNewSQL
-            case .insertNewBatch: OrderStore.insertNewBatchSQL
-            case .changeInsertBatch: OrderStore.changeInsertBatchSQL
-            case .materialize: OrderStore.materializeSQL
+            case .upsert: SQLiteOrderStore.upsertSQL
+            case .insertNew: SQLiteOrderStore.insertNewSQL
+            case .insertNewBatch: SQLiteOrderStore.insertNewBatchSQL
+            case .changeInsertBatch: SQLiteOrderStore.changeInsertBatchSQL
+            case .materialize: SQLiteOrderStore.materializeSQL
             case .changeInsert: ChangeAppender.insertSQL
             case .orderRow: PageLookup.orderRowSQL
             case .tombstoneRow: PageLookup.tombstoneRowSQL
