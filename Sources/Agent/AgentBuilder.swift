@@ -256,7 +256,7 @@ public enum AgentBuilder {
         let ingest = parts.configuration.ingest
         let wake = parts.wake
         // A push waits for its commit at most `ingest.read_timeout_ms` (a locked SQLite file), and on
-        // PostgreSQL at most `failover_s` too (a database that stopped answering; issue 41).
+        // PostgreSQL at most `failover_s` too (a database that stopped answering; DESIGN §10).
         let store = parts.configuration.store
         let deadline = store.backend == .postgres ? min(store.failover, ingest.readTimeout) : ingest.readTimeout
         let journal = PushJournal(

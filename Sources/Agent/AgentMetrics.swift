@@ -11,7 +11,7 @@ import PushIngest
 import Prometheus
 import WebhookDelivery
 
-/// The agent's metrics in one Prometheus registry (DESIGN §4 `/metrics`; issue 6): stream state and
+/// The agent's metrics in one Prometheus registry (DESIGN §4 `/metrics`): stream state and
 /// reconnects, event-to-commit lag, journal depth and oldest job age, jobs by kind and outcome, auth
 /// state, and the push endpoint's own (``PushIngest/PushMetrics``, made in the same registry).
 /// Gauges that mirror the store are set when `/metrics` is read.
@@ -113,7 +113,7 @@ public final class AgentMetrics: Sendable {
         .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1), .seconds(5),
     ]
 
-    /// Counts `count` webhook attempts of one endpoint that ended alike (issue 40).
+    /// Counts `count` webhook attempts of one endpoint that ended alike (DESIGN §13).
     func record(webhook endpoint: Int64, _ attempt: WebhookAttempt, count: Int) {
         deliveries(endpoint, attempt).increment(by: Int64(count))
     }

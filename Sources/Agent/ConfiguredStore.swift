@@ -42,7 +42,7 @@ public enum ConfiguredStore {
                     + "start the agent again when it has finished")
             }
             do {
-                // A push never waits past `ingest.read_timeout_ms` for the journal (issue 41): nor
+                // A push never waits past `ingest.read_timeout_ms` for the journal (DESIGN §10): nor
                 // does a write wait longer than that for another process's lock.
                 let store = try directory.openStore(
                     durability: configuration.store.durability,

@@ -4,7 +4,7 @@ import Prometheus
 import ServiceLifecycle
 import StoreModel
 
-/// Keeps at most `sync.dead_letter_limit` dead letters (issue 38): dead letters stay until an
+/// Keeps at most `sync.dead_letter_limit` dead letters (DESIGN §13): dead letters stay until an
 /// operator retries or drops them, but a backend that fails every job for days must not grow the
 /// store without end. At start, whenever the executor makes a dead letter (`made`), and once a
 /// minute (for the stream's unreadable events), the oldest beyond the limit are removed, with a log

@@ -5,7 +5,7 @@ import Foundation
 import Glibc
 #endif
 
-/// The state directory's lock file, `orderlive.lock` (issue 38): a running agent holds it shared for
+/// The state directory's lock file, `orderlive.lock` (DESIGN §13): a running agent holds it shared for
 /// its whole life, and `orderlive store restore` holds it exclusively while it swaps the database, so
 /// a restore never replaces a store under a running agent and an agent never opens a store that is
 /// being replaced. `flock(2)` locks belong to the open file: the kernel releases them when the

@@ -3,7 +3,7 @@ import Logging
 import ServiceLifecycle
 import StoreModel
 
-/// Clears the store's write fault by itself (DESIGN §10, issue 37): while the store is marked
+/// Clears the store's write fault by itself (DESIGN §10, §13): while the store is marked
 /// unwritable it tries a small write on a timer — after 1 s, then backing off to every 10 s — and the
 /// first that succeeds marks the store writable again, so `/readyz` returns to 200 within seconds of
 /// the cause going away (disk space freed, the file writable again, the database back) with no push

@@ -5,7 +5,7 @@ import ServiceLifecycle
 import StoreModel
 
 /// What the agent last saw of its store, so `/readyz`, `/api/status` and `/metrics` answer from
-/// state, in bounded time, even while the store does not answer at all (issue 41: a silently
+/// state, in bounded time, even while the store does not answer at all (DESIGN §10: a silently
 /// partitioned PostgreSQL made `/readyz` take 5 s, and a probe that blocks is a load problem of its
 /// own).
 ///

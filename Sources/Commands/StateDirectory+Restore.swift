@@ -6,7 +6,7 @@ import SQLiteStore
 import Glibc
 #endif
 
-/// `orderlive store restore FILE` (issue 38): a backup becomes the store, with the agent stopped.
+/// `orderlive store restore FILE` (DESIGN §13): a backup becomes the store, with the agent stopped.
 extension StateDirectory {
     /// What a restore did.
     public struct Restored: Sendable, Hashable {

@@ -10,7 +10,7 @@ import WebhookSigning
 import Glibc
 #endif
 
-/// What `orderlive webhooks` does to the configured store (issue 40): the checks of what an operator
+/// What `orderlive webhooks` does to the configured store (DESIGN §13): the checks of what an operator
 /// types, and the store they act on. Every refusal names what was wrong and changes nothing.
 public enum WebhookAdministration {
     /// Why a webhooks command was refused.

@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import WebhookSigning
 
-/// The board's page is served hardened (issue 55 item 8): a Content-Security-Policy that lets it run
+/// The board's page is served hardened (DESIGN §14): a Content-Security-Policy that lets it run
 /// only its own inline script and style (by their SHA-256, so nothing injected into the page runs),
 /// talk only to its own origin, and be framed by no one; no MIME sniffing; and no `Referer`, so a
 /// `?access_token=` URL never leaks to another site.

@@ -6,7 +6,7 @@ import PostgresNIO
 import Glibc
 #endif
 
-/// Deadlines on database round trips (issue 41). A network that silently stops passing packets
+/// Deadlines on database round trips (DESIGN §10). A network that silently stops passing packets
 /// (no RST, no FIN: a failed switch, a changed firewall, a NAT timeout) makes a query hang, not
 /// fail: without a deadline a push waited 48 s and more for its journal write. Every round trip
 /// therefore has one; a connection that missed it is closed at once (closing is local, it never

@@ -87,7 +87,7 @@ extension PostgresOrderStore {
             "ALTER TABLE orderlive_dead_letter ADD COLUMN first_attempt_at double precision, ADD COLUMN version bigint",
         ]),
         Migration(version: "4", statements: [
-            // Outgoing webhooks (issue 40): each endpoint's cursor in the change log, which is the outbox.
+            // Outgoing webhooks (DESIGN §13): each endpoint's cursor in the change log, which is the outbox.
             """
             CREATE TABLE orderlive_webhook_endpoint (
                 id bigserial PRIMARY KEY, account text NOT NULL, url text NOT NULL, secret text NOT NULL,
@@ -99,13 +99,13 @@ extension PostgresOrderStore {
             """,
             "CREATE INDEX orderlive_webhook_endpoint_account ON orderlive_webhook_endpoint (account, id)",
         ]),
-        // Issue 39: the store and courier indexes served only filtered reads of the orders API, which
+        // DESIGN §9: the store and courier indexes served only filtered reads of the orders API, which
         // sort their whole result anyway; every order change paid for both. The status index stays.
         Migration(version: "5", statements: [
             "DROP INDEX orderlive_order_store_id",
             "DROP INDEX orderlive_order_courier_id",
         ]),
-        // Issue 40: a replay or an enable moves the revision on, so the deliverer's next store of its
+        // DESIGN §13: a replay or an enable moves the revision on, so the deliverer's next store of its
         // cursor (a compare-and-set) sees the move even when it left the cursor where it was.
         Migration(version: "6", statements: [
             "ALTER TABLE orderlive_webhook_endpoint ADD COLUMN revision bigint NOT NULL DEFAULT 0",

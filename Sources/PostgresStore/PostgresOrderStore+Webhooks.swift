@@ -2,7 +2,7 @@ import Logging
 import PostgresNIO
 import StoreModel
 
-/// The outgoing webhooks' endpoints and cursors (issue 40) on PostgreSQL, per account: every agent of
+/// The outgoing webhooks' endpoints and cursors (DESIGN §13) on PostgreSQL, per account: every agent of
 /// the account sees the same endpoints; only the leader delivers.
 extension PostgresOrderStore: WebhookOutbox {
     private static let columns = """

@@ -132,7 +132,7 @@ public final class PostgresOrderStore: Sendable, WriteProbe {
     ///   pool itself keeps trying to connect to a database that is gone for a minute before it gives
     ///   up, and a push must get its `503` long before that.
     /// - Once leased, `body` must end by the deadline. A silently partitioned network makes a query
-    ///   hang rather than fail (issue 41), so past the deadline the call fails with
+    ///   hang rather than fail (DESIGN §10), so past the deadline the call fails with
     ///   ``DatabaseTimeout`` and the connection is closed — discarded, never reused; a connection the
     ///   server ended fails the call at once. Either way `body` runs in a task of its own that is
     ///   abandoned then (a query in flight on a dead connection was seen never to return,

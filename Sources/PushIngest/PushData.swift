@@ -1,7 +1,7 @@
 import JSONToolkit
 import StoreModel
 
-/// A notification's `data`, read straight from its bytes into what orderlive uses (issue 39): the
+/// A notification's `data`, read straight from its bytes into what orderlive uses (DESIGN §9): the
 /// type, the order's id and version, and the order itself — six members and its exact text — with
 /// every other member checked and skipped, never built. The reading before built the whole object
 /// as `JSONValue`s (a dictionary, then the order's own dictionary) and read the same six fields

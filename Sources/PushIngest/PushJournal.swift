@@ -18,7 +18,7 @@ import StoreModel
 /// is promised; the store keeps each batch whole.
 ///
 /// With a `deadline` (the agent's: `ingest.read_timeout_ms`, and `failover_s` on PostgreSQL) every
-/// request is answered within it (issue 41): a store that stops answering (a locked SQLite file, a
+/// request is answered within it (DESIGN §10): a store that stops answering (a locked SQLite file, a
 /// silently partitioned PostgreSQL) must not hold requests and their connections. A leader's request
 /// cannot be answered before its own commit returns, so then no request leads: while the carrier
 /// runs, a request that would lead hands its slot to the carrier at once and only waits for its

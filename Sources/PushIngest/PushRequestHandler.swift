@@ -3,7 +3,7 @@ import LocalHTTP
 import NIOCore
 import NIOHTTPTypes
 
-/// Serves `POST /api/push` on the connection's event loop, in front of the router (issue 39): the
+/// Serves `POST /api/push` on the connection's event loop, in front of the router (DESIGN §9): the
 /// head is checked, the body collected and the submission handed to the journal here, and the
 /// answer written from the commit's callback. A push served through Hummingbird's router paid for a
 /// request task, the router, the body's async sequence and the response writer: 16-18 µs of CPU per

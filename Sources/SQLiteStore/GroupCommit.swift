@@ -2,7 +2,7 @@ import AsyncSignals
 import Dispatch
 import GRDB
 
-/// The store's one writer (issue 39, item 1): every write transaction of ``SQLiteOrderStore`` — a push
+/// The store's one writer (DESIGN §9): every write transaction of ``SQLiteOrderStore`` — a push
 /// batch's acceptance, a stream batch's journal, the executor's applies, a full sync's pages, the
 /// commands' repairs — is a *unit* handed to it. When it wakes it takes the units pending (as many
 /// as its ``Grouping`` allows: with `durability: full`, all of them up to 64; with `normal`, where a

@@ -11,7 +11,7 @@ extension SQLiteOrderStore {
     /// as a full disk denies it, and commits, so a read-only or locked database fails it; it leaves no
     /// row. The agent calls it only while the store is unwritable. It waits on GRDB's writer
     /// without holding a thread of the cooperative pool: a locked database makes it wait the whole
-    /// busy timeout, and on two cores two such waits stalled every task (issue 41).
+    /// busy timeout, and on two cores two such waits stalled every task (DESIGN §10).
     public func probeWrite() async {
         do {
             try await writer.writeWithoutTransaction { db in

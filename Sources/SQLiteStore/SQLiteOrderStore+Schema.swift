@@ -112,7 +112,7 @@ extension SQLiteOrderStore {
             try db.execute(sql: "ALTER TABLE dead_letter ADD COLUMN version INTEGER")
         }
         migrator.registerMigration("v6-webhooks") { db in
-            // Outgoing webhooks (issue 40): each endpoint's cursor in the change log, which is the outbox.
+            // Outgoing webhooks (DESIGN §13): each endpoint's cursor in the change log, which is the outbox.
             try db.execute(sql: """
                 CREATE TABLE webhook_endpoint (
                     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -135,7 +135,7 @@ extension SQLiteOrderStore {
                 """)
         }
         migrator.registerMigration("v7-order-indexes") { db in
-            // Issue 39: every order change paid for five b-trees. The store and courier indexes served
+            // DESIGN §9: every order change paid for five b-trees. The store and courier indexes served
             // only the orders API's filtered reads, which sort the whole result anyway and, without them,
             // scan the orders once (20-40 ms at 100,000, less than the unfiltered read the board makes);
             // each cost a push about 11,700 instructions. The status index stays: a status filter picks
@@ -143,12 +143,12 @@ extension SQLiteOrderStore {
             try db.execute(sql: "DROP INDEX order_store_id; DROP INDEX order_courier_id")
         }
         migrator.registerMigration("v8-webhook-revision") { db in
-            // Issue 40: a replay or an enable moves the revision on, so the deliverer's next store of its
+            // DESIGN §13: a replay or an enable moves the revision on, so the deliverer's next store of its
             // cursor (a compare-and-set) sees the move even when it left the cursor where it was.
             try db.execute(sql: "ALTER TABLE webhook_endpoint ADD COLUMN revision INTEGER NOT NULL DEFAULT 0")
         }
         migrator.registerMigration("v9-order-body-change") { db in
-            // Issue 39: a full sync's change of an order new to the store does not copy the body; the
+            // DESIGN §9: a full sync's change of an order new to the store does not copy the body; the
             // order's row stands in for it (`body_change` is the change's seq) until the row next
             // changes or goes, when the body is copied into the change first.
             try db.execute(sql: #"ALTER TABLE "order" ADD COLUMN body_change INTEGER"#)

@@ -104,7 +104,7 @@ extension SQLiteOrderStore {
     }
 
     /// Read and written directly (``DirectStatement``): through GRDB's `fetchOne` and
-    /// `StatementArguments` each key cost about 27,000 instructions, two keys a keyed push (issue 39).
+    /// `StatementArguments` each key cost about 27,000 instructions, two keys a keyed push (DESIGN §9).
     private static func acceptedResponse(for key: String, since: Double, in db: Database) throws -> String? {
         try DirectStatement("SELECT response FROM dedupe_key WHERE id = ? AND accepted_at >= ?", in: db).first({ values in
             try values.bind(key)

@@ -1,7 +1,7 @@
 import GRDB
 import StoreModel
 
-/// The outgoing webhooks' endpoints and cursors (issue 40) on the SQLite engine.
+/// The outgoing webhooks' endpoints and cursors (DESIGN §13) on the SQLite engine.
 extension SQLiteOrderStore: WebhookOutbox {
     public func webhookEndpoints() throws -> [WebhookEndpoint] {
         try writer.read { db in try Row.fetchAll(db, sql: "SELECT * FROM webhook_endpoint ORDER BY id").map(Self.endpoint) }

@@ -6,7 +6,7 @@ import StoreModel
 import Glibc
 #endif
 
-/// The store's file as a whole (`orderlive store backup|restore|check`, issue 38): a consistent,
+/// The store's file as a whole (`orderlive store backup|restore|check`, DESIGN §13): a consistent,
 /// standalone copy of a store an agent is writing, and the checks a file must pass before it is
 /// trusted. Neither opens the file through ``SQLiteOrderStore``, which would migrate it: a check never
 /// writes what it checks.

@@ -1,4 +1,4 @@
-/// What a retried dead letter becomes (`orderlive dead-letters retry`, issue 38).
+/// What a retried dead letter becomes (`orderlive dead-letters retry`, DESIGN §13).
 extension DeadLetterRecord {
     /// The job that does again what this dead letter failed to do, with no attempts made: a job
     /// kind comes back as that job (an upsert whose order no longer reads becomes a fetch of it); an

@@ -111,7 +111,7 @@ public protocol ChangeFeedSource: Sendable {
 public typealias OrderStoreEngine = JobJournal & JobApplier & OrderReader & ChangeFeedSource & WriteProbe & DeadLetterRepair
     & WebhookOutbox
 
-/// What an operator does to dead letters (`orderlive dead-letters`, issue 38).
+/// What an operator does to dead letters (`orderlive dead-letters`, DESIGN §13).
 public protocol DeadLetterRepair: Sendable {
     /// Removes the dead letters `ids` (every one when nil) in one transaction. When any of `ids` is
     /// not kept, nothing is removed and those ids are returned as unknown.

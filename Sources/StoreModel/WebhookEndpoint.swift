@@ -1,4 +1,4 @@
-/// An outgoing webhook endpoint (`orderlive webhooks`, issue 40), kept in the store so every agent of
+/// An outgoing webhook endpoint (`orderlive webhooks`, DESIGN §13), kept in the store so every agent of
 /// an account shares it. Its cursor makes the change log the outbox: the last change handled (sent
 /// with a 2xx answer, or not for it by its filters); delivery resumes after it, whatever stopped it.
 public struct WebhookEndpoint: Sendable, Hashable {
@@ -99,7 +99,7 @@ public struct NewWebhookEndpoint: Sendable, Hashable {
     }
 }
 
-/// The outgoing webhooks' endpoints and their cursors (issue 40): the change log is the outbox.
+/// The outgoing webhooks' endpoints and their cursors (DESIGN §13): the change log is the outbox.
 public protocol WebhookOutbox: Sendable {
     /// Every endpoint, by id.
     func webhookEndpoints() async throws -> [WebhookEndpoint]

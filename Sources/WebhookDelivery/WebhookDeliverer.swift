@@ -33,7 +33,7 @@ public struct WebhookSettings: Sendable, Hashable {
     }
 }
 
-/// Delivers the change log to every enabled endpoint (issue 40), each endpoint on a task of its own.
+/// Delivers the change log to every enabled endpoint (DESIGN §13), each endpoint on a task of its own.
 /// Every commit that appended changes signals `changed`, which wakes the endpoints' tasks; the
 /// endpoints themselves are read from the store every second (one added, enabled or replayed by
 /// `orderlive webhooks` in another process) and when a task ended, not on every commit.

@@ -1,4 +1,4 @@
-// WebhookDelivery: outgoing webhooks (issue 40). Every change in the change log goes to every enabled
+// WebhookDelivery: outgoing webhooks (DESIGN §13). Every change in the change log goes to every enabled
 // endpoint whose filters take it, as the change feed's JSON, signed per Standard Webhooks v1, through
 // the one libcurl multi loop. The change log is the outbox: per endpoint, changes go in order, one in
 // flight, and the endpoint's cursor moves in the store only after a 2xx, so a crash, a restart or a

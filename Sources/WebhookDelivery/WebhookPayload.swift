@@ -1,7 +1,7 @@
 import JSONToolkit
 import StoreModel
 
-/// What an endpoint is sent for one change (issue 40): the change feed's event type and JSON, with the
+/// What an endpoint is sent for one change (DESIGN §13): the change feed's event type and JSON, with the
 /// type inside, or nil when the endpoint's filters do not take it.
 public enum WebhookPayload {
     /// The event type and body for `change` at `endpoint`, or nil when its filters skip it. A store

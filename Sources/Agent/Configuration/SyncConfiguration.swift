@@ -4,7 +4,7 @@ public struct SyncConfiguration: Sendable, Hashable {
     public var maximumAttempts = 8
     /// Orders per page in a full sync.
     public var pageSize = 500
-    /// Dead letters kept at most; the oldest beyond are removed (issue 38).
+    /// Dead letters kept at most; the oldest beyond are removed (DESIGN §13).
     public var deadLetterLimit = 10_000
     /// The first retry delay of a job that failed for its own order; doubles per attempt.
     public var retryBase = Duration.seconds(1)

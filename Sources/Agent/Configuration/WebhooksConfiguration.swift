@@ -1,7 +1,7 @@
 import CheckedInput
 import WebhookDelivery
 
-/// `webhooks.*`: how outgoing webhooks are sent (issue 40); the endpoints themselves are in the store
+/// `webhooks.*`: how outgoing webhooks are sent (DESIGN §13); the endpoints themselves are in the store
 /// (`orderlive webhooks add`).
 public struct WebhooksConfiguration: Sendable, Hashable {
     /// One attempt's deadline.
