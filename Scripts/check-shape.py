@@ -2,8 +2,11 @@
 """The code's shape, checked in `make test` beside check-imports.py (issue 36; STYLE's rooms):
 
 - no Swift file in Sources/, Tests/ or Benchmarks/ over 400 lines;
-- no function, initializer or subscript over 100 lines (from its declaration to its closing brace);
-- every module in Sources/ has its banner file, `<Module>.swift`, saying what the module is for;
+- no function, initializer, subscript, computed property (with its accessors) or closure assigned to a
+  property over 100 lines (from its declaration to its closing brace), in Sources/, Tests/,
+  Benchmarks/ and Fuzz/;
+- every module in Sources/ has its banner file, `<Module>.swift`, opening with a `//` paragraph that
+  says what the module is for (its job, in a sentence or more);
 - every test suite (`@Suite`) carries a `.timeLimit`, so a test that hangs fails instead of stalling
   `make test` (waits that cannot see a time limit have deadlines of their own: LogWatch, OrderliveProcess);
 - docs/ARCHITECTURE.md's module table lists exactly the package's modules, each with the in-house
@@ -21,13 +24,16 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FILE_LIMIT = 400
 FUNCTION_LIMIT = 100
-TREES = ["Sources", "Tests", "Benchmarks"]
+TREES = ["Sources", "Tests", "Benchmarks", "Fuzz"]
 
 DECLARATION = re.compile(
     r"^\s*(?:@[\w.]+(?:\([^)]*\))?\s+)*"
     r"(?:(?:public|private|fileprivate|internal|package|open|static|class|final|override|mutating|"
     r"nonmutating|nonisolated|convenience|required|dynamic|lazy|isolated|consuming|borrowing)(?:\([^)]*\))?\s+)*"
-    r"(func\s+[^\s(<]+|init[?!]?\s*[(<]|deinit\b|subscript\s*[(<])")
+    r"(func\s+[^\s(<]+|init[?!]?\s*[(<]|deinit\b|subscript\s*[(<]"
+    # A computed property (its accessors inside it) or a closure assigned to a property: `var x: T {`,
+    # `let x: T = {`, `lazy var x = {`.
+    r"|(?:var|let)\s+[A-Za-z_]\w*(?:\s*:\s*[^={]+?)?\s*(?:=\s*)?\{)")
 
 
 def swift_files():
@@ -118,7 +124,7 @@ def long_functions(path, lines):
             if started and depth <= 0:
                 length = end - index + 1
                 if length > FUNCTION_LIMIT:
-                    name = match.group(1).split("(")[0].split("<")[0].strip()
+                    name = match.group(1).split("(")[0].split("<")[0].split(":")[0].split("=")[0].strip(" {")
                     findings.append(f"{os.path.relpath(path, ROOT)}:{index + 1}: {name} is {length} lines "
                                     f"(over {FUNCTION_LIMIT}): split it by step")
                 break
@@ -181,9 +187,18 @@ def main():
         directory = os.path.join(ROOT, path or os.path.join("Sources", name))
         if not os.path.isdir(directory):
             continue
-        names = {entry.lower() for entry in os.listdir(directory)}
-        if f"{name.lower()}.swift" not in names:
+        banners = [entry for entry in os.listdir(directory) if entry.lower() == f"{name.lower()}.swift"]
+        if not banners:
             findings.append(f"{os.path.relpath(directory, ROOT)}: no banner file {name}.swift saying what {name} is for")
+            continue
+        opening = []
+        for line in open(os.path.join(directory, banners[0]), encoding="utf-8").read().split("\n"):
+            if not line.startswith("//") or line.startswith("///"):
+                break
+            opening.append(line[2:].strip())
+        if len(" ".join(opening)) < 60:
+            findings.append(f"{os.path.relpath(directory, ROOT)}/{banners[0]}: does not open with a `//` paragraph "
+                            f"saying what {name} is for (its job, in a sentence or more)")
 
     rows = module_table()
     if rows is None:

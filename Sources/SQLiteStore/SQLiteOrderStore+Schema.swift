@@ -6,6 +6,14 @@ extension SQLiteOrderStore {
     /// Frozen history: never edit a shipped migration, add a new one.
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
+        registerFirstSchema(in: &migrator)
+        registerJournalAndHealthMigrations(in: &migrator)
+        registerWebhookAndIndexMigrations(in: &migrator)
+        return migrator
+    }
+
+    /// v1: orders, tombstones, the journal, dead letters, dedupe keys and the stream cursor.
+    private static func registerFirstSchema(in migrator: inout DatabaseMigrator) {
         migrator.registerMigration("v1") { db in
             try db.execute(sql: """
                 CREATE TABLE "order" (
@@ -66,6 +74,10 @@ extension SQLiteOrderStore {
                 );
                 """)
         }
+    }
+
+    /// v2–v5: the job's order columns, the change log, the health probe, dead letters' origin.
+    private static func registerJournalAndHealthMigrations(in migrator: inout DatabaseMigrator) {
         migrator.registerMigration("v2-job-order-columns") { db in
             // Upsert jobs carry the order's indexed fields, so applying them parses no JSON.
             try db.execute(sql: """
@@ -111,6 +123,10 @@ extension SQLiteOrderStore {
             try db.execute(sql: "ALTER TABLE dead_letter ADD COLUMN first_attempt_at REAL")
             try db.execute(sql: "ALTER TABLE dead_letter ADD COLUMN version INTEGER")
         }
+    }
+
+    /// v6–v9: outgoing webhooks, the orders API's indexes, the webhook revision, bodies kept once.
+    private static func registerWebhookAndIndexMigrations(in migrator: inout DatabaseMigrator) {
         migrator.registerMigration("v6-webhooks") { db in
             // Outgoing webhooks (DESIGN §13): each endpoint's cursor in the change log, which is the outbox.
             try db.execute(sql: """
@@ -153,6 +169,5 @@ extension SQLiteOrderStore {
             // changes or goes, when the body is copied into the change first.
             try db.execute(sql: #"ALTER TABLE "order" ADD COLUMN body_change INTEGER"#)
         }
-        return migrator
     }
 }

@@ -1,3 +1,7 @@
+// orderlive: the executable. ArgumentParser declarations of every command (DESIGN §5) that call into
+// `Commands`, and the exit codes: 0 done, 1 a command that failed (one line on stderr), 2 a usage
+// error. No rule and no output format lives here.
+
 import Agent
 import ArgumentParser
 import Commands
