@@ -189,8 +189,8 @@ extension SQLiteOrderStore {
     /// Removes the oldest changes beyond the last `keeping`, at most `batch` at a time (so one
     /// call never holds the write lock long). Returns how many went; call again while it is `batch`.
     @discardableResult
-    public func pruneChanges(keeping: Int, batch: Int = 10_000) throws -> Int {
-        try recordedWrite { db in
+    public func pruneChanges(keeping: Int, batch: Int = 10_000) async throws -> Int {
+        try await recordedWrite { db in
             guard let oldest = try Int64.fetchOne(db, sql: "SELECT MIN(seq) FROM order_change") else { return 0 }
             let head = try Self.changeHead(in: db)
             guard var end = ChangeLogRules.pruneEnd(oldest: oldest, head: head, keeping: keeping, batch: batch) else {

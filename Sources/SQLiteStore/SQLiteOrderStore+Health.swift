@@ -39,6 +39,20 @@ extension SQLiteOrderStore {
         }
     }
 
+    /// The same from async code: the caller's task is suspended until the commit, holding no thread
+    /// (a synchronous write that finds the writer busy parks its thread on a semaphore, which on the
+    /// cooperative pool can starve the tasks that would let the writer go on).
+    func recordedWrite<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            let result = try await groupCommit.write(updates)
+            noteWrite(failure: nil)
+            return result
+        } catch {
+            noteWrite(failure: error)
+            throw error
+        }
+    }
+
     /// Notes a write's outcome; `failure` nil is a success. Errors that are not storage faults
     /// (a constraint, a bug) do not change the health. Tells the observer of every change.
     func noteWrite(failure: (any Error)?) {

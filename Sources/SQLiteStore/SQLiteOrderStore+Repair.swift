@@ -4,8 +4,8 @@ import StoreModel
 /// What an operator does to dead letters (`orderlive dead-letters drop|retry`) and their retention.
 extension SQLiteOrderStore {
     /// Removes the dead letters `ids` (all when nil) in one transaction, or none when one is unknown.
-    public func dropDeadLetters(_ ids: [Int64]?) throws -> DeadLetterChange {
-        try recordedWrite { db in
+    public func dropDeadLetters(_ ids: [Int64]?) async throws -> DeadLetterChange {
+        try await recordedWrite { db in
             let chosen = try Self.chosenLetters(ids, in: db)
             guard case .done(let letters) = chosen else { return chosen }
             for letter in letters { _ = try letter.delete(db) }
@@ -16,9 +16,9 @@ extension SQLiteOrderStore {
     /// Journals each dead letter's ``DeadLetterRecord/retryJob(source:)`` and removes it, in one
     /// transaction; none when one of `ids` is unknown. A running agent's executor, in another
     /// process, sees the jobs at its next look at the journal (it looks every 250 ms while idle).
-    public func retryDeadLetters(_ ids: [Int64]?) throws -> DeadLetterChange {
+    public func retryDeadLetters(_ ids: [Int64]?) async throws -> DeadLetterChange {
         let now = self.now()
-        return try recordedWrite { db in
+        return try await recordedWrite { db in
             let chosen = try Self.chosenLetters(ids, in: db)
             guard case .done(let letters) = chosen else { return chosen }
             for letter in letters {
@@ -30,8 +30,8 @@ extension SQLiteOrderStore {
     }
 
     /// Removes the oldest dead letters beyond the newest `keeping`; returns how many went.
-    public func pruneDeadLetters(keeping: Int) throws -> Int {
-        try recordedWrite { db in
+    public func pruneDeadLetters(keeping: Int) async throws -> Int {
+        try await recordedWrite { db in
             try db.execute(
                 sql: "DELETE FROM dead_letter WHERE id IN (SELECT id FROM dead_letter ORDER BY id DESC LIMIT -1 OFFSET ?)",
                 arguments: [max(0, keeping)])

@@ -7,9 +7,9 @@ extension SQLiteOrderStore: WebhookOutbox {
         try writer.read { db in try Row.fetchAll(db, sql: "SELECT * FROM webhook_endpoint ORDER BY id").map(Self.endpoint) }
     }
 
-    public func addWebhookEndpoint(_ endpoint: NewWebhookEndpoint) throws -> WebhookEndpoint {
+    public func addWebhookEndpoint(_ endpoint: NewWebhookEndpoint) async throws -> WebhookEndpoint {
         let now = self.now()
-        return try recordedWrite { db in
+        return try await recordedWrite { db in
             let head = try Self.changeHead(in: db)
             try db.execute(sql: """
                 INSERT INTO webhook_endpoint (url, secret, events, store_ids, cursor, created_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -23,25 +23,25 @@ extension SQLiteOrderStore: WebhookOutbox {
         }
     }
 
-    public func removeWebhookEndpoint(id: Int64) throws -> Bool {
-        try changed("DELETE FROM webhook_endpoint WHERE id = ?", [id])
+    public func removeWebhookEndpoint(id: Int64) async throws -> Bool {
+        try await changed("DELETE FROM webhook_endpoint WHERE id = ?", [id])
     }
 
-    public func setWebhookEndpoint(id: Int64, enabled: Bool, reason: String?) throws -> Bool {
+    public func setWebhookEndpoint(id: Int64, enabled: Bool, reason: String?) async throws -> Bool {
         enabled
-            ? try changed("""
+            ? try await changed("""
                 UPDATE webhook_endpoint SET enabled = 1, disabled_reason = NULL, attempts = 0, next_attempt_at = 0,
                     revision = revision + 1 WHERE id = ?
                 """, [id])
-            : try changed("UPDATE webhook_endpoint SET enabled = 0, disabled_reason = ? WHERE id = ?", [reason, id])
+            : try await changed("UPDATE webhook_endpoint SET enabled = 0, disabled_reason = ? WHERE id = ?", [reason, id])
     }
 
-    public func rotateWebhookSecret(id: Int64, to secret: String) throws -> Bool {
-        try changed("UPDATE webhook_endpoint SET previous_secret = secret, secret = ?, rotated_at = ? WHERE id = ?", [secret, now(), id])
+    public func rotateWebhookSecret(id: Int64, to secret: String) async throws -> Bool {
+        try await changed("UPDATE webhook_endpoint SET previous_secret = secret, secret = ?, rotated_at = ? WHERE id = ?", [secret, now(), id])
     }
 
-    public func rewindWebhookEndpoint(id: Int64, to seq: Int64) throws -> Bool {
-        try changed("UPDATE webhook_endpoint SET cursor = ?, attempts = 0, next_attempt_at = 0, revision = revision + 1 WHERE id = ?",
+    public func rewindWebhookEndpoint(id: Int64, to seq: Int64) async throws -> Bool {
+        try await changed("UPDATE webhook_endpoint SET cursor = ?, attempts = 0, next_attempt_at = 0, revision = revision + 1 WHERE id = ?",
                     [seq, id])
     }
 
@@ -54,29 +54,29 @@ extension SQLiteOrderStore: WebhookOutbox {
 
     public func recordWebhookProgress(
         id: Int64, from stored: Int64, revision: Int64, through seq: Int64, success: Bool, at: Double
-    ) throws -> Bool {
+    ) async throws -> Bool {
         success
-            ? try changed("""
+            ? try await changed("""
                 UPDATE webhook_endpoint SET cursor = ?, attempts = 0, next_attempt_at = 0, last_success_at = ?
                 WHERE id = ? AND cursor = ? AND revision = ?
                 """, [seq, at, id, stored, revision])
-            : try changed("""
+            : try await changed("""
                 UPDATE webhook_endpoint SET cursor = ?, attempts = 0, next_attempt_at = 0 WHERE id = ? AND cursor = ? AND revision = ?
                 """, [seq, id, stored, revision])
     }
 
     public func recordWebhookFailure(
         id: Int64, error: String, attempts: Int, retryAt: Double, disable: String?, at: Double
-    ) throws {
-        _ = try changed("""
+    ) async throws {
+        _ = try await changed("""
             UPDATE webhook_endpoint SET attempts = ?, next_attempt_at = ?, last_error = ?, last_error_at = ?,
                 enabled = CASE WHEN ? IS NULL THEN enabled ELSE 0 END, disabled_reason = COALESCE(?, disabled_reason)
             WHERE id = ?
             """, [attempts, retryAt, error, at, disable, disable, id])
     }
 
-    private func changed(_ sql: String, _ arguments: StatementArguments) throws -> Bool {
-        try recordedWrite { db in
+    private func changed(_ sql: String, _ arguments: StatementArguments) async throws -> Bool {
+        try await recordedWrite { db in
             try db.execute(sql: sql, arguments: arguments)
             return db.changesCount > 0
         }

@@ -114,7 +114,7 @@ import TestKit
         for (id, status) in [(10, "delivered"), (2, "assigned")] {
             try store.applyUpsert(OrderRecord.parse(["id": id, "status": status, "version": 1, "extra": "kept"], appliedAt: 1))
         }
-        try store.journal([NewJob(kind: .fetch, orderID: "3", source: "test")], cursor: "77")
+        try await store.journal([NewJob(kind: .fetch, orderID: "3", source: "test")], cursor: "77")
         try store.claim(for: "5")
 
         let list = try await run(["orders", "list", "--json"])

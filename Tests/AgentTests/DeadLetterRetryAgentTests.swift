@@ -138,7 +138,7 @@ import Testing
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = try StateDirectory(directory).openStore()
-        try store.journal([], cursor: nil, deadLetters: (1...5).map {
+        try await store.journal([], cursor: nil, deadLetters: (1...5).map {
             DeadLetterRecord(kind: "event", orderID: "\($0)", raw: "x", reason: "unreadable", attempts: 0, createdAt: 1_000)
         })
         let logs = CapturedLogs()

@@ -52,7 +52,7 @@ import Testing
             }
             var refused = 0
             for _ in 0..<20 {
-                do { try store.journal(jobs(50)) } catch { refused += 1 }
+                do { try await store.journal(jobs(50)) } catch { refused += 1 }
             }
             #expect(refused > 0)
             let failing = try #require(await health.next())
@@ -69,7 +69,7 @@ import Testing
 
             // Space returns: the next write succeeds and the condition clears by itself.
             try await queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA max_page_count = 1073741823") }
-            try store.journal(jobs(50))
+            try await store.journal(jobs(50))
             let cleared = try #require(await health.next())
             #expect(cleared.writable && cleared.reason == nil)
             let ready1 = await operations.readiness()
@@ -108,7 +108,7 @@ import Testing
                 let pages = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 1
                 try db.execute(sql: "PRAGMA max_page_count = \(pages)")
             }
-            for _ in 0..<20 { _ = try? store.journal(jobs(50)) }
+            for _ in 0..<20 { _ = try? await store.journal(jobs(50)) }
             #expect(try #require(await health.next()).writable == false)
             let failures = store.writeHealth.failures
             // The first probe (after 1 s) still finds the disk full: it stays unready.
@@ -169,7 +169,7 @@ import Testing
                 return
             }
             try await queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA query_only = OFF") }
-            try store.journal(jobs(1))
+            try await store.journal(jobs(1))
             #expect(try #require(await health.next()).writable)
             let ready2 = await operations.readiness()
             #expect(ready2.isReady)

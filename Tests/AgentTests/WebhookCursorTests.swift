@@ -52,7 +52,7 @@ import WebhookDelivery
         let temporary = try TemporaryStore()
         let store = temporary.store
         try await WebhookReceiver.withRunning(secret: WebhookDeliveryTests.secret) { receiver, url in
-            let endpoint = try store.addWebhookEndpoint(NewWebhookEndpoint(url: url, secret: WebhookDeliveryTests.secret))
+            let endpoint = try await store.addWebhookEndpoint(NewWebhookEndpoint(url: url, secret: WebhookDeliveryTests.secret))
             let start = endpoint.cursor
             for index in 1...5 { try store.applyUpsert(try order(index, status: "created", version: 1), completing: nil) }
             receiver.hang(after: 2)
@@ -67,7 +67,7 @@ import WebhookDelivery
 
             #expect(await receiver.until { _ in receiver.waiting == 1 && receiver.received.count == 2 })
             #expect(try store.webhookEndpoints().first?.cursor == start, "stored ahead of a batch's end")
-            #expect(try store.rewindWebhookEndpoint(id: endpoint.id, to: target(start)))
+            await #expect(try store.rewindWebhookEndpoint(id: endpoint.id, to: target(start)))
             wall.withLock { $0 += 1 }
             receiver.hang(false)
 

@@ -116,7 +116,7 @@ extension WebhookDeliveryTests {
     }
 
     /// The change log keeps what an enabled endpoint has not handled, whatever its history limit.
-    @Test func pruningKeepsWhatAnEnabledEndpointIsOwed() throws {
+    @Test func pruningKeepsWhatAnEnabledEndpointIsOwed() async throws {
         let temporary = try TemporaryStore()
         let store = temporary.store
         for index in 0..<20 {
@@ -125,17 +125,17 @@ extension WebhookDeliveryTests {
                 body: #"{"id":\#(index),"status":"created"}"#, appliedAt: 0), completing: nil)
         }
         let head = try store.changeHead()
-        _ = try store.addWebhookEndpoint(NewWebhookEndpoint(url: "http://127.0.0.1:9/x", secret: Self.secret))
+        _ = try await store.addWebhookEndpoint(NewWebhookEndpoint(url: "http://127.0.0.1:9/x", secret: Self.secret))
         let owed = try #require(try store.webhookEndpoints().first)
-        _ = try store.rewindWebhookEndpoint(id: owed.id, to: head - 15)
-        _ = try store.pruneChanges(keeping: 2)
+        _ = try await store.rewindWebhookEndpoint(id: owed.id, to: head - 15)
+        _ = try await store.pruneChanges(keeping: 2)
         guard case .changes(let kept) = try store.changes(after: head - 15, limit: 100) else {
             Issue.record("the changes owed to the endpoint were pruned")
             return
         }
         #expect(kept.count == 15)
-        _ = try store.setWebhookEndpoint(id: owed.id, enabled: false, reason: "test")
-        #expect(try store.pruneChanges(keeping: 2) > 0, "a disabled endpoint holds nothing back")
+        _ = try await store.setWebhookEndpoint(id: owed.id, enabled: false, reason: "test")
+        #expect(try await store.pruneChanges(keeping: 2) > 0, "a disabled endpoint holds nothing back")
     }
 }
 

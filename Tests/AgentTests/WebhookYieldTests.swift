@@ -15,7 +15,7 @@ import WebhookDelivery
         let temporary = try TemporaryStore()
         let store = temporary.store
         try await WebhookReceiver.withRunning(secret: WebhookDeliveryTests.secret) { receiver, url in
-            let endpoint = try store.addWebhookEndpoint(NewWebhookEndpoint(url: url, secret: WebhookDeliveryTests.secret))
+            let endpoint = try await store.addWebhookEndpoint(NewWebhookEndpoint(url: url, secret: WebhookDeliveryTests.secret))
             let start = endpoint.cursor
             func upsert(_ index: Int) throws { try store.applyUpsert(try order(index, status: "created", version: 1), completing: nil) }
             try upsert(1)

@@ -123,7 +123,7 @@ import Testing
         let executor = SyncExecutor(
             store: store, source: source, configuration: .init(pageSize: 2),
             observe: { kind, result in if kind == .fullSync { outcome.yield(result) } }, logger: quietLogger)
-        try harness.store.journal([NewJob(kind: .fullSync, source: "test")])
+        try await harness.store.journal([NewJob(kind: .fullSync, source: "test")])
         let wake = WakeSignal()
         let group = ServiceGroup(configuration: .init(
             services: [.init(service: ExecutorService(executor: executor, wake: wake))], logger: quietLogger))
@@ -185,7 +185,7 @@ import Testing
                 try store.applyPage(orders, for: jobID)
             }
             let executor = SyncExecutor(store: failing, source: source, configuration: .init(pageSize: 2), logger: quietLogger)
-            try harness.store.journal([NewJob(kind: .fullSync, source: "test")])
+            try await harness.store.journal([NewJob(kind: .fullSync, source: "test")])
             #expect(try await executor.runReadyJobs().failed == 1)
             // Two pages applied or refused, two waiting in the hand-off, one held by a waiting send and
             // one fetch in flight: the stages stopped there instead of reading all 20 pages.

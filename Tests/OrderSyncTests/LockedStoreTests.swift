@@ -10,7 +10,7 @@ import Testing
     @Test func aJobThatCannotBeAppliedWhileTheDatabaseIsLockedWaitsAndIsNotLost() async throws {
         let temporary = try TemporaryStore()
         let store = try SQLiteOrderStore(path: temporary.store.path, busyTimeout: 0.05)
-        try store.journal([NewJob(kind: .upsert, order: try order(1, version: 1), source: "test"),
+        try await store.journal([NewJob(kind: .upsert, order: try order(1, version: 1), source: "test"),
                            NewJob(kind: .upsert, order: try order(2, version: 1), source: "test")])
         let executor = SyncExecutor(store: store, source: NoOrders(), logger: quietLogger)
         // Another process holds the write lock (as a backup tool or a stuck writer would).

@@ -60,7 +60,7 @@ import Testing
         let executor = SyncExecutor(
             store: temporary.store, source: Busy(), configuration: .init(maximumAttempts: 1, probeMaximum: .seconds(5)),
             now: { wall.now }, random: { 1 }, logger: quietLogger)
-        try temporary.store.journal([NewJob(kind: .fetch, orderID: "7", source: "test")])
+        try await temporary.store.journal([NewJob(kind: .fetch, orderID: "7", source: "test")])
         #expect(try await executor.runReadyJobs() == .init(unavailable: 1))
         #expect(executor.availability.snapshot.nextProbeAt == wall.now + 20)
         wall.advance(by: 19)

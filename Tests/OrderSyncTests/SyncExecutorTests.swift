@@ -17,7 +17,7 @@ import Testing
         try await SyncHarness.run { harness in
             let id = harness.sandbox.orders.create(announce: .silent)
             harness.sandbox.orders.failFetches([503])
-            try harness.store.journal([NewJob(kind: .fetch, orderID: "\(id)", source: "test")])
+            try await harness.store.journal([NewJob(kind: .fetch, orderID: "\(id)", source: "test")])
             let first = try await harness.executor.runReadyJobs()
             #expect(first == SyncExecutor.Progress(completed: 0, failed: 1, deadLettered: 0))
             #expect(try harness.store.counts().journalDepth == 1, "a failed job waits in the journal, never vanishes")
@@ -33,7 +33,7 @@ import Testing
             let id = harness.sandbox.orders.create(announce: .silent)
             harness.sandbox.orders.failFetches([500, 500, 500])
             let other = try order(99, version: 1)
-            try harness.store.journal([
+            try await harness.store.journal([
                 NewJob(kind: .fetch, orderID: "\(id)", source: "test"),
                 NewJob(kind: .upsert, order: other, source: "test"),
             ])
@@ -59,7 +59,7 @@ import Testing
     @Test func fetchOfAGoneOrderDeletesIt() async throws {
         try await SyncHarness.run { harness in
             try harness.store.applyUpsert(order(41, version: 1))
-            try harness.store.journal([NewJob(kind: .fetch, orderID: "41", source: "test")])
+            try await harness.store.journal([NewJob(kind: .fetch, orderID: "41", source: "test")])
             #expect(try await harness.executor.runReadyJobs().completed == 1)
             #expect(try harness.store.order(id: "41") == nil)
             #expect(try harness.store.tombstone(id: "41") != nil)
@@ -71,7 +71,7 @@ import Testing
             for _ in 0..<5 { harness.sandbox.orders.create(announce: .silent) }
             try harness.store.applyUpsert(order(999, status: "stale", version: 1))
             harness.sandbox.orders.failPage(1, status: 503)
-            try harness.store.journal([NewJob(kind: .fullSync, source: "test")])
+            try await harness.store.journal([NewJob(kind: .fullSync, source: "test")])
             #expect(try await harness.executor.runReadyJobs().failed == 1)
             #expect(try harness.store.order(id: "999") != nil, "a full sync whose second page failed deletes nothing")
             harness.wall.advance(by: 2)
@@ -86,7 +86,7 @@ import Testing
             let jobs = try [3, 1, 3, 2, 5, 4, 5].map { version in
                 NewJob(kind: .upsert, order: try order(7, status: "v" + String(version), version: version), source: "test")
             }
-            try harness.store.journal(jobs)
+            try await harness.store.journal(jobs)
             #expect(try await harness.executor.runReadyJobs().completed == 7)
             #expect(try harness.store.order(id: "7")?.status == "v5")
             #expect(harness.executor.maximumConcurrentJobs == 1)
@@ -128,7 +128,7 @@ final class SessionlessSource: OrderSource {
         let executor = SyncExecutor(
             store: temporary.store, source: SessionlessSource(refusals: 20, record: record),
             configuration: .init(maximumAttempts: 3), now: { wall.now }, logger: quietLogger)
-        try temporary.store.journal([NewJob(kind: .fetch, orderID: "7", source: "test")])
+        try await temporary.store.journal([NewJob(kind: .fetch, orderID: "7", source: "test")])
         for _ in 0..<20 {
             let progress = try await executor.runReadyJobs()
             #expect(progress == SyncExecutor.Progress(completed: 0, failed: 1, deadLettered: 0))
@@ -192,7 +192,7 @@ final class SessionlessSource: OrderSource {
         let store = temporary.store
         try store.claim(for: "first-user")
         // One job goes alone (applyUpsert), several go as one run (applyInOneTransaction).
-        try store.journal(try (1...jobs).map { id in NewJob(kind: .upsert, order: try order(id, version: 1), source: "push") })
+        try await store.journal(try (1...jobs).map { id in NewJob(kind: .upsert, order: try order(id, version: 1), source: "push") })
         let switching = SwitchingStore(store)
         let executor = SyncExecutor(store: switching, source: NoOrders(), logger: quietLogger)
         let progress = try await executor.runReadyJobs()
@@ -202,7 +202,7 @@ final class SessionlessSource: OrderSource {
         #expect(try store.counts().journalDepth == 0)
         #expect(try store.deadLetters().isEmpty)
         // The new user's jobs are applied as usual.
-        try store.journal([NewJob(kind: .upsert, order: try order(9, status: "created", version: 1), source: "push")])
+        try await store.journal([NewJob(kind: .upsert, order: try order(9, status: "created", version: 1), source: "push")])
         #expect(try await executor.runReadyJobs().completed == 1)
         #expect(try store.orders().map(\.id) == ["9"])
     }

@@ -18,14 +18,14 @@ import Testing
         try await SyncHarness.run(maximumAttempts: 3) { harness in
             let ids = (0..<4).map { _ in harness.sandbox.orders.create(announce: .silent) }
             harness.sandbox.orders.breakOrder(ids[0], status: 503)
-            try harness.store.journal([Self.fetch(ids[0]), Self.fetch(ids[1]), Self.fetch(ids[2])])
+            try await harness.store.journal([Self.fetch(ids[0]), Self.fetch(ids[1]), Self.fetch(ids[2])])
             let first = try await harness.executor.runReadyJobs()
             #expect(first == .init(completed: 2, failed: 1), "the others are not held behind the bad order")
             #expect(try harness.store.order(id: "\(ids[1])") != nil && harness.store.order(id: "\(ids[2])") != nil)
             #expect(!harness.executor.availability.isPaused, "the backend answered about another order: not an outage")
             // The bad order's later change waits behind it; another order's change does not.
             let newer = try order(ids[0], status: "delivered", version: 5)
-            try harness.store.journal([NewJob(kind: .upsert, order: newer, source: "push"), Self.fetch(ids[3])])
+            try await harness.store.journal([NewJob(kind: .upsert, order: newer, source: "push"), Self.fetch(ids[3])])
             #expect(try await harness.executor.runReadyJobs() == .init(completed: 1))
             #expect(try harness.store.order(id: "\(ids[0])") == nil, "an order's changes are never applied out of order")
             #expect(try harness.store.counts().waitingLanes == 1)
@@ -46,11 +46,11 @@ import Testing
         try await SyncHarness.run(maximumAttempts: 3, probeMaximum: .seconds(2)) { harness in
             let ids = (0..<3).map { _ in harness.sandbox.orders.create(announce: .silent) }
             harness.sandbox.orders.beginOutage(status: 503)
-            try harness.store.journal(ids.map(Self.fetch))
+            try await harness.store.journal(ids.map(Self.fetch))
             #expect(try await harness.executor.runReadyJobs() == .init(unavailable: 1), "one probe, the rest held")
             #expect(harness.executor.availability.isPaused)
             // A whole order needs no backend: it is applied during the outage.
-            try harness.store.journal([NewJob(kind: .upsert, order: try order(900, status: "created", version: 1), source: "push")])
+            try await harness.store.journal([NewJob(kind: .upsert, order: try order(900, status: "created", version: 1), source: "push")])
             #expect(try await harness.executor.runReadyJobs() == .init(completed: 1))
             // Many times the whole retry schedule: one probe each time one is due, nothing counted.
             for _ in 0..<40 {
@@ -75,7 +75,7 @@ import Testing
         try await SyncHarness.run(probeMaximum: .seconds(5)) { harness in
             let ids = (0..<2).map { _ in harness.sandbox.orders.create(announce: .silent) }
             harness.sandbox.orders.beginOutage()
-            try harness.store.journal(ids.map(Self.fetch))
+            try await harness.store.journal(ids.map(Self.fetch))
             #expect(try await harness.executor.runReadyJobs() == .init(unavailable: 1))
             harness.sandbox.orders.endOutage()
             // No probe is due yet; the stream connecting again says the backend is back.
@@ -100,12 +100,12 @@ import Testing
         try await SyncHarness.run(maximumAttempts: 2) { harness in
             let ids = (0..<3).map { _ in harness.sandbox.orders.create(announce: .silent) }
             harness.sandbox.orders.breakOrder(ids[0], status: 500)
-            try harness.store.journal([Self.fetch(ids[0]), Self.fetch(ids[1])])
+            try await harness.store.journal([Self.fetch(ids[0]), Self.fetch(ids[1])])
             #expect(try await harness.executor.runReadyJobs() == .init(completed: 1, failed: 1))
             // A full sync makes pending fetches redundant, but not one that has failed: order 0 waits
             // for its retry, the full sync for it, and the push journaled after the full sync for that.
-            try harness.store.journal([NewJob(kind: .fullSync, source: "test")])
-            try harness.store.journal([NewJob(kind: .upsert, order: try order(ids[2], status: "pushed", version: 99), source: "push")])
+            try await harness.store.journal([NewJob(kind: .fullSync, source: "test")])
+            try await harness.store.journal([NewJob(kind: .upsert, order: try order(ids[2], status: "pushed", version: 99), source: "push")])
             #expect(try await harness.executor.runReadyJobs() == .init())
             #expect(try harness.store.orders().map(\.id) == ["\(ids[1])"])
             harness.wall.advance(by: 1.5)
@@ -125,7 +125,7 @@ import Testing
             let ids = (0..<2).map { _ in harness.sandbox.orders.create(announce: .silent) }
             harness.sandbox.orders.breakOrder(ids[0], status: 503)
             harness.sandbox.orders.beginOutage()
-            try harness.store.journal(ids.map(Self.fetch))
+            try await harness.store.journal(ids.map(Self.fetch))
             #expect(try await harness.executor.runReadyJobs() == .init(unavailable: 1))
             harness.sandbox.orders.endOutage()
             harness.wall.advance(by: 1)

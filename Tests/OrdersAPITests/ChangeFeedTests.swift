@@ -81,7 +81,7 @@ import Testing
             switch kind {
             case "older":
                 for version in 2...10 { try api.store.applyUpsert(try order(1, status: "created", version: version)) }
-                #expect(try api.store.pruneChanges(keeping: 3, batch: 100) > 0)
+                await #expect(try api.store.pruneChanges(keeping: 3, batch: 100) > 0)
                 id = "\(start)"
             case "future":
                 id = "\(start + 1_000)"

@@ -157,7 +157,7 @@ import WebhookSigning
                 again.close()
             }
             // Pruned past every id: a resume resets to a snapshot of its stores.
-            _ = try api.store.pruneChanges(keeping: 0)
+            _ = try await api.store.pruneChanges(keeping: 0)
             for (index, consumer) in consumers.enumerated() {
                 let reset = try await api.feed(headers: consumer.header.adding("Last-Event-ID", feeds[index].2))
                 var view = FeedView()

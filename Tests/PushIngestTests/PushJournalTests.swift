@@ -32,7 +32,7 @@ import TestHarnesses
 
         func streamCursor() async throws -> String { try store.streamCursor() }
         func journal(_ jobs: [NewJob], cursor: String?, deadLetters: [DeadLetterRecord]) async throws -> Int {
-            try store.journal(jobs, cursor: cursor, deadLetters: deadLetters)
+            try await store.journal(jobs, cursor: cursor, deadLetters: deadLetters)
         }
         func claim(for userID: String) async throws -> Bool { try store.claim(for: userID) }
 

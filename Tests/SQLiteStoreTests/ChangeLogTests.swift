@@ -45,22 +45,22 @@ import Testing
         if case .changes(let none) = try store.changes(after: after, limit: 10) { #expect(none.isEmpty) } else { Issue.record("the head must resume") }
     }
 
-    @Test func pruningKeepsTheLastChangesInBatches() throws {
+    @Test func pruningKeepsTheLastChangesInBatches() async throws {
         let temporary = try TemporaryStore()
         let store = temporary.store
         for version in 1...50 { try store.applyUpsert(try order(1, version: version)) }
-        #expect(try store.pruneChanges(keeping: 10, batch: 15) == 15)
-        #expect(try store.pruneChanges(keeping: 10, batch: 15) == 15)
-        #expect(try store.pruneChanges(keeping: 10, batch: 15) == 10)
-        #expect(try store.pruneChanges(keeping: 10, batch: 15) == 0)
+        #expect(try await store.pruneChanges(keeping: 10, batch: 15) == 15)
+        #expect(try await store.pruneChanges(keeping: 10, batch: 15) == 15)
+        #expect(try await store.pruneChanges(keeping: 10, batch: 15) == 10)
+        #expect(try await store.pruneChanges(keeping: 10, batch: 15) == 0)
         #expect(try store.changeCount() == 10)
     }
 
     /// Runs `body` with today's store opened on a database file that was migrated up to `migration`
     /// only and filled by `fill`, and the file's path.
     private func withStore(
-        migratedFrom migration: String, filled fill: (Database) throws -> Void, _ body: (SQLiteOrderStore, String) throws -> Void
-    ) throws {
+        migratedFrom migration: String, filled fill: (Database) throws -> Void, _ body: (SQLiteOrderStore, String) async throws -> Void
+    ) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("migration-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -70,11 +70,11 @@ import Testing
             try SQLiteOrderStore.migrator.migrate(old, upTo: migration)
             try old.write(fill)
         }
-        try body(try SQLiteOrderStore(path: path), path)
+        try await body(try SQLiteOrderStore(path: path), path)
     }
 
-    @Test func theMigrationAddsTheLogToADatabaseOfTheFirstSchemaAndKeepsItsData() throws {
-        try withStore(migratedFrom: "v2-job-order-columns", filled: { db in
+    @Test func theMigrationAddsTheLogToADatabaseOfTheFirstSchemaAndKeepsItsData() async throws {
+        try await withStore(migratedFrom: "v2-job-order-columns", filled: { db in
             try db.execute(sql: #"INSERT INTO "order" (id, status, body, applied_at) VALUES ('7', 'assigned', '{"id":7,"status":"assigned"}', 1)"#)
         }) { store, _ in
             #expect(try store.order(id: "7")?.body == #"{"id":7,"status":"assigned"}"#)
@@ -86,8 +86,8 @@ import Testing
         }
     }
 
-    @Test func theIndexMigrationKeepsTheStatusIndexAndFilteredReadsAnswerAsBefore() throws {
-        try withStore(migratedFrom: "v6-webhooks", filled: { db in
+    @Test func theIndexMigrationKeepsTheStatusIndexAndFilteredReadsAnswerAsBefore() async throws {
+        try await withStore(migratedFrom: "v6-webhooks", filled: { db in
             for id in 1...6 {
                 try db.execute(
                     sql: #"INSERT INTO "order" (id, status, store_id, courier_id, body, applied_at) VALUES (?, ?, ?, ?, ?, 1)"#,
@@ -105,8 +105,8 @@ import Testing
         }
     }
 
-    @Test func theBodyChangeMigrationKeepsEveryChangesOwnBodyAndPagesReferToRowsAfterIt() throws {
-        try withStore(migratedFrom: "v8-webhook-revision", filled: { db in
+    @Test func theBodyChangeMigrationKeepsEveryChangesOwnBodyAndPagesReferToRowsAfterIt() async throws {
+        try await withStore(migratedFrom: "v8-webhook-revision", filled: { db in
             try db.execute(sql: #"INSERT INTO "order" (id, status, version, body, applied_at) VALUES ('7', 'created', 1, '{"id":7}', 1)"#)
             try db.execute(sql: """
                 INSERT INTO order_change (seq, order_id, kind, version, body, at, status)
@@ -122,8 +122,8 @@ import Testing
         }
     }
 
-    @Test func theWebhookRevisionMigrationKeepsEveryEndpointAtRevisionZero() throws {
-        try withStore(migratedFrom: "v7-order-indexes", filled: { db in
+    @Test func theWebhookRevisionMigrationKeepsEveryEndpointAtRevisionZero() async throws {
+        try await withStore(migratedFrom: "v7-order-indexes", filled: { db in
             try db.execute(sql: """
                 INSERT INTO webhook_endpoint (url, secret, events, store_ids, cursor, created_at)
                 VALUES ('http://127.0.0.1:9/hook', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', '', '', 7, 1)
@@ -131,7 +131,7 @@ import Testing
         }) { store, _ in
             let endpoint = try #require(try store.webhookEndpoints().first)
             #expect(endpoint.cursor == 7 && endpoint.revision == 0)
-            #expect(try store.rewindWebhookEndpoint(id: endpoint.id, to: 7))
+            #expect(try await store.rewindWebhookEndpoint(id: endpoint.id, to: 7))
             #expect(try store.webhookEndpoints().first?.revision == 1)
         }
     }

@@ -103,7 +103,7 @@ import Testing
         let later = await store.accept([Self.push("msg_3", [try Self.upsert(5, version: 1)])], policy: Self.policy)
         #expect(later == [.accepted(jobs: 1, duplicateParts: 0)])
         // The stream's journal follows the same rule.
-        #expect(try store.journal([try Self.upsert(6, version: 1)], cursor: "e-1") == 1)
+        await #expect(try store.journal([try Self.upsert(6, version: 1)], cursor: "e-1") == 1)
         #expect(try store.headJobs(limit: 10).map(\.orderID) == ["2", "3", "4", "5", "6"])
         #expect(try store.streamCursor() == "e-1")
 
@@ -111,7 +111,7 @@ import Testing
         let jobs = try store.headJobs(limit: 10)
         try store.applyUpsert(try order(2, version: 1), completing: jobs[0].id)
         #expect(try store.applyInOneTransaction(Array(jobs.dropFirst())) == 4)
-        #expect(try store.journal([try Self.upsert(7, version: 1), NewJob(kind: .fetch, orderID: "8", source: "stream"),
+        await #expect(try store.journal([try Self.upsert(7, version: 1), NewJob(kind: .fetch, orderID: "8", source: "stream"),
                                    try Self.upsert(9, version: 1)], cursor: "e-2") == 2)
         #expect(try store.orders().map(\.id) == ["1", "2", "3", "4", "5", "6", "7"])
         #expect(try store.headJobs(limit: 10).map(\.orderID) == ["8", "9"])
@@ -170,7 +170,7 @@ import Testing
         let store = temporary.store
         let outcomes = await store.accept([Self.push("msg_1", [try Self.upsert(1, version: 1)])], policy: Self.policy)
         #expect(outcomes == [.accepted(jobs: 1, duplicateParts: 0)])
-        #expect(try store.journal([try Self.upsert(2, version: 1)], cursor: "e-1") == 1)
+        await #expect(try store.journal([try Self.upsert(2, version: 1)], cursor: "e-1") == 1)
         #expect(try store.orders().isEmpty)
         #expect(try store.headJobs(limit: 10).map(\.orderID) == ["1", "2"])
     }
