@@ -10,6 +10,11 @@ struct ConfigOption: ParsableArguments {
     func load() async throws -> OrderliveConfiguration {
         try await loadConfiguration(file: file)
     }
+
+    /// The operator's commands on the loaded configuration, writing to this process's terminal.
+    func commands() async throws -> OperatorCommands {
+        OperatorCommands(try await load(), console: .terminal())
+    }
 }
 
 /// `orderlive login`
@@ -32,7 +37,7 @@ struct Login: AsyncParsableCommand {
     var passwordStdin = false
 
     func run() async throws {
-        try await SessionCommands(config.load(), console: .terminal())
+        try await config.commands()
             .login(identifier: identifier, password: passwordStdin ? .standardInputLine : .configuredOrPrompt)
     }
 }
@@ -49,7 +54,7 @@ struct Logout: AsyncParsableCommand {
     var wipe = false
 
     func run() async throws {
-        try await SessionCommands(config.load(), console: .terminal()).logout(wipe: wipe)
+        try await config.commands().logout(wipe: wipe)
     }
 }
 
@@ -67,6 +72,6 @@ struct Status: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        try await SessionCommands(config.load(), console: .terminal()).status(json: json)
+        try await config.commands().status(json: json)
     }
 }

@@ -19,7 +19,7 @@ struct DeadLetters: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            try await StoreReadCommands(config.load(), console: .terminal()).deadLetters(json: json)
+            try await config.commands().deadLetters(json: json)
         }
     }
 
@@ -36,11 +36,11 @@ struct DeadLetters: AsyncParsableCommand {
         var json = false
 
         func validate() throws {
-            try usage(DeadLetterCommands.identifier(id))
+            try usage(OperatorCommands.deadLetterID(id))
         }
 
         func run() async throws {
-            try await StoreReadCommands(config.load(), console: .terminal()).deadLetter(id: id, json: json)
+            try await config.commands().deadLetter(id: id, json: json)
         }
     }
 
@@ -81,13 +81,13 @@ struct DeadLetters: AsyncParsableCommand {
         @Flag(help: "With --all, do not ask on a terminal.")
         var yes = false
 
-        func validate(_ repair: DeadLetterCommands.Repair) throws {
-            try usage(DeadLetterCommands.chosen(ids: ids, all: all, repair: repair))
+        func validate(_ repair: OperatorCommands.Repair) throws {
+            try usage(OperatorCommands.chosenDeadLetters(ids: ids, all: all, repair: repair))
         }
 
-        func run(_ repair: DeadLetterCommands.Repair, _ config: ConfigOption) async throws {
-            let wanted = try DeadLetterCommands.chosen(ids: ids, all: all, repair: repair)
-            try await DeadLetterCommands(config.load(), console: .terminal()).repair(repair, ids: wanted, confirmed: yes)
+        func run(_ repair: OperatorCommands.Repair, _ config: ConfigOption) async throws {
+            let wanted = try OperatorCommands.chosenDeadLetters(ids: ids, all: all, repair: repair)
+            try await config.commands().repairDeadLetters(repair, ids: wanted, confirmed: yes)
         }
     }
 }
@@ -112,11 +112,11 @@ struct Journal: AsyncParsableCommand {
         var json = false
 
         func validate() throws {
-            try usage(StoreReadCommands.checkJournalLimit(limit))
+            try usage(OperatorCommands.checkJournalLimit(limit))
         }
 
         func run() async throws {
-            try await StoreReadCommands(config.load(), console: .terminal()).journal(limit: limit, json: json)
+            try await config.commands().journal(limit: limit, json: json)
         }
     }
 }

@@ -21,7 +21,7 @@ struct Orders: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            try await StoreReadCommands(config.load(), console: .terminal()).orders(status: status, json: json)
+            try await config.commands().orders(status: status, json: json)
         }
     }
 
@@ -38,7 +38,7 @@ struct Orders: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            try await StoreReadCommands(config.load(), console: .terminal()).order(id: id, json: json)
+            try await config.commands().order(id: id, json: json)
         }
     }
 }

@@ -31,7 +31,7 @@ struct Push: AsyncParsableCommand {
         var id: String?
 
         func run() async throws {
-            try await PushCommands(config.load(), console: .terminal()).send(file: file, url: url, id: id)
+            try await config.commands().sendPush(file: file, url: url, id: id)
         }
     }
 }

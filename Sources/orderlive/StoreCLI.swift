@@ -26,7 +26,7 @@ struct StoreCommand: AsyncParsableCommand {
         var force = false
 
         func run() async throws {
-            try await StoreFileCommands(config.load(), console: .terminal()).backup(to: file, replacing: force)
+            try await config.commands().backupStore(to: file, replacing: force)
         }
     }
 
@@ -42,7 +42,7 @@ struct StoreCommand: AsyncParsableCommand {
         var file: String
 
         func run() async throws {
-            try await StoreFileCommands(config.load(), console: .terminal()).restore(from: file)
+            try await config.commands().restoreStore(from: file)
         }
     }
 
@@ -57,7 +57,7 @@ struct StoreCommand: AsyncParsableCommand {
         var file: String?
 
         func run() async throws {
-            try await StoreFileCommands(config.load(), console: .terminal()).check(file)
+            try await config.commands().checkStore(file)
         }
     }
 }

@@ -12,12 +12,12 @@ extension Webhooks {
         var since: String
 
         func validate() throws {
-            try usage(WebhookCommands.ReplayStart(since))
+            try usage(OperatorCommands.ReplayStart(since))
         }
 
         func run() async throws {
-            try await WebhookCommands(config.load(), console: .terminal())
-                .replay(endpoint.number, from: WebhookCommands.ReplayStart(since), named: since)
+            try await config.commands()
+                .replayWebhook(endpoint.number, from: OperatorCommands.ReplayStart(since), named: since)
         }
     }
 
@@ -28,7 +28,7 @@ extension Webhooks {
         @OptionGroup var endpoint: EndpointID
 
         func run() async throws {
-            try await WebhookCommands(config.load(), console: .terminal()).test(endpoint.number)
+            try await config.commands().testWebhook(endpoint.number)
         }
     }
 
@@ -42,7 +42,7 @@ extension Webhooks {
         var secretFile: String?
 
         func run() async throws {
-            try await WebhookCommands(config.load(), console: .terminal()).rotate(endpoint.number, secretFile: secretFile)
+            try await config.commands().rotateWebhook(endpoint.number, secretFile: secretFile)
         }
     }
 }

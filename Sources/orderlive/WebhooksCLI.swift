@@ -14,10 +14,10 @@ struct Webhooks: AsyncParsableCommand {
         var id: String
 
         func validate() throws {
-            try usage(WebhookCommands.identifier(id))
+            try usage(OperatorCommands.webhookID(id))
         }
 
-        var number: Int64 { (try? WebhookCommands.identifier(id)) ?? 0 }
+        var number: Int64 { (try? OperatorCommands.webhookID(id)) ?? 0 }
     }
 
     /// `orderlive webhooks add URL`
@@ -33,8 +33,8 @@ struct Webhooks: AsyncParsableCommand {
         @Option(name: .customLong("store-id"), help: "Only orders of these stores (comma-separated ids).") var storeIDs: String?
 
         func run() async throws {
-            try await WebhookCommands(config.load(), console: .terminal())
-                .add(url: url, secretFile: secretFile, events: events, storeIDs: storeIDs)
+            try await config.commands()
+                .addWebhook(url: url, secretFile: secretFile, events: events, storeIDs: storeIDs)
         }
     }
 
@@ -47,7 +47,7 @@ struct Webhooks: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            try await WebhookCommands(config.load(), console: .terminal()).list(json: json)
+            try await config.commands().listWebhooks(json: json)
         }
     }
 
@@ -58,7 +58,7 @@ struct Webhooks: AsyncParsableCommand {
         @OptionGroup var endpoint: EndpointID
 
         func run() async throws {
-            try await WebhookCommands(config.load(), console: .terminal()).remove(endpoint.number)
+            try await config.commands().removeWebhook(endpoint.number)
         }
     }
 
@@ -70,7 +70,7 @@ struct Webhooks: AsyncParsableCommand {
         @OptionGroup var endpoint: EndpointID
 
         func run() async throws {
-            try await WebhookCommands(config.load(), console: .terminal()).setEnabled(endpoint.number, true)
+            try await config.commands().setWebhook(endpoint.number, enabled: true)
         }
     }
 
@@ -81,7 +81,7 @@ struct Webhooks: AsyncParsableCommand {
         @OptionGroup var endpoint: EndpointID
 
         func run() async throws {
-            try await WebhookCommands(config.load(), console: .terminal()).setEnabled(endpoint.number, false)
+            try await config.commands().setWebhook(endpoint.number, enabled: false)
         }
     }
 }

@@ -55,7 +55,7 @@ import Testing
         let (configuration, directory) = try Self.stateDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let captured = Captured()
-        let commands = StoreReadCommands(configuration, console: captured.console)
+        let commands = OperatorCommands(configuration, console: captured.console)
         try await commands.orders(status: "ready", json: false)
         try await commands.orders(status: nil, json: true)
         try await commands.journal(limit: 10, json: false)
@@ -68,17 +68,17 @@ import Testing
         let (configuration, directory) = try Self.withDeadLetter()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let refused = Captured(answers: ["n"], canAsk: true)
-        try await DeadLetterCommands(configuration, console: refused.console).repair(.drop, ids: nil, confirmed: false)
+        try await OperatorCommands(configuration, console: refused.console).repairDeadLetters(.drop, ids: nil, confirmed: false)
         #expect(refused.output == ["Drop all 1 dead letters? [y/N] ", "Nothing changed."])
         let listed = Captured()
-        try await StoreReadCommands(configuration, console: listed.console).deadLetters(json: false)
+        try await OperatorCommands(configuration, console: listed.console).deadLetters(json: false)
         #expect(listed.output.contains { $0.contains("the backend answered 503") }, "\(listed.output)")
 
         let agreed = Captured(answers: ["yes"], canAsk: true)
-        try await DeadLetterCommands(configuration, console: agreed.console).repair(.drop, ids: nil, confirmed: false)
+        try await OperatorCommands(configuration, console: agreed.console).repairDeadLetters(.drop, ids: nil, confirmed: false)
         #expect(agreed.output.last == "Dropped 1 dead letter.")
         let empty = Captured()
-        try await StoreReadCommands(configuration, console: empty.console).deadLetters(json: false)
+        try await OperatorCommands(configuration, console: empty.console).deadLetters(json: false)
         #expect(empty.output == ["No dead letters."])
     }
 
@@ -86,10 +86,10 @@ import Testing
         let (configuration, directory) = try Self.withDeadLetter()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let piped = Captured(answers: ["n"], canAsk: false)
-        try await DeadLetterCommands(configuration, console: piped.console).repair(.retry, ids: nil, confirmed: false)
+        try await OperatorCommands(configuration, console: piped.console).repairDeadLetters(.retry, ids: nil, confirmed: false)
         #expect(piped.output == ["Retried 1 dead letter: back in the journal with no attempts made."])
         let journal = Captured()
-        try await StoreReadCommands(configuration, console: journal.console).journal(limit: 5, json: false)
+        try await OperatorCommands(configuration, console: journal.console).journal(limit: 5, json: false)
         #expect(journal.output.contains { $0.contains("fetch") && $0.contains("7") }, "\(journal.output)")
     }
 
@@ -98,98 +98,98 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let captured = Captured()
         await #expect {
-            try await DeadLetterCommands(configuration, console: captured.console).repair(.drop, ids: [1, 999], confirmed: true)
+            try await OperatorCommands(configuration, console: captured.console).repairDeadLetters(.drop, ids: [1, 999], confirmed: true)
         } throws: { error in
             "\(error)".contains("no dead letter 999") && "\(error)".contains("nothing was changed")
         }
         let listed = Captured()
-        try await StoreReadCommands(configuration, console: listed.console).deadLetters(json: false)
+        try await OperatorCommands(configuration, console: listed.console).deadLetters(json: false)
         #expect(listed.output.count == 2, "the header and the one dead letter, still there: \(listed.output)")
     }
 
     @Test func argumentRulesNameWhatIsWrong() throws {
-        #expect(throws: CommandUsageError.self) { try DeadLetterCommands.identifier("0") }
-        #expect(throws: CommandUsageError.self) { try DeadLetterCommands.identifier("x") }
-        #expect(try DeadLetterCommands.identifier("42") == 42)
-        #expect(try DeadLetterCommands.chosen(ids: [], all: true, repair: .drop) == nil)
-        #expect(try DeadLetterCommands.chosen(ids: ["3", "4"], all: false, repair: .drop) == [3, 4])
-        #expect { try DeadLetterCommands.chosen(ids: [], all: false, repair: .retry) } throws: { error in
+        #expect(throws: CommandUsageError.self) { try OperatorCommands.deadLetterID("0") }
+        #expect(throws: CommandUsageError.self) { try OperatorCommands.deadLetterID("x") }
+        #expect(try OperatorCommands.deadLetterID("42") == 42)
+        #expect(try OperatorCommands.chosenDeadLetters(ids: [], all: true, repair: .drop) == nil)
+        #expect(try OperatorCommands.chosenDeadLetters(ids: ["3", "4"], all: false, repair: .drop) == [3, 4])
+        #expect { try OperatorCommands.chosenDeadLetters(ids: [], all: false, repair: .retry) } throws: { error in
             (error as? CommandUsageError)?.message == "name the dead letters to retry (ids), or --all"
         }
-        #expect { try DeadLetterCommands.chosen(ids: ["1"], all: true, repair: .drop) } throws: { error in
+        #expect { try OperatorCommands.chosenDeadLetters(ids: ["1"], all: true, repair: .drop) } throws: { error in
             (error as? CommandUsageError)?.message == "give ids or --all, not both"
         }
-        #expect(throws: CommandUsageError.self) { try StoreReadCommands.checkJournalLimit(0) }
-        try StoreReadCommands.checkJournalLimit(1_000_000)
-        #expect(throws: CommandUsageError.self) { try WebhookCommands.identifier("-1") }
-        #expect(try WebhookCommands.ReplayStart("12") == .after(12))
-        #expect(try WebhookCommands.ReplayStart("2026-11-26T09:00:00Z") == .since(1_795_683_600))
-        #expect(throws: CommandUsageError.self) { try WebhookCommands.ReplayStart("yesterday") }
+        #expect(throws: CommandUsageError.self) { try OperatorCommands.checkJournalLimit(0) }
+        try OperatorCommands.checkJournalLimit(1_000_000)
+        #expect(throws: CommandUsageError.self) { try OperatorCommands.webhookID("-1") }
+        #expect(try OperatorCommands.ReplayStart("12") == .after(12))
+        #expect(try OperatorCommands.ReplayStart("2026-11-26T09:00:00Z") == .since(1_795_683_600))
+        #expect(throws: CommandUsageError.self) { try OperatorCommands.ReplayStart("yesterday") }
     }
 
     @Test func webhookEndpointsAreAddedListedReplayedAndRemoved() async throws {
         let (configuration, directory) = try Self.stateDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let added = Captured()
-        let commands = WebhookCommands(configuration, console: added.console)
-        try await commands.add(url: "http://127.0.0.1:9/hooks", secretFile: nil, events: "order.upserted", storeIDs: "s1, s2")
+        let commands = OperatorCommands(configuration, console: added.console)
+        try await commands.addWebhook(url: "http://127.0.0.1:9/hooks", secretFile: nil, events: "order.upserted", storeIDs: "s1, s2")
         let id = try #require(added.output.first.flatMap { Int64($0) })
         let note = try #require(added.notes.withLock { $0.first })
         #expect(note.contains("new signing key is in \(directory)"), "\(note)")
         #expect(!note.contains("whsec_"), "the key itself is never written to the console")
 
         let listed = Captured()
-        try await WebhookCommands(configuration, console: listed.console).list(json: true)
+        try await OperatorCommands(configuration, console: listed.console).listWebhooks(json: true)
         let json = try #require(listed.output.first)
         #expect(json.contains("\"url\":\"http://127.0.0.1:9/hooks\"") && json.contains("\"store_ids\":[\"s1\",\"s2\"]"), "\(json)")
 
         let changed = Captured()
-        let operating = WebhookCommands(configuration, console: changed.console)
-        try await operating.setEnabled(id, false)
+        let operating = OperatorCommands(configuration, console: changed.console)
+        try await operating.setWebhook(id, enabled: false)
         // An empty change log holds nothing to replay: refused, the cursor left where it is.
-        await #expect { try await operating.replay(id, from: .after(0), named: "0") } throws: { error in
+        await #expect { try await operating.replayWebhook(id, from: .after(0), named: "0") } throws: { error in
             "\(error)".hasPrefix("cannot replay from 0: ") && "\(error)".hasSuffix("; nothing was changed")
         }
-        await #expect { try await operating.replay(id, from: .since(0), named: "1970-01-01T00:00:00Z") } throws: { error in
+        await #expect { try await operating.replayWebhook(id, from: .since(0), named: "1970-01-01T00:00:00Z") } throws: { error in
             "\(error)" == "the change log holds no changes to replay"
         }
-        try await operating.setEnabled(id, true)
-        try await operating.remove(id)
+        try await operating.setWebhook(id, enabled: true)
+        try await operating.removeWebhook(id)
         #expect(changed.output == [
             "Disabled webhook endpoint \(id).", "Enabled webhook endpoint \(id).", "Removed webhook endpoint \(id).",
         ])
-        await #expect { try await operating.remove(id) } throws: { error in
+        await #expect { try await operating.removeWebhook(id) } throws: { error in
             "\(error)" == "no webhook endpoint \(id); `orderlive webhooks list` shows the ids"
         }
         await #expect(throws: CommandFailure.self) {
-            try await operating.add(url: "ftp://example.com", secretFile: nil, events: nil, storeIDs: nil)
+            try await operating.addWebhook(url: "ftp://example.com", secretFile: nil, events: nil, storeIDs: nil)
         }
     }
 
     @Test func storeFileCommandsNamePostgreSQLsOwnTools() async throws {
         var (configuration, directory) = try Self.stateDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let commands = StoreFileCommands(configuration, console: Captured().console)
-        #expect { try commands.backup(to: directory + "/copy.sqlite", replacing: false) } throws: { error in
+        let commands = OperatorCommands(configuration, console: Captured().console)
+        #expect { try commands.backupStore(to: directory + "/copy.sqlite", replacing: false) } throws: { error in
             "\(error)".contains("there is no store to back up")
         }
         configuration.store.backend = .postgres
-        let postgres = StoreFileCommands(configuration, console: Captured().console)
-        #expect { try postgres.backup(to: directory + "/copy.sqlite", replacing: false) } throws: { "\($0)".contains("pg_dump") }
-        #expect { try postgres.restore(from: directory + "/copy.sqlite") } throws: { "\($0)".contains("pg_restore") }
-        #expect { try postgres.check(nil) } throws: { "\($0)".contains("pg_amcheck") }
+        let postgres = OperatorCommands(configuration, console: Captured().console)
+        #expect { try postgres.backupStore(to: directory + "/copy.sqlite", replacing: false) } throws: { "\($0)".contains("pg_dump") }
+        #expect { try postgres.restoreStore(from: directory + "/copy.sqlite") } throws: { "\($0)".contains("pg_restore") }
+        #expect { try postgres.checkStore(nil) } throws: { "\($0)".contains("pg_amcheck") }
     }
 
     @Test func aBackupIsCheckedAndRestoredInProcess() async throws {
         let (configuration, directory) = try Self.withDeadLetter()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let captured = Captured()
-        let commands = StoreFileCommands(configuration, console: captured.console)
+        let commands = OperatorCommands(configuration, console: captured.console)
         let copy = directory + "/backup.sqlite"
-        try commands.backup(to: copy, replacing: false)
-        try commands.check(copy)
-        #expect { try commands.backup(to: copy, replacing: false) } throws: { "\($0)".contains("backup failed") }
-        try commands.restore(from: copy)
+        try commands.backupStore(to: copy, replacing: false)
+        try commands.checkStore(copy)
+        #expect { try commands.backupStore(to: copy, replacing: false) } throws: { "\($0)".contains("backup failed") }
+        try commands.restoreStore(from: copy)
         let output = captured.output
         #expect(output.first?.hasPrefix("Backed up ") == true && output.first?.contains("to \(copy)") == true, "\(output)")
         #expect(output.contains { $0.hasPrefix("ok: \(copy): integrity ok") }, "\(output)")

@@ -2,20 +2,12 @@ import Agent
 import Foundation
 
 /// `orderlive push send`: talks to a push endpoint the way a backend does.
-public struct PushCommands: Sendable {
-    let configuration: OrderliveConfiguration
-    let console: Console
-
-    /// Commands on `configuration`, writing to `console`.
-    public init(_ configuration: OrderliveConfiguration, console: Console) {
-        self.configuration = configuration
-        self.console = console
-    }
+extension OperatorCommands {
 
     /// POSTs the Gorush payload in `file` (`-` for standard input) to `url` (default the configured
     /// push endpoint), authenticated as `ingest.auth` says, and writes the status and the body; a
     /// failure unless the answer is 2xx.
-    public func send(file: String, url: String?, id: String?) async throws {
+    public func sendPush(file: String, url: String?, id: String?) async throws {
         let body: [UInt8]
         if file == "-" {
             body = [UInt8](FileHandle.standardInput.readDataToEndOfFile())

@@ -1,7 +1,7 @@
 import CheckedInput
 import StoreModel
 
-extension WebhookCommands {
+extension OperatorCommands {
     /// Where a replay starts: a change id, or the changes applied from an RFC 3339 time.
     public enum ReplayStart: Sendable, Equatable {
         /// The changes after this change id (seq).
@@ -25,9 +25,9 @@ extension WebhookCommands {
     /// Sends an endpoint again what the change log still holds from `start`: its cursor is rewound, and
     /// a running agent starts within a second. Refused, with nothing changed, when the log no longer
     /// holds the changes after that point.
-    public func replay(_ id: Int64, from start: ReplayStart, named: String) async throws {
+    public func replayWebhook(_ id: Int64, from start: ReplayStart, named: String) async throws {
         let from = try await withOutbox { store -> Int64 in
-            guard try await store.webhookEndpoints().contains(where: { $0.id == id }) else { throw Self.unknown(id) }
+            guard try await store.webhookEndpoints().contains(where: { $0.id == id }) else { throw Self.unknownWebhook(id) }
             let seq: Int64
             switch start {
             case .after(let number):
@@ -41,7 +41,7 @@ extension WebhookCommands {
             if case .reset(let reason) = try await store.changes(after: seq, limit: 1) {
                 throw CommandFailure("cannot replay from \(named): \(reason); nothing was changed")
             }
-            guard try await store.rewindWebhookEndpoint(id: id, to: seq) else { throw Self.unknown(id) }
+            guard try await store.rewindWebhookEndpoint(id: id, to: seq) else { throw Self.unknownWebhook(id) }
             return seq
         }
         console.write("Webhook endpoint \(id) is sent the changes after \(from) again (a running agent starts within a second).")

@@ -4,15 +4,7 @@ import Foundation
 import StoreModel
 
 /// `orderlive orders` and `orderlive journal`: reading the configured store, either engine.
-public struct StoreReadCommands: Sendable {
-    let configuration: OrderliveConfiguration
-    let console: Console
-
-    /// Commands on `configuration`, writing to `console`.
-    public init(_ configuration: OrderliveConfiguration, console: Console) {
-        self.configuration = configuration
-        self.console = console
-    }
+extension OperatorCommands {
 
     /// Reads the configured store (nil when there is no SQLite file yet), the error naming what could
     /// not be read.
@@ -60,7 +52,7 @@ public struct StoreReadCommands: Sendable {
 
     /// `dead-letters show ID`: why one failed and what it carried.
     public func deadLetter(id: String, json: Bool) async throws {
-        let number = try DeadLetterCommands.identifier(id)
+        let number = try Self.deadLetterID(id)
         guard let letter = try await read({ try await $0.deadLetter(id: number) }) ?? nil else {
             throw CommandFailure("no dead letter \(id) in the local store; `orderlive dead-letters list` shows the ids")
         }

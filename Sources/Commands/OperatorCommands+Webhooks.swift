@@ -5,18 +5,10 @@ import Foundation
 import StoreModel
 
 /// `orderlive webhooks`: the outgoing webhook endpoints kept in the store, and what they are sent.
-public struct WebhookCommands: Sendable {
-    let configuration: OrderliveConfiguration
-    let console: Console
-
-    /// Commands on `configuration`, writing to `console`.
-    public init(_ configuration: OrderliveConfiguration, console: Console) {
-        self.configuration = configuration
-        self.console = console
-    }
+extension OperatorCommands {
 
     /// An endpoint id: a positive whole number.
-    public static func identifier(_ text: String) throws(CommandUsageError) -> Int64 {
+    public static func webhookID(_ text: String) throws(CommandUsageError) -> Int64 {
         guard let id = Checked.int64(decimal: text), id > 0 else {
             throw CommandUsageError("'\(text)' is not an endpoint id: ids are positive whole numbers (see `orderlive webhooks list`)")
         }
@@ -38,7 +30,7 @@ public struct WebhookCommands: Sendable {
         }
     }
 
-    static func unknown(_ id: Int64) -> CommandFailure {
+    static func unknownWebhook(_ id: Int64) -> CommandFailure {
         CommandFailure("no webhook endpoint \(id); `orderlive webhooks list` shows the ids")
     }
 
@@ -54,7 +46,7 @@ public struct WebhookCommands: Sendable {
     }
 
     /// Adds an endpoint that receives the changes made from now on; writes its id.
-    public func add(url: String, secretFile: String?, events: String?, storeIDs: String?) async throws {
+    public func addWebhook(url: String, secretFile: String?, events: String?, storeIDs: String?) async throws {
         do {
             _ = try WebhookAdministration.checkedURL(url)
             _ = try WebhookAdministration.checkedEvents(events)
@@ -75,7 +67,7 @@ public struct WebhookCommands: Sendable {
     }
 
     /// The endpoints: state, filters, progress, last error.
-    public func list(json: Bool) async throws {
+    public func listWebhooks(json: Bool) async throws {
         let (endpoints, head) = try await withOutbox { store in
             (try await store.webhookEndpoints(), try await store.changeHead())
         }
@@ -85,25 +77,25 @@ public struct WebhookCommands: Sendable {
     }
 
     /// Removes an endpoint for good.
-    public func remove(_ id: Int64) async throws {
-        guard try await withOutbox({ try await $0.removeWebhookEndpoint(id: id) }) else { throw Self.unknown(id) }
+    public func removeWebhook(_ id: Int64) async throws {
+        guard try await withOutbox({ try await $0.removeWebhookEndpoint(id: id) }) else { throw Self.unknownWebhook(id) }
         console.write("Removed webhook endpoint \(id).")
     }
 
     /// Enables an endpoint (delivery resumes from its cursor, attempts reset) or disables it (its cursor kept).
-    public func setEnabled(_ id: Int64, _ enabled: Bool) async throws {
+    public func setWebhook(_ id: Int64, enabled: Bool) async throws {
         let reason = enabled ? nil : "disabled by an operator"
         guard try await withOutbox({ try await $0.setWebhookEndpoint(id: id, enabled: enabled, reason: reason) }) else {
-            throw Self.unknown(id)
+            throw Self.unknownWebhook(id)
         }
         console.write("\(enabled ? "Enabled" : "Disabled") webhook endpoint \(id).")
     }
 
     /// Sends the endpoint one signed test request and writes its answer; a failure unless it is 2xx.
-    public func test(_ id: Int64) async throws {
+    public func testWebhook(_ id: Int64) async throws {
         let settings = configuration.webhooks
         let (status, body) = try await withOutbox { store in
-            guard let endpoint = try await store.webhookEndpoints().first(where: { $0.id == id }) else { throw Self.unknown(id) }
+            guard let endpoint = try await store.webhookEndpoints().first(where: { $0.id == id }) else { throw Self.unknownWebhook(id) }
             return try await CurlLoop.withLoop(logger: quietLogger()) { loop in
                 do {
                     return try await WebhookAdministration.ping(endpoint, settings: settings, loop: loop)
@@ -117,14 +109,14 @@ public struct WebhookCommands: Sendable {
     }
 
     /// Gives an endpoint a new signing key; for 24 hours requests carry signatures with both.
-    public func rotate(_ id: Int64, secretFile: String?) async throws {
+    public func rotateWebhook(_ id: Int64, secretFile: String?) async throws {
         if let secretFile {
             do { _ = try WebhookAdministration.secret(from: secretFile) } catch { throw CommandFailure(error.description) }
         }
         let written = try await withOutbox { store -> String? in
-            guard try await store.webhookEndpoints().contains(where: { $0.id == id }) else { throw Self.unknown(id) }
+            guard try await store.webhookEndpoints().contains(where: { $0.id == id }) else { throw Self.unknownWebhook(id) }
             let (secret, written) = try signingKey(secretFile)
-            guard try await store.rotateWebhookSecret(id: id, to: secret) else { throw Self.unknown(id) }
+            guard try await store.rotateWebhookSecret(id: id, to: secret) else { throw Self.unknownWebhook(id) }
             return written
         }
         console.write("Webhook endpoint \(id) signs with its new key, and with the old one beside it for 24 hours.")

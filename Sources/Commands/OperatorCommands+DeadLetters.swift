@@ -4,15 +4,7 @@ import Logging
 import StoreModel
 
 /// `orderlive dead-letters retry|drop`: repairs of what the agent gave up on.
-public struct DeadLetterCommands: Sendable {
-    let configuration: OrderliveConfiguration
-    let console: Console
-
-    /// Commands on `configuration`, writing to `console`.
-    public init(_ configuration: OrderliveConfiguration, console: Console) {
-        self.configuration = configuration
-        self.console = console
-    }
+extension OperatorCommands {
 
     /// The repair asked for.
     public enum Repair: String, Sendable {
@@ -23,7 +15,7 @@ public struct DeadLetterCommands: Sendable {
     }
 
     /// A dead letter id: a positive whole number.
-    public static func identifier(_ text: String) throws(CommandUsageError) -> Int64 {
+    public static func deadLetterID(_ text: String) throws(CommandUsageError) -> Int64 {
         guard let id = Checked.int64(decimal: text), id > 0 else {
             throw CommandUsageError("'\(text)' is not a dead letter id: ids are positive whole numbers (see `orderlive dead-letters list`)")
         }
@@ -31,21 +23,21 @@ public struct DeadLetterCommands: Sendable {
     }
 
     /// The ids a repair is for, or nil for `--all`; the message says what is wrong with the choice.
-    public static func chosen(ids: [String], all: Bool, repair: Repair) throws(CommandUsageError) -> [Int64]? {
+    public static func chosenDeadLetters(ids: [String], all: Bool, repair: Repair) throws(CommandUsageError) -> [Int64]? {
         if all == !ids.isEmpty {
             throw CommandUsageError(all ? "give ids or --all, not both" : "name the dead letters to \(repair.rawValue) (ids), or --all")
         }
         var numbers: [Int64] = []
-        for id in ids { numbers.append(try identifier(id)) }
+        for id in ids { numbers.append(try deadLetterID(id)) }
         return all ? nil : numbers
     }
 
     /// Runs one repair on the configured store: asks first for every dead letter (`ids` nil) on a
     /// terminal unless `confirmed`, names unknown ids (nothing changed, a failure), and logs one notice
     /// per dead letter it acted on.
-    public func repair(_ repair: Repair, ids: [Int64]?, confirmed: Bool) async throws {
+    public func repairDeadLetters(_ repair: Repair, ids: [Int64]?, confirmed: Bool) async throws {
         if ids == nil, !confirmed, console.canAsk {
-            let count = try await StoreReadCommands(configuration, console: console).read { try await $0.deadLetters().count } ?? 0
+            let count = try await read { try await $0.deadLetters().count } ?? 0
             console.write("\(repair == .retry ? "Retry all" : "Drop all") \(count) dead letters? [y/N] ")
             guard let answer = console.readAnswer(), ["y", "yes"].contains(answer.lowercased()) else {
                 console.write("Nothing changed.")

@@ -4,15 +4,7 @@ import SQLiteStore
 
 /// `orderlive store backup|restore|check`: the SQLite store as a file — a backup of a running agent's
 /// store, a restore with the agent stopped, a check. PostgreSQL has its own tools, which these name.
-public struct StoreFileCommands: Sendable {
-    let configuration: OrderliveConfiguration
-    let console: Console
-
-    /// Commands on `configuration`, writing to `console`.
-    public init(_ configuration: OrderliveConfiguration, console: Console) {
-        self.configuration = configuration
-        self.console = console
-    }
+extension OperatorCommands {
 
     /// The configured SQLite state directory, or a failure that names PostgreSQL's own tool for `verb`.
     func sqliteDirectory(verb: String, tool: String) throws(CommandFailure) -> StateDirectory {
@@ -25,7 +17,7 @@ public struct StoreFileCommands: Sendable {
 
     /// Copies the store to `file`, consistent as of one commit, while the agent runs or not; the
     /// progress redrawn on standard error when it is a terminal.
-    public func backup(to file: String, replacing: Bool) throws {
+    public func backupStore(to file: String, replacing: Bool) throws {
         let showsProgress = console.showsProgress
         let directory = try sqliteDirectory(
             verb: "backup", tool: "pg_dump (for example `pg_dump --format=custom --file=orderlive.dump DBNAME`)")
@@ -51,7 +43,7 @@ public struct StoreFileCommands: Sendable {
     }
 
     /// Makes the backup `file` the store, with the agent stopped; the replaced store is kept beside it.
-    public func restore(from file: String) throws {
+    public func restoreStore(from file: String) throws {
         let directory = try sqliteDirectory(
             verb: "restore", tool: "pg_restore (for example `pg_restore --clean --dbname=DBNAME orderlive.dump`)")
         let restored: StateDirectory.Restored
@@ -68,7 +60,7 @@ public struct StoreFileCommands: Sendable {
     }
 
     /// Checks the store (or a backup `file`): SQLite's integrity check and the store's own invariants.
-    public func check(_ file: String?) throws {
+    public func checkStore(_ file: String?) throws {
         let path: String
         if let file {
             path = file

@@ -4,15 +4,7 @@ import CurlHTTP
 
 /// `orderlive login`, `logout` and `status`: the session with the order backend, and what the state
 /// directory (or the shared database) says about the agent.
-public struct SessionCommands: Sendable {
-    let configuration: OrderliveConfiguration
-    let console: Console
-
-    /// Commands on `configuration`, writing to `console`.
-    public init(_ configuration: OrderliveConfiguration, console: Console) {
-        self.configuration = configuration
-        self.console = console
-    }
+extension OperatorCommands {
 
     /// Where `login` takes the password from, in the order it looks.
     public enum PasswordSource: Sendable {
