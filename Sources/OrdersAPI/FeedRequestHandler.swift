@@ -47,8 +47,8 @@ final class FeedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let feed: ChangeFeed
     private var state = State.passing
-    /// Requests passed on whose answer has not ended.
-    private var unanswered = 0
+    /// The answers owed to requests passed on, before a feed may start (HTTP/1.1's order).
+    private var order = AnswerOrder()
     /// The feed's own request has been read to its end.
     private var feedRequestEnded = false
     /// Close the connection once the feed has ended.
@@ -69,11 +69,11 @@ final class FeedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .passing:
             if case .head(let head) = part {
                 if ChangeFeed.isFeedRequest(head) {
-                    if unanswered == 0 { start([part], context: context) } else { state = .waiting([part]) }
+                    if order.isClear { start([part], context: context) } else { state = .waiting([part]) }
                     return
                 }
-                unanswered += 1
             }
+            order.passedOn(part)
             context.fireChannelRead(wrapInboundOut(part))
         case .waiting(let parts):
             if let held = hold(part, after: parts, context: context) { state = .waiting(held) }
@@ -100,9 +100,7 @@ final class FeedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
         func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         context.write(data, promise: promise)
-        guard case .end = unwrapOutboundIn(data), unanswered > 0 else { return }
-        unanswered -= 1
-        if unanswered == 0, case .waiting(let parts) = state {
+        if order.wrote(unwrapOutboundIn(data)), case .waiting(let parts) = state {
             start(parts, context: context)
             // Outside a read: a request passed on reaches Hummingbird's channel at the end of a read.
             context.fireChannelReadComplete()
@@ -198,7 +196,7 @@ final class FeedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         state = .passing
         var rest = parts[...]
         while let part = rest.popFirst() {
-            if case .head = part { unanswered += 1 }
+            order.passedOn(part)
             context.fireChannelRead(wrapInboundOut(part))
             if case .end = part { break }
         }

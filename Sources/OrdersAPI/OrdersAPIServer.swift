@@ -60,12 +60,13 @@ public final class OrdersAPIServer: Service, Sendable {
     /// The fan-out hub.
     public let hub: ChangeHub
     private let logger: Logger
-    private let bound = OneShot<Int>()
-    /// The connections it holds, and which it may close to admit another.
-    public let admission: ConnectionAdmission
-    private let listenerMetrics: ListenerMetrics
+    /// The listener it serves on: admission, TLS, metrics, the bound port.
+    public let listener: ServedListener
     /// Authentication, scope and audit, for every route and the feed.
     let gate: APIGate
+
+    /// The connections it holds, and which it may close to admit another.
+    public var admission: ConnectionAdmission { listener.admission }
 
     /// Creates the server; it does not listen until ``run()``. `metricsFactory` makes
     /// `orderlive_api_requests_total`.
@@ -76,21 +77,16 @@ public final class OrdersAPIServer: Service, Sendable {
         self.configuration = configuration
         self.hub = hub
         self.logger = logger
-        self.listenerMetrics = listenerMetrics
         gate = APIGate(authentication: configuration.authentication, audit: APIAudit(factory: metricsFactory, logger: logger))
-        let closures = ConnectionClosureLog(title: "orders API", section: "api", limit: configuration.maximumConnections,
-                                            metrics: listenerMetrics, logger: logger)
-        admission = ConnectionAdmission(limit: configuration.maximumConnections, allowFrom: configuration.allowFrom) {
-            closures.record($0)
-        }
-        if let tls = configuration.tls { listenerMetrics.recordCertificateExpiry(tls.expiry) }
+        listener = ServedListener(
+            configuration.listener, title: "orders API", section: "api", announcement: "orders API listening",
+            metrics: listenerMetrics, logger: logger)
     }
 
-    /// Loads the TLS files again (SIGHUP); see ``LocalListener/reload(_:listener:metrics:logger:)``.
+    /// Loads the TLS files again (SIGHUP); see ``ServedListener/reloadTLS()``.
     @discardableResult
     public func reloadTLS() -> Bool {
-        guard let tls = configuration.tls else { return true }
-        return LocalListener.reload(tls, listener: "api", metrics: listenerMetrics, logger: logger)
+        listener.reloadTLS()
     }
 
     /// The `# HELP` text of the families the server makes (besides the listener's and the feed's).
@@ -114,7 +110,7 @@ public final class OrdersAPIServer: Service, Sendable {
 
     /// The bound port, once listening.
     public var port: Int {
-        get async { await bound.value }
+        get async { await listener.port }
     }
 
     /// Every route, in the order registered.
@@ -179,21 +175,11 @@ public final class OrdersAPIServer: Service, Sendable {
     /// Serves until graceful shutdown or cancellation; the hub runs beside it.
     public func run() async throws {
         let router = Router.serving(routes, first: OriginPolicyMiddleware<BasicRequestContext>(policy: configuration.cors))
-        let feed = self.feed
-        let settings = configuration.listener
-        let (bound, logger, admission) = (self.bound, self.logger, self.admission)
-        let hub = self.hub
+        let (feed, hub, listener) = (self.feed, self.hub, self.listener)
         try await withGracefulShutdownHandler {
             try await withThrowingDiscardingTaskGroup { group in
                 group.addTask { await hub.run() }
-                try await LocalListener.run(
-                    settings, router: router, admission: admission, handlers: { [FeedRequestHandler(feed: feed)] },
-                    onRunning: { port in
-                        bound.give(port)
-                        logger.info("orders API listening", metadata: [
-                            "api.listen": "\(settings.host):\(port)", "api.tls": "\(settings.tls != nil)",
-                        ])
-                    }, logger: logger)
+                try await listener.run(router: router) { [FeedRequestHandler(feed: feed)] }
                 hub.close()
             }
         } onGracefulShutdown: {

@@ -45,8 +45,8 @@ final class PushRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let endpoint: PushEndpoint
     private var state = State.passing
-    /// Requests passed on to the router whose answer has not ended.
-    private var unanswered = 0
+    /// The answers owed to requests passed on to the router, before a push may be answered here.
+    private var order = AnswerOrder()
     /// Parts of the requests that arrived while a push was answered.
     private var held: [HTTPRequestPart] = []
     private var heldBytes = 0
@@ -66,12 +66,12 @@ final class PushRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         switch state {
         case .passing:
             if case .head(let head) = part {
-                if unanswered == 0, Self.isPush(head) {
+                if order.isClear, Self.isPush(head) {
                     start(head, context: context)
                     return
                 }
-                unanswered += 1
             }
+            order.passedOn(part)
             context.fireChannelRead(wrapInboundOut(part))
         case .reading(let webhook, var body, let started):
             switch part {
@@ -147,7 +147,7 @@ final class PushRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         context.write(data, promise: promise)
-        if case .end = unwrapOutboundIn(data), unanswered > 0 { unanswered -= 1 }
+        order.wrote(unwrapOutboundIn(data))
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

@@ -86,12 +86,11 @@ public final class PushServer: Service, Sendable {
     private let configuration: Configuration
     private let endpoint: PushEndpoint
     private let operations: any OperationsProvider
-    private let logger: Logger
-    private let bound = OneShot<Int>()
+    /// The listener it serves on: admission, TLS, metrics, the bound port.
+    public let listener: ServedListener
+
     /// The connections it holds, and which it may close to admit another.
-    public let admission: ConnectionAdmission
-    /// Its connection and TLS metrics.
-    let listenerMetrics: ListenerMetrics
+    public var admission: ConnectionAdmission { listener.admission }
 
     /// Creates the server; it does not listen until ``run()``.
     public init(configuration: Configuration, endpoint: PushEndpoint, operations: any OperationsProvider,
@@ -100,15 +99,11 @@ public final class PushServer: Service, Sendable {
         self.configuration = configuration
         self.endpoint = endpoint
         self.operations = operations
-        self.logger = logger
-        self.listenerMetrics = listenerMetrics
-        let closures = ConnectionClosureLog(title: "push", section: "ingest", limit: configuration.maximumConnections,
-                                            metrics: listenerMetrics, logger: logger)
-        admission = ConnectionAdmission(limit: configuration.maximumConnections, allowFrom: configuration.allowFrom) { reason in
-            closures.record(reason)
+        listener = ServedListener(
+            configuration.listener, title: "push", section: "ingest", announcement: "push endpoint listening",
+            metrics: listenerMetrics, logger: logger) { reason in
             if reason == .refused { endpoint.connectionRefused() }
         }
-        if let tls = configuration.tls { listenerMetrics.recordCertificateExpiry(tls.expiry) }
     }
 
     /// Loads the TLS files again (SIGHUP): new handshakes use them; on failure the material in use
@@ -116,8 +111,7 @@ public final class PushServer: Service, Sendable {
     /// when reloaded or without TLS.
     @discardableResult
     public func reloadTLS() -> Bool {
-        guard let tls = configuration.tls else { return true }
-        return LocalListener.reload(tls, listener: "push", metrics: listenerMetrics, logger: logger)
+        listener.reloadTLS()
     }
 
     /// Verifies pushes with `authentication` from now on (SIGHUP re-read `ingest.secret_file`).
@@ -127,7 +121,7 @@ public final class PushServer: Service, Sendable {
 
     /// The bound port, once listening.
     public var port: Int {
-        get async { await bound.value }
+        get async { await listener.port }
     }
 
     /// Every route this listener serves, in the order registered: the push endpoint, the operations
@@ -159,23 +153,13 @@ public final class PushServer: Service, Sendable {
     /// committed and answered before this returns.
     public func run() async throws {
         let router = Router.serving(routes)
-        let endpoint = self.endpoint
-        let settings = configuration.listener
-        let admission = self.admission
-        let (bound, logger) = (self.bound, self.logger)
+        let (endpoint, listener) = (self.endpoint, self.listener)
         let journal = endpoint.journal
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await journal.carryCommits() }
             defer { journal.stopCarrying() }
             try await withGracefulShutdownHandler {
-                try await LocalListener.run(settings, router: router, admission: admission, handlers: {
-                    [PushRequestHandler(endpoint: endpoint)]
-                }, onRunning: { port in
-                    bound.give(port)
-                    logger.info("push endpoint listening", metadata: [
-                        "push.listen": "\(settings.host):\(port)", "push.tls": "\(settings.tls != nil)",
-                    ])
-                }, logger: logger)
+                try await listener.run(router: router) { [PushRequestHandler(endpoint: endpoint)] }
             } onGracefulShutdown: {
                 endpoint.beginDraining()
             }
