@@ -17,12 +17,7 @@ import Testing
         try await Sandbox.withRunning(sandboxConfiguration) { sandbox in
             let book = sandbox.orders
             let ids = (0..<3).map { _ in book.create() }
-            var configuration = OrderliveConfiguration()
-            configuration.upstream.baseURL = await sandbox.baseURL
-            configuration.auth.identifier = SandboxUser.demo.identifier
-            configuration.ingest.listen = "127.0.0.1:0"
-            configuration.api.listen = "127.0.0.1:0"
-            configuration.store.stateDirectory = directory
+            let configuration = await SandboxedAgent.configuration(sandbox, directory: directory)
             let (lines, sink) = AsyncStream.makeStream(of: String.self)
             var logger = Logger(label: "orderlive") { label in JSONLogHandler(label: label, write: { sink.yield($0) }) }
             logger.logLevel = .debug
@@ -31,7 +26,7 @@ import Testing
 
             let program = try AgentBuilder.build(
                 configuration: configuration, logger: logger,
-                environment: ["ORDERLIVE_AUTH_PASSWORD": SandboxUser.demo.password])
+                environment: SandboxedAgent.environment)
             let running = Task { try await program.run(handlingSignals: false) }
             let port = try #require(await program.pushServer?.port)
             #expect(port > 0)

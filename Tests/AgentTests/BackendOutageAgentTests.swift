@@ -26,12 +26,7 @@ import Testing
         let sandboxConfiguration = SandboxConfiguration(
             port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true), feed: .orderBook)
         try await Sandbox.withRunning(sandboxConfiguration) { sandbox in
-            var configuration = OrderliveConfiguration()
-            configuration.upstream.baseURL = await sandbox.baseURL
-            configuration.auth.identifier = SandboxUser.demo.identifier
-            configuration.ingest.listen = "127.0.0.1:0"
-            configuration.api.listen = ""
-            configuration.store.stateDirectory = directory
+            var configuration = await SandboxedAgent.configuration(sandbox, directory: directory, api: false)
             configuration.sync.maximumAttempts = 3
             configuration.sync.retryBase = retryBase
             configuration.sync.retryMaximum = .seconds(1)
@@ -44,7 +39,7 @@ import Testing
             }
             let program = try AgentBuilder.build(
                 configuration: configuration, logger: quietLogger,
-                environment: ["ORDERLIVE_AUTH_PASSWORD": SandboxUser.demo.password])
+                environment: SandboxedAgent.environment)
             let running = Task { try await program.run(handlingSignals: false) }
             let port = try #require(await program.pushServer?.port)
             let loop = try CurlLoop(logger: quietLogger)
@@ -166,16 +161,6 @@ import Testing
         return try database.read { db in try Int.fetchOne(db, sql: sql) ?? -1 }
     }
 
-    static func eventually(_ condition: () throws -> Bool) async throws -> Bool {
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: .seconds(30))
-        while clock.now < deadline {
-            if (try? condition()) == true { return true }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return try condition()
-    }
-
     @Test func aKillWhileALaneWaitsReplaysToTheSameState() async throws {
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-lanekill-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: state) }
@@ -197,18 +182,18 @@ import Testing
                 return (agent, "http://" + (listening.line["push.listen"] ?? "") + "/api/push")
             }
             var (agent, push) = try await start()
-            #expect(try await Self.eventually { try Self.count(#"SELECT COUNT(*) FROM "order""#, in: state) == 2 })
+            #expect(await eventually(within: .seconds(30)) { try Self.count(#"SELECT COUNT(*) FROM "order""#, in: state) == 2 })
 
             // The bad order's fetch fails and waits; a whole order pushed for it waits behind it.
             book.breakOrder(bad, status: 503)
             book.update(bad, status: "assigned", announce: .idOnly)
-            #expect(try await Self.eventually { try Self.count("SELECT COUNT(*) FROM job WHERE attempts > 0", in: state) == 1 })
+            #expect(await eventually(within: .seconds(30)) { try Self.count("SELECT COUNT(*) FROM job WHERE attempts > 0", in: state) == 1 })
             let body = #"{"notifications":[{"tokens":["t"],"platform":2,"data":{"type":"order.updated","order":{"id":\#(bad),"status":"pushed","version":100}}}]}"#
             let answer = try await loop.perform(HTTPRequest(
                 url: push, method: "POST", headers: ["Content-Type": "application/json"], body: Array(body.utf8)))
             #expect(answer.status == 200)
             book.update(good, status: "picked_up", announce: .idOnly)
-            #expect(try await Self.eventually {
+            #expect(await eventually(within: .seconds(30)) {
                 try Self.count(#"SELECT COUNT(*) FROM "order" WHERE status = 'picked_up'"#, in: state) == 1
             }, "the other order is not held")
             #expect(try Self.count("SELECT COUNT(*) FROM job", in: state) == 2, "the fetch and the push behind it wait")
@@ -217,7 +202,7 @@ import Testing
 
             book.healOrder(bad)
             (agent, push) = try await start()
-            #expect(try await Self.eventually { try Self.count("SELECT COUNT(*) FROM job", in: state) == 0 }, "the journal replays")
+            #expect(await eventually(within: .seconds(30)) { try Self.count("SELECT COUNT(*) FROM job", in: state) == 0 }, "the journal replays")
             #expect(try Self.count(#"SELECT COUNT(*) FROM "order" WHERE status = 'pushed' AND version = 100"#, in: state) == 1,
                     "the fetch, then the push held behind it, both applied")
             #expect(try Self.count("SELECT COUNT(*) FROM dead_letter", in: state) == 0)

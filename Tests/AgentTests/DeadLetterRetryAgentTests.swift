@@ -21,16 +21,11 @@ import Testing
         let pushURL: String
 
         init(_ sandbox: Sandbox, directory: String, configure: (inout OrderliveConfiguration) -> Void = { _ in }) async throws {
-            var configuration = OrderliveConfiguration()
-            configuration.upstream.baseURL = await sandbox.baseURL
-            configuration.auth.identifier = SandboxUser.demo.identifier
-            configuration.ingest.listen = "127.0.0.1:0"
-            configuration.api.listen = ""
-            configuration.store.stateDirectory = directory
+            var configuration = await SandboxedAgent.configuration(sandbox, directory: directory, api: false)
             configuration.sync.maximumAttempts = 1
             configure(&configuration)
             let program = try AgentBuilder.build(
-                configuration: configuration, logger: quietLogger, environment: ["ORDERLIVE_AUTH_PASSWORD": SandboxUser.demo.password])
+                configuration: configuration, logger: quietLogger, environment: SandboxedAgent.environment)
             self.program = program
             running = Task { try await program.run(handlingSignals: false) }
             pushURL = "http://127.0.0.1:\(try #require(await program.pushServer?.port))/api/push"
@@ -51,13 +46,7 @@ import Testing
 
         /// Waits until `condition` holds of the store, for at most `limit`; true when it did.
         func until(_ limit: Duration = .seconds(30), _ condition: @Sendable (AgentProgram) async throws -> Bool) async throws -> Bool {
-            let clock = ContinuousClock()
-            let deadline = clock.now.advanced(by: limit)
-            while clock.now < deadline {
-                if try await condition(program) { return true }
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            return try await condition(program)
+            await eventually(within: limit, every: .milliseconds(10)) { try await condition(program) }
         }
     }
 

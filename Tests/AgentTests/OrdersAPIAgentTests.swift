@@ -23,15 +23,10 @@ import Glibc
         try await Sandbox.withRunning(sandboxConfiguration) { sandbox in
             let book = sandbox.orders
             for _ in 0..<5 { book.create() }
-            var configuration = OrderliveConfiguration()
-            configuration.upstream.baseURL = await sandbox.baseURL
-            configuration.auth.identifier = SandboxUser.demo.identifier
-            configuration.ingest.listen = "127.0.0.1:0"
-            configuration.api.listen = "127.0.0.1:0"
-            configuration.store.stateDirectory = directory
+            let configuration = await SandboxedAgent.configuration(sandbox, directory: directory)
             let program = try AgentBuilder.build(
                 configuration: configuration, logger: quietLogger,
-                environment: ["ORDERLIVE_AUTH_PASSWORD": SandboxUser.demo.password])
+                environment: SandboxedAgent.environment)
             let running = Task { try await program.run(handlingSignals: false) }
             let pushPort = try #require(await program.pushServer?.port)
             let apiPort = try #require(await program.apiServer?.port)
@@ -72,15 +67,10 @@ import Glibc
 
             // Wait until the store equals the Sandbox (the agent caught up), then until the feed's
             // view equals GET /v1/orders.
-            let clock = ContinuousClock()
-            let deadline = clock.now.advanced(by: .seconds(30))
             func local() async throws -> [String: String] {
                 Dictionary(uniqueKeysWithValues: try await program.store.orders(status: nil).map { ($0.id, $0.status) })
             }
-            while clock.now < deadline, try await local() != book.snapshot.mapValues(\.status) {
-                try await Task.sleep(for: .milliseconds(50))
-            }
-            #expect(try await local() == book.snapshot.mapValues(\.status))
+            #expect(await eventually(within: .seconds(30)) { try await local() == book.snapshot.mapValues(\.status) })
             let list = try await loop.perform(HTTPRequest(url: base + "/v1/orders"))
             let object = try #require(try JSONSerialization.jsonObject(with: Data(list.body)) as? [String: Any])
             var expected: [String: String] = [:]

@@ -112,13 +112,12 @@ import Testing
             #expect(try #require(await health.next()).writable == false)
             let failures = store.writeHealth.failures
             // The first probe (after 1 s) still finds the disk full: it stays unready.
-            let clock = ContinuousClock()
-            let deadline = clock.now.advanced(by: .seconds(10))
-            while store.writeHealth.failures == failures, clock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            _ = await eventually(within: .seconds(10)) { store.writeHealth.failures != failures }
             let stillFull = await operations.readiness()
             #expect(store.writeHealth.failures > failures && !stillFull.isReady)
             // Space returns; nothing writes. Ready again within 5 s, by the probe alone.
             try await queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA max_page_count = 1073741823") }
+            let clock = ContinuousClock()
             let cleared = clock.now
             #expect(try #require(await health.next()).writable)
             #expect(clock.now - cleared < .seconds(5), "ready again after \(clock.now - cleared)")

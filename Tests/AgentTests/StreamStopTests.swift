@@ -16,16 +16,11 @@ import Testing
         let sandboxConfiguration = SandboxConfiguration(port: 0, auth: SandboxAuthConfiguration(requiresAuthentication: true))
         try await Sandbox.withRunning(sandboxConfiguration) { sandbox in
             sandbox.enqueue(.status(204))
-            var configuration = OrderliveConfiguration()
-            configuration.upstream.baseURL = await sandbox.baseURL
-            configuration.auth.identifier = SandboxUser.demo.identifier
-            configuration.ingest.listen = "127.0.0.1:0"
-            configuration.api.listen = "127.0.0.1:0"
-            configuration.store.stateDirectory = directory
+            let configuration = await SandboxedAgent.configuration(sandbox, directory: directory)
             let logs = CapturedLogs()
             let program = try AgentBuilder.build(
                 configuration: configuration, logger: logs.logger(level: .info),
-                environment: ["ORDERLIVE_AUTH_PASSWORD": SandboxUser.demo.password])
+                environment: SandboxedAgent.environment)
             let running = Task { try await program.run(handlingSignals: false) }
             let apiPort = try #require(await program.apiServer?.port)
             let ended = await logs.wait(for: "the backend answered 204: the stream stays stopped until restart", within: .seconds(30))

@@ -22,8 +22,8 @@ import WebhookDelivery
             #expect(WebhookDeliveryTests.seqs(receiver.received) == expected)
             let ids = receiver.received.map(\.id)
             #expect(ids[1] == ids[5], "a change sent again keeps its webhook-id")
-            #expect(await eventually { try store.webhookEndpoints().first?.cursor == start + 5 })
-            #expect(await eventually { delivered.withLock { $0 } == expected.count }, "every 2xx counted in the metrics")
+            #expect(await eventually(within: .seconds(10)) { try store.webhookEndpoints().first?.cursor == start + 5 })
+            #expect(await eventually(within: .seconds(10)) { delivered.withLock { $0 } == expected.count }, "every 2xx counted in the metrics")
         }
     }
 
@@ -35,7 +35,7 @@ import WebhookDelivery
             let expected = Array((start + 1)...(start + 5)) + Array((start + 1)...(start + 5))
             #expect(await receiver.until { WebhookDeliveryTests.seqs($0).count >= expected.count })
             #expect(WebhookDeliveryTests.seqs(receiver.received) == expected)
-            #expect(await eventually { try store.webhookEndpoints().first?.cursor == start + 5 })
+            #expect(await eventually(within: .seconds(10)) { try store.webhookEndpoints().first?.cursor == start + 5 })
         }
     }
 
@@ -76,16 +76,5 @@ import WebhookDelivery
             await running.value
             await loop.shutdown()
         }
-    }
-
-    /// Polls `condition` for up to 10 s.
-    private func eventually(_ condition: () throws -> Bool) async -> Bool {
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: .seconds(10))
-        while clock.now < deadline {
-            if (try? condition()) == true { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return (try? condition()) == true
     }
 }

@@ -103,7 +103,7 @@ import WebhookSigning
             #expect(try await agent.until { try await $0.store.changeHead() > start + 8 })
             let (listed, json) = try await StoreFileCommandsTests.run(["webhooks", "list", "--json"], in: directory)
             #expect(listed == 0, "\(json)")
-            #expect(await Self.eventually { try await StoreFileCommandsTests.run(["webhooks", "list", "--json"], in: directory)
+            #expect(await eventually(within: .seconds(20)) { try await StoreFileCommandsTests.run(["webhooks", "list", "--json"], in: directory)
                 .output.contains(#""state":"disabled","disabled_reason":"the endpoint answered 410 Gone""#) })
             #expect(!json.contains(Self.secret) && !json.contains("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"), "never the secret")
             let (_, status) = try await StoreFileCommandsTests.run(["status", "--json"], in: directory)
@@ -137,16 +137,5 @@ import WebhookSigning
             #expect(signed.signature.split(separator: " ").count == 2)
             try await agent.stop()
         }
-    }
-
-    /// Waits until `condition` is true, for at most 20 s.
-    static func eventually(_ condition: () async throws -> Bool) async -> Bool {
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: .seconds(20))
-        while clock.now < deadline {
-            if (try? await condition()) == true { return true }
-            try? await Task.sleep(for: .milliseconds(100))
-        }
-        return false
     }
 }
