@@ -34,8 +34,8 @@ public struct AuthClient: Sendable {
 
     /// Creates a client; `now` is the wall clock in Unix seconds (for expiry times).
     public init(
-        loop: CurlLoop, endpoints: Endpoints, connectTimeout: Duration = .seconds(10),
-        requestTimeout: Duration = .seconds(10), tls: TLSOptions = .init(),
+        loop: CurlLoop, endpoints: Endpoints, connectTimeout: Duration = HTTPRequest.standardConnectTimeout,
+        requestTimeout: Duration = HTTPRequest.standardTimeout, tls: TLSOptions = .init(),
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
     ) {
         self.loop = loop

@@ -53,10 +53,13 @@ extension Session {
         /// Told of every login and refresh outcome (for metrics).
         public var observe: @Sendable (AuthEvent) -> Void
 
+        /// How long before its expiry an access token is refreshed, unless told otherwise (`auth.refresh_ahead_s`).
+        public static let standardRefreshAhead = Duration.seconds(60)
+
         /// Creates dependencies with real time and randomness.
         public init(
             client: AuthClient, store: CredentialStore, identifier: String?,
-            password: @escaping @Sendable () -> String? = { nil }, refreshAhead: Duration = .seconds(60),
+            password: @escaping @Sendable () -> String? = { nil }, refreshAhead: Duration = Dependencies.standardRefreshAhead,
             now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
             sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
             random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) },

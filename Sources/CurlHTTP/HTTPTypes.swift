@@ -91,14 +91,19 @@ public struct HTTPRequest: Sendable {
     /// The largest response body `perform` accepts, in bytes.
     public var maximumResponseBytes: Int
 
+    /// The connect deadline of a request that names none (and of `upstream.connect_timeout_ms`).
+    public static let standardConnectTimeout = Duration.seconds(10)
+    /// The whole-request deadline of a request that names none (and of `upstream.request_timeout_ms`).
+    public static let standardTimeout = Duration.seconds(10)
+
     /// Creates a request.
     public init(
         url: String,
         method: String = "GET",
         headers: HTTPHeaders = [:],
         body: [UInt8]? = nil,
-        connectTimeout: Duration = .seconds(10),
-        timeout: Duration? = .seconds(10),
+        connectTimeout: Duration = HTTPRequest.standardConnectTimeout,
+        timeout: Duration? = HTTPRequest.standardTimeout,
         tls: TLSOptions = .init(),
         maximumRedirects: Int = 5,
         maximumResponseBytes: Int = 64 << 20

@@ -41,7 +41,7 @@ public struct OrdersClient: OrderSource {
     /// Creates a client.
     public init(
         loop: CurlLoop, session: Session, baseURL: String, ordersPath: String = "/v1/orders",
-        connectTimeout: Duration = .seconds(10), requestTimeout: Duration = .seconds(10), tls: TLSOptions = .init(),
+        connectTimeout: Duration = HTTPRequest.standardConnectTimeout, requestTimeout: Duration = HTTPRequest.standardTimeout, tls: TLSOptions = .init(),
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
     ) {
         self.loop = loop

@@ -54,11 +54,14 @@ public struct PostgresStoreConfiguration: Sendable {
     /// pruning the change log): twice the longer of the statement timeout and `failover_s`.
     public var longRoundTrip: Duration { max(statementTimeout, failover) * 2 }
 
+    /// How long a silent database or leader is waited for unless told otherwise (`store.failover_s`).
+    public static let standardFailover = Duration.seconds(5)
+
     /// Creates a configuration from its parts.
     public init(
         host: String, port: Int = 5432, username: String, password: String?, database: String,
         sslMode: SSLMode = .prefer, account: String, maximumConnections: Int = 8,
-        statementTimeout: Duration = .seconds(10), connectTimeout: Duration = .seconds(5), failover: Duration = .seconds(5)
+        statementTimeout: Duration = .seconds(10), connectTimeout: Duration = .seconds(5), failover: Duration = PostgresStoreConfiguration.standardFailover
     ) {
         self.host = host
         self.port = port

@@ -12,7 +12,7 @@ public enum APIAuthMode: String, Sendable, Hashable, CaseIterable {
 /// `api.*`: the local orders API, its change feed and the dispatch board (DESIGN §11).
 public struct APIConfiguration: Sendable, Hashable {
     /// `host:port` to listen on; "" disables the API.
-    public var listen = "127.0.0.1:8090"
+    public var listen = "\(OrdersAPIServer.Configuration().host):\(OrdersAPIServer.Configuration().port)"
     /// How consumers authenticate.
     public var auth = APIAuthMode.none
     /// The file of bearer tokens, one per line.

@@ -1,3 +1,4 @@
+import AuthSession
 /// `auth.*`: who logs in and how the session is kept.
 public struct AuthConfiguration: Sendable, Hashable {
     /// The login identifier.
@@ -5,7 +6,7 @@ public struct AuthConfiguration: Sendable, Hashable {
     /// A file holding the password (systemd `LoadCredential=`, container secrets), or "".
     public var passwordFile = ""
     /// Refresh when the access token expires within this window.
-    public var refreshAhead = Duration.seconds(60)
+    public var refreshAhead = Session.Dependencies.standardRefreshAhead
     /// When set, credentials are encrypted at rest with the key in this file.
     public var credentialsKeyFile = ""
 

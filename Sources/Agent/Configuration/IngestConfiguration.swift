@@ -14,7 +14,7 @@ public enum IngestAuthMode: String, Sendable, Hashable, CaseIterable {
 /// `ingest.*`: the push endpoint.
 public struct IngestConfiguration: Sendable, Hashable {
     /// `host:port` to listen on; "" disables the endpoint.
-    public var listen = "127.0.0.1:8080"
+    public var listen = "\(PushServer.Configuration().host):\(PushServer.Configuration().port)"
     /// How senders authenticate.
     public var auth = IngestAuthMode.none
     /// The file holding the bearer or webhook secret.

@@ -26,7 +26,7 @@ public struct StoreConfiguration: Sendable, Hashable {
     /// This agent's partition of a shared database; "" means `auth.identifier`.
     public var account = ""
     /// A follower takes over within this after the leader is gone.
-    public var failover = Duration.seconds(5)
+    public var failover = PostgresStoreConfiguration.standardFailover
 
     /// The built-in defaults.
     public init() {}

@@ -1,13 +1,17 @@
+import EventStream
 /// `stream.*`: reconnect policy of the event stream.
 public struct StreamConfiguration: Sendable, Hashable {
+    /// The event source's own defaults, which these keys start from.
+    private static let source = EventSourceConfiguration(url: "")
+
     /// The first reconnect delay.
-    public var initialDelay = Duration.milliseconds(1_000)
+    public var initialDelay = source.initialDelay
     /// The largest reconnect delay.
-    public var maximumDelay = Duration.milliseconds(30_000)
+    public var maximumDelay = source.maximumDelay
     /// A connection up this long resets the backoff.
-    public var resetAfter = Duration.seconds(60)
-    /// No byte for this long drops the connection.
-    public var idleTimeout = Duration.milliseconds(45_000)
+    public var resetAfter = source.resetAfter
+    /// No byte for this long drops the connection (the event source's default is never nil).
+    public var idleTimeout = source.idleTimeout ?? .zero
 
     /// The built-in defaults.
     public init() {}

@@ -1,17 +1,21 @@
+import OrderSync
 /// `sync.*`: the executor.
 public struct SyncConfiguration: Sendable, Hashable {
+    /// The executor's own defaults, which these keys start from.
+    private static let executor = SyncExecutor.Configuration()
+
     /// Attempts before a job becomes a dead letter.
-    public var maximumAttempts = 8
+    public var maximumAttempts = executor.maximumAttempts
     /// Orders per page in a full sync.
-    public var pageSize = 500
+    public var pageSize = executor.pageSize
     /// Dead letters kept at most; the oldest beyond are removed (DESIGN §13).
     public var deadLetterLimit = 10_000
     /// The first retry delay of a job that failed for its own order; doubles per attempt.
-    public var retryBase = Duration.seconds(1)
+    public var retryBase = executor.retryBase
     /// The longest retry delay, and the longest `Retry-After` honoured.
-    public var retryMaximum = Duration.seconds(300)
+    public var retryMaximum = executor.retryMaximum
     /// While the backend is unavailable, probes are at most this far apart (DESIGN §8 "Sync").
-    public var outageProbeMaximum = Duration.seconds(5)
+    public var outageProbeMaximum = executor.probeMaximum
 
     /// The built-in defaults.
     public init() {}

@@ -15,9 +15,9 @@ public struct UpstreamConfiguration: Sendable, Hashable {
     /// The orders path.
     public var ordersPath = "/v1/orders"
     /// How long connecting may take.
-    public var connectTimeout = Duration.milliseconds(10_000)
+    public var connectTimeout = HTTPRequest.standardConnectTimeout
     /// How long one API request may take.
-    public var requestTimeout = Duration.milliseconds(10_000)
+    public var requestTimeout = HTTPRequest.standardTimeout
     /// Extra CA bundle (PEM) for TLS, or "".
     public var caFile = ""
     /// A `sha256//<base64>` public-key pin, or "".

@@ -4,14 +4,17 @@ import WebhookDelivery
 /// `webhooks.*`: how outgoing webhooks are sent (DESIGN §13); the endpoints themselves are in the store
 /// (`orderlive webhooks add`).
 public struct WebhooksConfiguration: Sendable, Hashable {
+    /// The deliverer's own defaults, which these keys start from.
+    private static let deliverer = WebhookSettings()
+
     /// One attempt's deadline.
-    public var timeout = Duration.milliseconds(10_000)
+    public var timeout = deliverer.timeout
     /// The waits between attempts, as written (`5s,5m,30m,…`).
     public var retrySchedule = "5s,5m,30m,2h,5h,10h,14h,20h,24h"
     /// Extra CA certificates for https endpoints.
     public var caFile = ""
     /// Changes an endpoint may fall behind before it is disabled.
-    public var maximumBacklog = 1_000_000
+    public var maximumBacklog = Int(deliverer.maximumBacklog)
 
     /// The built-in defaults.
     public init() {}
