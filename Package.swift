@@ -302,7 +302,7 @@ let package = Package(
             name: "TestHarnesses",
             dependencies: [
                 "AsyncSignals", "StoreModel", "AuthSession", "CurlHTTP", "EventStream", "SQLiteStore", "OrderSync", "PushIngest", "Sandbox",
-                "OrdersAPI", "ServerSentEvents", "TestKit", "LocalHTTP", "WebhookSigning",
+                "OrdersAPI", "ServerSentEvents", "TestKit", "LocalHTTP", "WebhookSigning", "JSONToolkit",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Hummingbird", package: "hummingbird"),
             ],
@@ -336,7 +336,9 @@ let package = Package(
         ),
         .testTarget(
             name: "CurlHTTPTests",
-            dependencies: ["AsyncSignals", "CurlHTTP", "Sandbox", "TestKit", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "AsyncSignals", "CurlHTTP", "Sandbox", "TestHarnesses", "TestKit", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(

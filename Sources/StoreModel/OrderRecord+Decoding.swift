@@ -57,17 +57,4 @@ extension OrderRecord {
         }
         return try decode(object.fields, text: trimmed, appliedAt: appliedAt)
     }
-
-    /// Reads an order object built in memory (tests and tools): it is serialised with sorted keys, and
-    /// that text, or `rawText` when given, is decoded by the same rules.
-    public static func parse(
-        _ object: [String: Any], rawText: Substring? = nil, appliedAt: Double
-    ) throws(OrderParseError) -> OrderRecord {
-        guard JSONSerialization.isValidJSONObject(object),
-              let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]),
-              let fields = JSONObjectText(Array(data))?.fields
-        else { throw OrderParseError("the order cannot be read as a JSON object") }
-        return try decode(fields, text: rawText.map(String.init) ?? String(decoding: data, as: UTF8.self),
-                          appliedAt: appliedAt)
-    }
 }

@@ -3,6 +3,7 @@ import SQLiteStore
 import StoreModel
 import Sandbox
 import Synchronization
+import TestHarnesses
 import Testing
 import TestKit
 

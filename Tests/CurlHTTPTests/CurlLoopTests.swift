@@ -2,6 +2,7 @@ import AsyncSignals
 import CurlHTTP
 import Logging
 import Sandbox
+import TestHarnesses
 import Testing
 
 /// The curl multi loop against the real Sandbox on 127.0.0.1.

@@ -5,6 +5,7 @@ import SQLiteStore
 import StoreModel
 import Sandbox
 import TestKit
+import TestHarnesses
 import Testing
 
 /// Issue 11, sweep: order records from the backend, and the Sandbox's own inputs, over the edge

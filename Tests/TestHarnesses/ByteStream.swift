@@ -1,6 +1,8 @@
+import CurlHTTP
 import AsyncSignals
 
-/// A streaming response as async values: the head, then the body in chunks, with backpressure.
+/// A streaming response as async values (tests read a feed or a stream raw through it; the agent's
+/// own streams parse on the loop thread, EventStream's `ParsingDelegate`): the head, then the body in chunks, with backpressure.
 public struct StreamingResponse: Sendable {
     /// Status and headers of the final response.
     public let head: HTTPResponseHead
