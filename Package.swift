@@ -436,7 +436,7 @@ let package = Package(
                 "Agent", "StoreModel", "AsyncSignals", "AuthSession", "Sandbox", "SQLiteStore", "CurlHTTP", "PushIngest", "WebhookDelivery", "WebhookSigning",
                 "EventStream", "OrderSync", "OrdersAPI", "PostgresStore",
                 "TestHarnesses", "TestKit", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),

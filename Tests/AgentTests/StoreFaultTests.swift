@@ -3,7 +3,7 @@ import AsyncSignals
 import AuthSession
 import CurlHTTP
 import Foundation
-import ServiceLifecycle
+import ServiceLifecycleTestKit
 import GRDB
 import SQLiteStore
 import StoreModel
@@ -137,12 +137,12 @@ import Testing
             try await queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA query_only = ON") }
             #expect(throws: (any Error).self) { try store.journal(jobs(1)) }
             #expect(!store.writeHealth.writable)
-            let group = ServiceGroup(configuration: .init(
-                services: [.init(service: StoreHealthProbe(store: store, changed: WakeSignal(), first: .seconds(30), logger: quietLogger))],
-                logger: quietLogger))
-            let running = Task { try await group.run() }
-            await group.triggerGracefulShutdown()
-            try await running.value
+            let probe = StoreHealthProbe(store: store, changed: WakeSignal(), first: .seconds(30), logger: quietLogger)
+            await testGracefulShutdown { trigger in
+                let running = Task { await probe.run() }
+                trigger.triggerGracefulShutdown()
+                await running.value
+            }
         }
     }
 

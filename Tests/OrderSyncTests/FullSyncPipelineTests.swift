@@ -4,7 +4,7 @@ import Logging
 import SQLiteStore
 import StoreModel
 import OrderSync
-import ServiceLifecycle
+import ServiceLifecycleTestKit
 import TestHarnesses
 import TestKit
 import Testing
@@ -125,14 +125,13 @@ import Testing
             observe: { kind, result in if kind == .fullSync { outcome.yield(result) } }, logger: quietLogger)
         try await harness.store.journal([NewJob(kind: .fullSync, source: "test")])
         let wake = WakeSignal()
-        let group = ServiceGroup(configuration: .init(
-            services: [.init(service: ExecutorService(executor: executor, wake: wake))], logger: quietLogger))
-        try await withThrowingTaskGroup { tasks in
-            tasks.addTask { try await group.run() }
+        let service = ExecutorService(executor: executor, wake: wake)
+        try await testGracefulShutdown { trigger in
+            let running = Task { try await service.run() }
             var finished = outcomes.makeAsyncIterator()
             #expect(await finished.next() == .completed)
-            await group.triggerGracefulShutdown()
-            try await tasks.waitForAll()
+            trigger.triggerGracefulShutdown()
+            try await running.value
         }
     }
 
