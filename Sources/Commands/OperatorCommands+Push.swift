@@ -17,13 +17,9 @@ extension OperatorCommands {
             }
             body = [UInt8](data)
         }
-        let answer: PushSend.Answer
-        do {
-            let sender = try PushSend(configuration: configuration, url: url, logger: commandLogger("orderlive.push"))
-            answer = try await sender.send(body, id: id ?? "msg_" + UUID().uuidString.lowercased())
-        } catch {
-            throw CommandFailure(error.description)
-        }
+        // PushSend's failures are already the command's: what was wrong and what to do.
+        let sender = try PushSend(configuration: configuration, url: url, logger: commandLogger("orderlive.push"))
+        let answer = try await sender.send(body, id: id ?? "msg_" + UUID().uuidString.lowercased())
         console.write("HTTP \(answer.status)" + (answer.retryAfter.map { " (Retry-After: \($0) s)" } ?? ""))
         if !answer.body.isEmpty { console.write(answer.body) }
         guard (200..<300).contains(answer.status) else {
