@@ -267,9 +267,9 @@ public enum AgentBuilder {
                                  maximumNotifications: ingest.maximumNotifications),
             journal: journal, metrics: PushMetrics(factory: parts.metrics.factory), logger: parts.logger)
         return PushServer(
-            configuration: .init(host: push.host, port: push.port, readTimeout: ingest.readTimeout,
-                                 maximumBodyBytes: ingest.maximumBodyBytes, maximumConnections: ingest.maximumConnections,
-                                 allowFrom: ingest.allowFrom, tls: push.tls),
+            configuration: PushServer.settings(
+                host: push.host, port: push.port, readTimeout: ingest.readTimeout, maximumBodyBytes: ingest.maximumBodyBytes,
+                maximumConnections: ingest.maximumConnections, allowFrom: ingest.allowFrom, tls: push.tls),
             endpoint: endpoint,
             operations: AgentOperations(session: parts.session, observation: parts.observation, state: parts.state, metrics: parts.metrics),
             listenerMetrics: ListenerMetrics(listener: "push", factory: parts.metrics.factory),
@@ -286,9 +286,11 @@ public enum AgentBuilder {
                                  heartbeat: settings.heartbeat, historyChanges: settings.historyChanges),
             store: parts.store, wake: parts.feedWake, metrics: FeedMetrics(factory: parts.metrics.factory), logger: parts.logger)
         return OrdersAPIServer(
-            configuration: .init(host: api.host, port: api.port, authentication: api.authentication,
-                                 readTimeout: settings.readTimeout, maximumConnections: api.maximumConnections,
-                                 allowFrom: settings.allowFrom, tls: api.tls, cors: CORSPolicy(origins: Set(settings.corsOrigins))),
+            configuration: .init(
+                listener: OrdersAPIServer.settings(
+                    host: api.host, port: api.port, readTimeout: settings.readTimeout, maximumConnections: api.maximumConnections,
+                    allowFrom: settings.allowFrom, tls: api.tls),
+                authentication: api.authentication, cors: CORSPolicy(origins: Set(settings.corsOrigins))),
             hub: hub, listenerMetrics: ListenerMetrics(listener: "api", factory: parts.metrics.factory),
             metricsFactory: parts.metrics.factory, logger: parts.logger)
     }

@@ -53,36 +53,37 @@ public final class AgentMetrics: Sendable {
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.defaultDurationHistogramBuckets = Self.latencyBuckets
         self.factory = factory
-        streamOpen = registry.makeGauge(descriptor: Self.name("orderlive_stream_open", "1 while the event stream is open"))
-        streamReconnects = registry.makeCounter(descriptor: Self.name("orderlive_stream_reconnects_total", "Event stream connections lost"))
-        streamEvents = registry.makeCounter(descriptor: Self.name("orderlive_stream_events_total", "Events journaled"))
+        func gauge(_ name: String, _ help: String) -> Prometheus.Gauge {
+            registry.makeGauge(descriptor: Self.name(name, help))
+        }
+        func counter(_ name: String, _ help: String) -> Prometheus.Counter {
+            registry.makeCounter(descriptor: Self.name(name, help))
+        }
+        streamOpen = gauge("orderlive_stream_open", "1 while the event stream is open")
+        streamReconnects = counter("orderlive_stream_reconnects_total", "Event stream connections lost")
+        streamEvents = counter("orderlive_stream_events_total", "Events journaled")
         commitLag = registry.makeDurationHistogram(descriptor: Self.name("orderlive_stream_commit_lag_seconds", "From an event's arrival to the commit of its job"), buckets: Self.latencyBuckets)
-        journalDepth = registry.makeGauge(descriptor: Self.name("orderlive_journal_depth", "Jobs waiting in the journal"))
-        oldestJobAge = registry.makeGauge(descriptor: Self.name("orderlive_journal_oldest_job_age_seconds", "Age of the oldest journaled job"))
-        deadLetters = registry.makeGauge(descriptor: Self.name("orderlive_dead_letters", "Dead letters kept"))
-        deadLettersPruned = registry.makeCounter(descriptor: Self.name(
-            "orderlive_dead_letters_pruned_total", "Oldest dead letters removed beyond sync.dead_letter_limit"))
-        orders = registry.makeGauge(descriptor: Self.name("orderlive_orders", "Orders in the local store"))
-        authenticated = registry.makeGauge(descriptor: Self.name("orderlive_auth_authenticated", "1 while the session has usable credentials"))
-        storeWritable = registry.makeGauge(descriptor: Self.name("orderlive_store_writable", "1 while the order store's writes succeed"))
-        storeWriteFailures = registry.makeCounter(descriptor: Self.name(
-            "orderlive_store_write_failures_total", "Store writes that failed for a storage reason (full, read-only, I/O, locked)"))
-        clusterLeader = registry.makeGauge(descriptor: Self.name(
-            "orderlive_cluster_leader", "1 while this agent leads its account (always 1 with SQLite)"))
+        journalDepth = gauge("orderlive_journal_depth", "Jobs waiting in the journal")
+        oldestJobAge = gauge("orderlive_journal_oldest_job_age_seconds", "Age of the oldest journaled job")
+        deadLetters = gauge("orderlive_dead_letters", "Dead letters kept")
+        deadLettersPruned = counter("orderlive_dead_letters_pruned_total", "Oldest dead letters removed beyond sync.dead_letter_limit")
+        orders = gauge("orderlive_orders", "Orders in the local store")
+        authenticated = gauge("orderlive_auth_authenticated", "1 while the session has usable credentials")
+        storeWritable = gauge("orderlive_store_writable", "1 while the order store's writes succeed")
+        storeWriteFailures = counter(
+            "orderlive_store_write_failures_total", "Store writes that failed for a storage reason (full, read-only, I/O, locked)")
+        clusterLeader = gauge("orderlive_cluster_leader", "1 while this agent leads its account (always 1 with SQLite)")
         clusterLeader.set(Int64(1))
-        clusterEpoch = registry.makeGauge(descriptor: Self.name(
-            "orderlive_cluster_epoch", "The account's fencing epoch as this agent last saw it (PostgreSQL)"))
-        clusterTakeovers = registry.makeCounter(descriptor: Self.name(
-            "orderlive_cluster_takeovers_total", "Times this agent took over the leadership of its account"))
-        backendAvailable = registry.makeGauge(descriptor: Self.name(
-            "orderlive_sync_backend_available", "1 while the order backend answers the executor; 0 while jobs that need it are paused"))
+        clusterEpoch = gauge("orderlive_cluster_epoch", "The account's fencing epoch as this agent last saw it (PostgreSQL)")
+        clusterTakeovers = counter("orderlive_cluster_takeovers_total", "Times this agent took over the leadership of its account")
+        backendAvailable = gauge(
+            "orderlive_sync_backend_available", "1 while the order backend answers the executor; 0 while jobs that need it are paused")
         backendAvailable.set(Int64(1))
-        pausedSeconds = registry.makeCounter(descriptor: Self.name(
-            "orderlive_sync_paused_seconds_total", "Seconds the executor spent paused because the order backend was unavailable"))
-        waitingLanes = registry.makeGauge(descriptor: Self.name(
-            "orderlive_sync_waiting_lanes", "Orders whose jobs wait for a retry after a failure of their own"))
-        oldestWaitingJobAge = registry.makeGauge(descriptor: Self.name(
-            "orderlive_sync_oldest_waiting_job_age_seconds", "Age of the oldest job that waits for a retry (0: none)"))
+        pausedSeconds = counter(
+            "orderlive_sync_paused_seconds_total", "Seconds the executor spent paused because the order backend was unavailable")
+        waitingLanes = gauge("orderlive_sync_waiting_lanes", "Orders whose jobs wait for a retry after a failure of their own")
+        oldestWaitingJobAge = gauge(
+            "orderlive_sync_oldest_waiting_job_age_seconds", "Age of the oldest job that waits for a retry (0: none)")
         var jobs: [String: Prometheus.Counter] = [:]
         for kind in JobKind.allCases {
             for outcome in SyncExecutor.Outcome.allCases {

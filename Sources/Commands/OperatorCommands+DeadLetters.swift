@@ -60,15 +60,14 @@ extension OperatorCommands {
             throw CommandFailure("no dead letter \(unknown.map(String.init).joined(separator: ", ")) in the local store; "
                 + "nothing was changed; `orderlive dead-letters list` shows the ids")
         case .done(let letters):
-            // Notice lines on stderr: what the repair did, one line per dead letter.
-            let logger = commandLogger("orderlive", level: .notice)
+            // Notice lines: what the repair did, one line per dead letter.
             for letter in letters {
                 var metadata: Logger.Metadata = [
                     "dead_letter.id": "\(letter.id ?? 0)", "dead_letter.kind": "\(letter.kind)",
                     "order_id": "\(letter.orderID ?? "-")",
                 ]
                 if repair == .retry { metadata["job.kind"] = "\(letter.retryJob().kind.rawValue)" }
-                logger.notice("dead letter \(repair == .retry ? "retried" : "dropped")", metadata: metadata)
+                notices.notice("dead letter \(repair == .retry ? "retried" : "dropped")", metadata: metadata)
             }
             let noun = "dead letter\(letters.count == 1 ? "" : "s")"
             console.write(repair == .retry

@@ -1,4 +1,5 @@
 import Agent
+import Logging
 
 /// The operator's commands on one configuration, writing to one console: one extension per command
 /// group (`+Session`, `+Reading`, `+DeadLetters`, `+StoreFile`, `+Webhooks`, `+WebhookReplay`,
@@ -7,10 +8,15 @@ import Agent
 public struct OperatorCommands: Sendable {
     let configuration: OrderliveConfiguration
     let console: Console
+    /// Where a command logs what it changed, one notice per thing (a dead letter dropped): stderr at
+    /// notice level unless the caller keeps the lines itself.
+    let notices: Logger
 
-    /// Commands on `configuration`, writing to `console`.
-    public init(_ configuration: OrderliveConfiguration, console: Console) {
+    /// Commands on `configuration`, writing to `console` and logging their changes to `notices`.
+    public init(_ configuration: OrderliveConfiguration, console: Console,
+                notices: Logger = commandLogger("orderlive", level: .notice)) {
         self.configuration = configuration
         self.console = console
+        self.notices = notices
     }
 }

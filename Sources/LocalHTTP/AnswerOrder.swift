@@ -1,3 +1,4 @@
+import NIOCore
 import NIOHTTPTypes
 
 /// HTTP/1.1 answers a connection's requests in the order they came. A handler that answers some
@@ -20,6 +21,12 @@ public struct AnswerOrder: Sendable {
         if case .head = part { unanswered += 1 }
     }
 
+    /// Passes `part` on toward the router and notes it (``passedOn(_:)``).
+    public mutating func pass(_ part: HTTPRequestPart, context: ChannelHandlerContext) {
+        passedOn(part)
+        context.fireChannelRead(NIOAny(part))
+    }
+
     /// Notes a part of an answer written toward the client; true when it ended the last answer owed,
     /// so a request held for its turn may now be answered.
     @discardableResult
@@ -29,3 +36,10 @@ public struct AnswerOrder: Sendable {
         return unanswered == 0
     }
 }
+
+/// A handler in front of the router that answers some requests itself (a push, a feed) and passes
+/// the rest on in order (``AnswerOrder``): request parts in and on, response parts out, removable
+/// from the pipeline. The part types are fixed here for every such handler.
+public protocol FrontRequestHandler: ChannelDuplexHandler, RemovableChannelHandler
+where InboundIn == HTTPRequestPart, InboundOut == HTTPRequestPart,
+      OutboundIn == HTTPResponsePart, OutboundOut == HTTPResponsePart {}

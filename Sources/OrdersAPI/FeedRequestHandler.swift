@@ -25,11 +25,7 @@ import LocalHTTP
 ///
 /// It sits after Hummingbird's HTTP/1 codec (HTTP parts in, HTTP parts out) and runs on the
 /// channel's event loop only, like every NIO handler.
-final class FeedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
+final class FeedRequestHandler: FrontRequestHandler {
 
     private enum State {
         /// Requests go on to Hummingbird.
@@ -67,14 +63,10 @@ final class FeedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private func receive(_ part: HTTPRequestPart, context: ChannelHandlerContext) {
         switch state {
         case .passing:
-            if case .head(let head) = part {
-                if ChangeFeed.isFeedRequest(head) {
-                    if order.isClear { start([part], context: context) } else { state = .waiting([part]) }
-                    return
-                }
+            guard case .head(let head) = part, ChangeFeed.isFeedRequest(head) else {
+                return order.pass(part, context: context)
             }
-            order.passedOn(part)
-            context.fireChannelRead(wrapInboundOut(part))
+            if order.isClear { start([part], context: context) } else { state = .waiting([part]) }
         case .waiting(let parts):
             if let held = hold(part, after: parts, context: context) { state = .waiting(held) }
         case .verifying(let parts):
@@ -196,8 +188,7 @@ final class FeedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         state = .passing
         var rest = parts[...]
         while let part = rest.popFirst() {
-            order.passedOn(part)
-            context.fireChannelRead(wrapInboundOut(part))
+            order.pass(part, context: context)
             if case .end = part { break }
         }
         for part in rest { receive(part, context: context) }

@@ -15,44 +15,32 @@ import ServiceLifecycle
 public final class OrdersAPIServer: Service, Sendable {
     /// Where it listens and who may read.
     public struct Configuration: Sendable {
-        /// The address to bind.
-        public var host: String
-        /// The port; 0 picks a free one (see ``port``).
-        public var port: Int
+        /// Where it binds and how it bounds its connections (`api.*`, ``OrdersAPIServer/settings(host:port:readTimeout:maximumConnections:allowFrom:tls:)``).
+        public var listener: ListenerSettings
         /// How consumers authenticate.
         public var authentication: APIAuthentication
-        /// A request head must arrive within this time of the connection opening or of the
-        /// previous answer (keep-alive idle); a change feed, once answered, is not bound by it.
-        public var readTimeout: Duration
-        /// The most connections held at once (feeds included); at the limit a new connection closes
-        /// the oldest one that is idle or has sent no complete head, and is refused only when all are busy.
-        public var maximumConnections: Int
-        /// The peers allowed to connect (`api.allow_from`); empty allows everyone.
-        public var allowFrom: [AddressRange]
-        /// TLS (`api.tls.*`), when set.
-        public var tls: ListenerTLS?
         /// The web origins whose pages may call it (`api.cors_origins`).
         public var cors: CORSPolicy
 
         /// Creates a configuration.
-        public init(host: String = "127.0.0.1", port: Int = 8090, authentication: APIAuthentication = .none,
-                    readTimeout: Duration = .seconds(10), maximumConnections: Int = 10_240, allowFrom: [AddressRange] = [],
-                    tls: ListenerTLS? = nil, cors: CORSPolicy = CORSPolicy()) {
-            self.host = host
-            self.port = port
+        public init(listener: ListenerSettings = OrdersAPIServer.settings(), authentication: APIAuthentication = .none,
+                    cors: CORSPolicy = CORSPolicy()) {
+            self.listener = listener
             self.authentication = authentication
-            self.readTimeout = readTimeout
-            self.maximumConnections = maximumConnections
-            self.allowFrom = allowFrom
-            self.tls = tls
             self.cors = cors
         }
+    }
 
-        /// The listener these settings make. The API reads no request bodies: 64 KiB bounds one.
-        var listener: ListenerSettings {
-            ListenerSettings(name: "api", key: "api.listen", host: host, port: port, readTimeout: readTimeout,
-                             maximumBodyBytes: 65_536, maximumConnections: maximumConnections, allowFrom: allowFrom, tls: tls)
-        }
+    /// The orders API's listener settings (`api.*`) with its defaults. A request head must arrive
+    /// within `readTimeout` of the connection opening or of the previous answer (a change feed, once
+    /// answered, is not bound by it); `maximumConnections` counts feeds too. The API reads no request
+    /// bodies: 64 KiB bounds one.
+    public static func settings(
+        host: String = "127.0.0.1", port: Int = 8090, readTimeout: Duration = .seconds(10),
+        maximumConnections: Int = 10_240, allowFrom: [AddressRange] = [], tls: ListenerTLS? = nil
+    ) -> ListenerSettings {
+        ListenerSettings(name: "api", key: "api.listen", host: host, port: port, readTimeout: readTimeout,
+                         maximumBodyBytes: 65_536, maximumConnections: maximumConnections, allowFrom: allowFrom, tls: tls)
     }
 
     /// Where it listens and who may read.

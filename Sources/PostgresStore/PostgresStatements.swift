@@ -15,9 +15,14 @@ protocol AccountStatement: PostgresPreparedStatement {
 }
 
 extension AccountStatement {
-    func makeBindings() -> PostgresBindings {
+    func makeBindings() -> PostgresBindings { .of(account) }
+}
+
+extension PostgresBindings {
+    /// The bindings `$1`, `$2`, … of a prepared statement, in order.
+    static func of<each Value: PostgresDynamicTypeEncodable>(_ values: repeat each Value) -> PostgresBindings {
         var bindings = PostgresBindings()
-        bindings.append(account)
+        repeat bindings.append(each values)
         return bindings
     }
 }
@@ -56,14 +61,7 @@ struct ReadDepthAndKeys: PostgresPreparedStatement {
     let keys: [String]
     let since: Double
 
-    func makeBindings() -> PostgresBindings {
-        var bindings = PostgresBindings()
-        bindings.append(account)
-        bindings.append(limit)
-        bindings.append(keys)
-        bindings.append(since)
-        return bindings
-    }
+    func makeBindings() -> PostgresBindings { .of(account, limit, keys, since) }
 
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
@@ -103,25 +101,8 @@ struct WriteJournal: PostgresPreparedStatement {
     let notify: Bool
 
     func makeBindings() -> PostgresBindings {
-        var bindings = PostgresBindings()
-        bindings.append(account)
-        bindings.append(now)
-        bindings.append(keyIDs)
-        bindings.append(keyResponses)
-        bindings.append(jobs.kinds)
-        bindings.append(jobs.orderIDs)
-        bindings.append(jobs.versions)
-        bindings.append(jobs.payloads)
-        bindings.append(jobs.sources)
-        bindings.append(jobs.statuses)
-        bindings.append(jobs.storeIDs)
-        bindings.append(jobs.courierIDs)
-        bindings.append(jobs.updatedAts)
-        bindings.append(jobs.masks)
-        bindings.append(channel)
-        bindings.append(account + ":")
-        bindings.append(notify)
-        return bindings
+        .of(account, now, keyIDs, keyResponses, jobs.kinds, jobs.orderIDs, jobs.versions, jobs.payloads, jobs.sources,
+            jobs.statuses, jobs.storeIDs, jobs.courierIDs, jobs.updatedAts, jobs.masks, channel, account + ":", notify)
     }
 
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int64.self) }

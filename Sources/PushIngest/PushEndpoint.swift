@@ -27,7 +27,7 @@ public final class PushEndpoint: Sendable {
 
         /// Creates a configuration with DESIGN §6's defaults.
         public init(
-            authentication: PushAuthentication = .none, maximumBodyBytes: Int = PushServer.Configuration().maximumBodyBytes,
+            authentication: PushAuthentication = .none, maximumBodyBytes: Int = PushServer.settings().maximumBodyBytes,
             maximumNotifications: Int = 100, retryAfterSeconds: Int = 5
         ) {
             self.authentication = authentication

@@ -22,11 +22,7 @@ import NIOHTTPTypes
 ///
 /// It sits after the HTTP-types codec (HTTP parts in and out), and runs on the channel's event loop
 /// only, like every NIO handler.
-final class PushRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
+final class PushRequestHandler: FrontRequestHandler {
 
     private enum State {
         /// Requests go on to the router.
@@ -54,25 +50,21 @@ final class PushRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var closeWhenAnswered = false
     private var dates = HTTPDate()
 
-    init(endpoint: PushEndpoint) {
-        self.endpoint = endpoint
-    }
-
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         receive(unwrapInboundIn(data), context: context)
+    }
+
+    init(endpoint: PushEndpoint) {
+        self.endpoint = endpoint
     }
 
     private func receive(_ part: HTTPRequestPart, context: ChannelHandlerContext) {
         switch state {
         case .passing:
-            if case .head(let head) = part {
-                if order.isClear, Self.isPush(head) {
-                    start(head, context: context)
-                    return
-                }
+            guard case .head(let head) = part, order.isClear, Self.isPush(head) else {
+                return order.pass(part, context: context)
             }
-            order.passedOn(part)
-            context.fireChannelRead(wrapInboundOut(part))
+            start(head, context: context)
         case .reading(let webhook, var body, let started):
             switch part {
             case .head:

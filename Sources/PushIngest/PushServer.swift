@@ -37,43 +37,18 @@ public protocol OperationsProvider: Sendable {
 /// `GET /readyz`, `GET /metrics`, `GET /api/status` and `GET /openapi.json` (DESIGN §4). On graceful
 /// shutdown pushes are answered 503 at once, and the server stops accepting connections.
 public final class PushServer: Service, Sendable {
-    /// Where it listens and how long a request may take to arrive.
-    public struct Configuration: Sendable {
-        /// The address to bind.
-        public var host: String
-        /// The port; 0 picks a free one (see ``port``).
-        public var port: Int
-        /// A request head, and then its body, must each arrive within this time.
-        public var readTimeout: Duration
-        /// The largest request body read (the bounds handler and the endpoint share it).
-        public var maximumBodyBytes: Int
-        /// The most connections held open at once; at the limit a new connection closes the oldest
-        /// one that is idle or has sent no complete head, and is refused only when all are busy.
-        public var maximumConnections: Int
-        /// The peers allowed to connect (`ingest.allow_from`); empty allows everyone.
-        public var allowFrom: [AddressRange]
-        /// TLS (`ingest.tls.*`), when set.
-        public var tls: ListenerTLS?
-
-        /// Creates a configuration.
-        public init(host: String = "127.0.0.1", port: Int = 8080, readTimeout: Duration = .seconds(10),
-                    maximumBodyBytes: Int = 262_144, maximumConnections: Int = 1_024, allowFrom: [AddressRange] = [],
-                    tls: ListenerTLS? = nil) {
-            self.host = host
-            self.port = port
-            self.readTimeout = readTimeout
-            self.maximumBodyBytes = maximumBodyBytes
-            self.maximumConnections = maximumConnections
-            self.allowFrom = allowFrom
-            self.tls = tls
-        }
-
-        /// The listener these settings make.
-        var listener: ListenerSettings {
-            ListenerSettings(name: "push", key: "ingest.listen", host: host, port: port, readTimeout: readTimeout,
-                             maximumBodyBytes: maximumBodyBytes, maximumConnections: maximumConnections,
-                             allowFrom: allowFrom, tls: tls)
-        }
+    /// The push listener's settings (`ingest.*`) with its defaults: where it binds, how long a request
+    /// head and then its body may take to arrive, the largest body read (the bounds handler and the
+    /// endpoint share it), the connections held at once (at the limit a new one closes the oldest idle
+    /// or headless one, and is refused only when all are busy), the peers allowed, and TLS.
+    public static func settings(
+        host: String = "127.0.0.1", port: Int = 8080, readTimeout: Duration = .seconds(10),
+        maximumBodyBytes: Int = 262_144, maximumConnections: Int = 1_024, allowFrom: [AddressRange] = [],
+        tls: ListenerTLS? = nil
+    ) -> ListenerSettings {
+        ListenerSettings(name: "push", key: "ingest.listen", host: host, port: port, readTimeout: readTimeout,
+                         maximumBodyBytes: maximumBodyBytes, maximumConnections: maximumConnections,
+                         allowFrom: allowFrom, tls: tls)
     }
 
     /// `ingest.auth: none` is refused unless the listener is on loopback (DESIGN §4).
@@ -83,7 +58,6 @@ public final class PushServer: Service, Sendable {
             + "set ingest.auth to bearer or standard-webhooks with ingest.secret_file, or listen on 127.0.0.1"
     }
 
-    private let configuration: Configuration
     private let endpoint: PushEndpoint
     private let operations: any OperationsProvider
     /// The listener it serves on: admission, TLS, metrics, the bound port.
@@ -93,14 +67,13 @@ public final class PushServer: Service, Sendable {
     public var admission: ConnectionAdmission { listener.admission }
 
     /// Creates the server; it does not listen until ``run()``.
-    public init(configuration: Configuration, endpoint: PushEndpoint, operations: any OperationsProvider,
+    public init(configuration: ListenerSettings, endpoint: PushEndpoint, operations: any OperationsProvider,
                 listenerMetrics: ListenerMetrics = ListenerMetrics(listener: "push", factory: NOOPMetricsHandler.instance),
                 logger: Logger) {
-        self.configuration = configuration
         self.endpoint = endpoint
         self.operations = operations
         listener = ServedListener(
-            configuration.listener, title: "push", section: "ingest", announcement: "push endpoint listening",
+            configuration, title: "push", section: "ingest", announcement: "push endpoint listening",
             metrics: listenerMetrics, logger: logger) { reason in
             if reason == .refused { endpoint.connectionRefused() }
         }

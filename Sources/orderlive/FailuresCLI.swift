@@ -45,33 +45,25 @@ struct DeadLetters: AsyncParsableCommand {
     }
 
     /// `orderlive dead-letters retry ID… | --all`
-    struct Retry: AsyncParsableCommand {
+    struct Retry: DeadLetterRepair {
         static let configuration = CommandConfiguration(
             abstract: "Put dead letters back in the journal with no attempts made; a running agent applies them within a second.")
-
-        @OptionGroup var config: ConfigOption
+        static let repair = OperatorCommands.Repair.retry
         @OptionGroup var chosen: ChosenDeadLetters
-
-        func validate() throws { try chosen.validate(.retry) }
-
-        func run() async throws { try await chosen.run(.retry, config) }
     }
 
     /// `orderlive dead-letters drop ID… | --all`
-    struct Drop: AsyncParsableCommand {
+    struct Drop: DeadLetterRepair {
         static let configuration = CommandConfiguration(
             abstract: "Remove dead letters for good, each logged (id, kind, order); --all asks first on a terminal.")
-
-        @OptionGroup var config: ConfigOption
+        static let repair = OperatorCommands.Repair.drop
         @OptionGroup var chosen: ChosenDeadLetters
-
-        func validate() throws { try chosen.validate(.drop) }
-
-        func run() async throws { try await chosen.run(.drop, config) }
     }
 
-    /// The dead letters a repair is for: ids, or `--all`.
+    /// The configuration and the dead letters a repair is for: ids, or `--all`.
     struct ChosenDeadLetters: ParsableArguments {
+        @OptionGroup var config: ConfigOption
+
         @Argument(help: "The dead letters' ids (`orderlive dead-letters list` shows them).")
         var ids: [String] = []
 
@@ -80,15 +72,26 @@ struct DeadLetters: AsyncParsableCommand {
 
         @Flag(help: "With --all, do not ask on a terminal.")
         var yes = false
+    }
+}
 
-        func validate(_ repair: OperatorCommands.Repair) throws {
-            try usage(OperatorCommands.chosenDeadLetters(ids: ids, all: all, repair: repair))
-        }
+/// `orderlive dead-letters retry|drop`: one rule for choosing the dead letters (ids or `--all`, not
+/// both, not neither) and one call that repairs them.
+protocol DeadLetterRepair: AsyncParsableCommand {
+    /// What the command does to the chosen dead letters.
+    static var repair: OperatorCommands.Repair { get }
+    /// The configuration and the chosen dead letters.
+    var chosen: DeadLetters.ChosenDeadLetters { get }
+}
 
-        func run(_ repair: OperatorCommands.Repair, _ config: ConfigOption) async throws {
-            let wanted = try OperatorCommands.chosenDeadLetters(ids: ids, all: all, repair: repair)
-            try await config.commands().repairDeadLetters(repair, ids: wanted, confirmed: yes)
-        }
+extension DeadLetterRepair {
+    func validate() throws {
+        try usage(OperatorCommands.chosenDeadLetters(ids: chosen.ids, all: chosen.all, repair: Self.repair))
+    }
+
+    func run() async throws {
+        let wanted = try OperatorCommands.chosenDeadLetters(ids: chosen.ids, all: chosen.all, repair: Self.repair)
+        try await chosen.config.commands().repairDeadLetters(Self.repair, ids: wanted, confirmed: chosen.yes)
     }
 }
 

@@ -8,8 +8,9 @@ struct Webhooks: AsyncParsableCommand {
         subcommands: [Add.self, List.self, Remove.self, Enable.self, Disable.self, Replay.self, Test.self, Rotate.self]
     )
 
-    /// An endpoint id argument.
-    struct EndpointID: ParsableArguments {
+    /// The configuration and one endpoint's id, for the commands on one endpoint.
+    struct ChosenEndpoint: ParsableArguments {
+        @OptionGroup var config: ConfigOption
         @Argument(help: "The endpoint's id (`orderlive webhooks list` shows them).")
         var id: String
 
@@ -52,36 +53,42 @@ struct Webhooks: AsyncParsableCommand {
     }
 
     /// `orderlive webhooks remove ID`
-    struct Remove: AsyncParsableCommand {
+    struct Remove: EndpointCommand {
         static let configuration = CommandConfiguration(abstract: "Remove an endpoint for good.")
-        @OptionGroup var config: ConfigOption
-        @OptionGroup var endpoint: EndpointID
+        @OptionGroup var endpoint: ChosenEndpoint
 
-        func run() async throws {
-            try await config.commands().removeWebhook(endpoint.number)
-        }
+        func perform(_ commands: OperatorCommands, on id: Int64) async throws { try await commands.removeWebhook(id) }
     }
 
     /// `orderlive webhooks enable ID`
-    struct Enable: AsyncParsableCommand {
+    struct Enable: EndpointCommand {
         static let configuration = CommandConfiguration(
             abstract: "Enable an endpoint: delivery resumes from its cursor, attempts reset, within a second.")
-        @OptionGroup var config: ConfigOption
-        @OptionGroup var endpoint: EndpointID
+        @OptionGroup var endpoint: ChosenEndpoint
 
-        func run() async throws {
-            try await config.commands().setWebhook(endpoint.number, enabled: true)
-        }
+        func perform(_ commands: OperatorCommands, on id: Int64) async throws { try await commands.setWebhook(id, enabled: true) }
     }
 
     /// `orderlive webhooks disable ID`
-    struct Disable: AsyncParsableCommand {
+    struct Disable: EndpointCommand {
         static let configuration = CommandConfiguration(abstract: "Disable an endpoint; its cursor is kept for `enable`.")
-        @OptionGroup var config: ConfigOption
-        @OptionGroup var endpoint: EndpointID
+        @OptionGroup var endpoint: ChosenEndpoint
 
-        func run() async throws {
-            try await config.commands().setWebhook(endpoint.number, enabled: false)
-        }
+        func perform(_ commands: OperatorCommands, on id: Int64) async throws { try await commands.setWebhook(id, enabled: false) }
+    }
+}
+
+/// A command on one webhook endpoint (`orderlive webhooks VERB ID`): it loads the configuration and
+/// hands the operator's commands and the endpoint's id to ``perform(_:on:)``.
+protocol EndpointCommand: AsyncParsableCommand {
+    /// The configuration and the endpoint's id.
+    var endpoint: Webhooks.ChosenEndpoint { get }
+    /// Does the command's work on endpoint `id`.
+    func perform(_ commands: OperatorCommands, on id: Int64) async throws
+}
+
+extension EndpointCommand {
+    func run() async throws {
+        try await perform(endpoint.config.commands(), on: endpoint.number)
     }
 }

@@ -47,6 +47,27 @@ import TestKit
         }
     }
 
+    /// A command's failure is exit 1 with one `orderlive: ` line; a rule of its arguments (checked by
+    /// the command's own code in Commands) is a usage error, exit 2, with ArgumentParser's usage.
+    @Test func aStoreCommandsFailureExitsOneAndItsArgumentRulesExitTwo() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-exits-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let environment = ["ORDERLIVE_STORE_STATE_DIR": directory]
+        let cases: [([String], Int32, String)] = [
+            (["dead-letters", "show", "999"], 1, "orderlive: no dead letter 999 in the local store"),
+            (["dead-letters", "show", "abc"], 2, "'abc' is not a dead letter id"),
+            (["dead-letters", "drop"], 2, "name the dead letters to drop (ids), or --all"),
+            (["webhooks", "test", "0"], 2, "'0' is not an endpoint id"),
+        ]
+        for (arguments, expected, message) in cases {
+            let child = try OrderliveProcess(arguments, environment: environment, lifetime: .seconds(60))
+            for await _ in child.lines {}
+            let (status, stderr) = await child.waitForExit()
+            #expect(status == expected && stderr.contains(message), "\(arguments): \(status) \(stderr)")
+            if expected == 1 { #expect(stderr.split(separator: "\n").count == 1, "\(stderr)") }
+        }
+    }
+
     @Test func unreachableHostWithoutReconnectExitsOne() async throws {
         let child = try OrderliveProcess(["inspect", "http://127.0.0.1:1/v1/events", "--no-reconnect"])
         for await _ in child.lines {}

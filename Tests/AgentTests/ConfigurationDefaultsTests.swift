@@ -15,7 +15,7 @@ import WebhookDelivery
 @Suite(.timeLimit(.minutes(1))) struct ConfigurationDefaultsTests {
     @Test func theConfigurationsDefaultsAreTheComponents() throws {
         let configuration = OrderliveConfiguration()
-        let push = PushServer.Configuration()
+        let push = PushServer.settings()
         let endpoint = PushEndpoint.Configuration()
         #expect(configuration.ingest.listen == "\(push.host):\(push.port)")
         #expect(configuration.ingest.readTimeout == push.readTimeout)
@@ -23,7 +23,7 @@ import WebhookDelivery
         #expect(configuration.ingest.maximumConnections == push.maximumConnections)
         #expect(configuration.ingest.maximumNotifications == endpoint.maximumNotifications)
 
-        let api = OrdersAPIServer.Configuration()
+        let api = OrdersAPIServer.settings()
         let hub = ChangeHub.Configuration()
         let sessions = APICredentials.Settings()
         #expect(configuration.api.listen == "\(api.host):\(api.port)")

@@ -14,6 +14,15 @@ import Testing
 /// agent's executor but its own look at the journal), retried while it is stopped (applied at the next
 /// start), and dropped (never applied).
 @Suite(.timeLimit(.minutes(5))) struct DeadLetterRetryAgentTests {
+    /// `orderlive ARGUMENTS` as another process over `directory`: its exit status, its output and its errors.
+    static func command(_ arguments: [String], in directory: String) async throws -> (status: Int32, output: String) {
+        let child = try OrderliveProcess(arguments, environment: ["ORDERLIVE_STORE_STATE_DIR": directory], lifetime: .seconds(60))
+        var lines: [String] = []
+        for await line in child.lines { lines.append(line) }
+        let (status, errors) = await child.waitForExit()
+        return (status, lines.joined(separator: "\n") + errors)
+    }
+
     /// An agent in this process over `directory`, against `sandbox`, giving a job up after one failure.
     struct Agent {
         let program: AgentProgram
@@ -79,7 +88,7 @@ import Testing
             // Made, then listed with its cause.
             let id = try await Self.failedFetch(of: first, book, agent, loop: loop)
             #expect(try await Self.status(first, in: agent.program) == "created", "the change did not arrive")
-            let (listed, json) = try await FailureCommandsTests.run(["dead-letters", "list", "--json"], in: directory)
+            let (listed, json) = try await Self.command(["dead-letters", "list", "--json"], in: directory)
             #expect(listed == 0, "\(json)")
             let letters = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String: Any]])
             let letter = try #require(letters.first { ($0["id"] as? Int).map(Int64.init) == id })
@@ -88,7 +97,7 @@ import Testing
 
             // Retried from another process while the agent runs: applied within a second.
             let clock = ContinuousClock()
-            let (retried, said) = try await FailureCommandsTests.run(["dead-letters", "retry", "\(id)"], in: directory)
+            let (retried, said) = try await Self.command(["dead-letters", "retry", "\(id)"], in: directory)
             let committed = clock.now
             #expect(retried == 0 && said.contains("Retried 1 dead letter") && said.contains("dead letter retried"), "\(said)")
             #expect(try await agent.until { try await Self.status(first, in: $0) == "delivered" }, "the retry was never applied")
@@ -98,7 +107,7 @@ import Testing
 
             // Dropped: gone, and its change is never applied.
             let dropped = try await Self.failedFetch(of: second, book, agent, loop: loop)
-            let (status, words) = try await FailureCommandsTests.run(["dead-letters", "drop", "\(dropped)"], in: directory)
+            let (status, words) = try await Self.command(["dead-letters", "drop", "\(dropped)"], in: directory)
             #expect(status == 0 && words.contains("Dropped 1 dead letter."), "\(words)")
             #expect(try await agent.program.store.pendingJobs(limit: 10).isEmpty, "a dropped dead letter is not journaled")
             #expect(try await Self.status(second, in: agent.program) == "created")
@@ -106,9 +115,9 @@ import Testing
             // Retried while the agent is stopped: journaled, and applied at the next start.
             let waiting = try await Self.failedFetch(of: second, book, agent, loop: loop)
             try await agent.stop()
-            let (offline, told) = try await FailureCommandsTests.run(["dead-letters", "retry", "--all"], in: directory)
+            let (offline, told) = try await Self.command(["dead-letters", "retry", "--all"], in: directory)
             #expect(offline == 0 && told.contains("Retried 1 dead letter"), "\(waiting): \(told)")
-            let (_, journal) = try await FailureCommandsTests.run(["journal", "list", "--json"], in: directory)
+            let (_, journal) = try await Self.command(["journal", "list", "--json"], in: directory)
             #expect(journal.contains("\"order_id\":\"\(second)\"") && journal.contains("\"source\":\"retry\""), "\(journal)")
             agent = try await Agent(sandbox, directory: directory)
             #expect(try await agent.until { try await Self.status(second, in: $0) == "delivered" }, "not applied at the next start")

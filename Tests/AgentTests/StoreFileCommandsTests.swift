@@ -8,9 +8,10 @@ import TestHarnesses
 import TestKit
 import Testing
 
-/// `orderlive store backup|restore|check` (issue 38): a backup of a store that an agent is writing
-/// (stream events and pushes) is whole and standalone; a restore is refused while the agent runs and
-/// then resumes the stream from the backup's cursor; a check tells a sound store from a damaged one.
+/// `orderlive store backup|restore|check` as processes beside a running agent (issue 38): a backup of
+/// a store that an agent is writing (stream events and pushes) is whole and standalone; a restore is
+/// refused while the agent runs and then resumes the stream from the backup's cursor. The commands'
+/// rules on damaged files are StoreCheckTests', in process.
 @Suite(.timeLimit(.minutes(5))) struct StoreFileCommandsTests {
     static func run(_ arguments: [String], in directory: String, environment: [String: String] = [:]) async throws
         -> (status: Int32, output: String) {
@@ -116,45 +117,5 @@ import Testing
             try await resumed.stop()
             await loop.shutdown()
         }
-    }
-
-    @Test func aCheckTellsASoundStoreFromADamagedOneAndADamagedFileIsNeverRestored() async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-check-\(UUID().uuidString)").path
-        let directory = try FailureCommandsTests.stand()
-        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        defer {
-            try? FileManager.default.removeItem(atPath: root)
-            try? FileManager.default.removeItem(atPath: directory)
-        }
-        let (sound, said) = try await Self.run(["store", "check"], in: directory)
-        #expect(sound == 0 && said.contains("integrity ok, 0 orders, 1 pending jobs, 2 dead letters"), "\(said)")
-        #expect(said.contains("no stream cursor yet"), "a note, not a failure: \(said)")
-
-        // A copy with every page after the first overwritten.
-        let copy = root + "/copy.sqlite"
-        #expect(try await Self.run(["store", "backup", copy], in: directory).status == 0)
-        let damaged = root + "/damaged.sqlite"
-        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: copy)))
-        #expect(bytes.count > 8_192)
-        for index in 4_096..<bytes.count { bytes[index] = UInt8(truncatingIfNeeded: index &* 31) }
-        try Data(bytes).write(to: URL(fileURLWithPath: damaged))
-        let (failed, why) = try await Self.run(["store", "check", damaged], in: directory)
-        #expect(failed == 1 && why.contains("store check failed for \(damaged)"), "\(why)")
-        #expect(why.contains("integrity check failed") || why.contains("is damaged"), "\(why)")
-
-        let garbage = root + "/notes.txt"
-        try Data(String(repeating: "not a database\n", count: 400).utf8).write(to: URL(fileURLWithPath: garbage))
-        let (notDatabase, told) = try await Self.run(["store", "check", garbage], in: directory)
-        #expect(notDatabase == 1 && told.contains("\(garbage) is not an SQLite database"), "\(told)")
-
-        let store = directory + "/orderlive.sqlite"
-        let before = try Data(contentsOf: URL(fileURLWithPath: store))
-        let (refused, words) = try await Self.run(["store", "restore", damaged], in: directory)
-        #expect(refused == 1 && words.contains("\(damaged) cannot be restored") && words.contains("nothing was changed"), "\(words)")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: store)) == before)
-
-        let postgres = ["ORDERLIVE_STORE_BACKEND": "postgres", "ORDERLIVE_STORE_POSTGRES_URL": "postgres://orderlive@127.0.0.1:1/orderlive"]
-        let (other, pointed) = try await Self.run(["store", "backup", copy], in: directory, environment: postgres)
-        #expect(other == 1 && pointed.contains("with PostgreSQL use pg_dump"), "\(pointed)")
     }
 }

@@ -188,7 +188,7 @@ import WebhookSigning
         try await PushServerHarness.with { harness in
             let journal = PushJournal(store: harness.store, dedupeWindow: .seconds(60), highWaterJobs: 100)
             let second = PushServer(
-                configuration: .init(host: "127.0.0.1", port: harness.port),
+                configuration: PushServer.settings(port: harness.port),
                 endpoint: PushEndpoint(configuration: .init(authentication: .none), journal: journal,
                                        metrics: PushMetrics(factory: NOOPMetricsHandler.instance), logger: quietLogger),
                 operations: TestOperations(registry: harness.registry), logger: quietLogger)

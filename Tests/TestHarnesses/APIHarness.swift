@@ -42,7 +42,7 @@ public struct APIHarness: Sendable {
             configuration: configuration, store: store, wake: wake,
             metrics: FeedMetrics(factory: PrometheusMetricsFactory(registry: registry)), logger: logger)
         let server = OrdersAPIServer(
-            configuration: .init(host: "127.0.0.1", port: 0, authentication: authentication, cors: cors), hub: hub,
+            configuration: .init(listener: OrdersAPIServer.settings(port: 0), authentication: authentication, cors: cors), hub: hub,
             metricsFactory: PrometheusMetricsFactory(registry: registry), logger: logger)
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await server.run() }

@@ -28,7 +28,7 @@ public struct APIServing: Sendable {
         let logger = logs.logger(level: .info)
         let hub = ChangeHub(configuration: .init(), store: store, wake: wake, metrics: FeedMetrics(factory: PrometheusMetricsFactory(registry: PrometheusCollectorRegistry())),
                             logger: logger)
-        let server = OrdersAPIServer(configuration: .init(host: "127.0.0.1", port: 0, authentication: authentication), hub: hub, logger: logger)
+        let server = OrdersAPIServer(configuration: .init(listener: OrdersAPIServer.settings(port: 0), authentication: authentication), hub: hub, logger: logger)
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await server.run() }
             let port = await server.port

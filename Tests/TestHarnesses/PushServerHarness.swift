@@ -42,11 +42,11 @@ public struct PushServerHarness: Sendable {
 
     public static func with<Result: Sendable>(
         authentication: PushAuthentication = .none,
-        maximumBodyBytes: Int = PushServer.Configuration().maximumBodyBytes,
+        maximumBodyBytes: Int = PushServer.settings().maximumBodyBytes,
         maximumNotifications: Int = PushEndpoint.Configuration().maximumNotifications,
         highWaterJobs: Int = 100_000,
-        readTimeout: Duration = PushServer.Configuration().readTimeout,
-        maximumConnections: Int = PushServer.Configuration().maximumConnections,
+        readTimeout: Duration = PushServer.settings().readTimeout,
+        maximumConnections: Int = PushServer.settings().maximumConnections,
         allowFrom: [AddressRange] = [],
         tls: ListenerTLS? = nil,
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
@@ -68,8 +68,9 @@ public struct PushServerHarness: Sendable {
             journal: journal, metrics: PushMetrics(factory: PrometheusMetricsFactory(registry: registry)), now: now,
             logger: logger)
         let server = PushServer(
-            configuration: .init(host: "127.0.0.1", port: 0, readTimeout: readTimeout, maximumBodyBytes: maximumBodyBytes,
-                                 maximumConnections: maximumConnections, allowFrom: allowFrom, tls: tls),
+            configuration: PushServer.settings(
+                port: 0, readTimeout: readTimeout, maximumBodyBytes: maximumBodyBytes, maximumConnections: maximumConnections,
+                allowFrom: allowFrom, tls: tls),
             endpoint: endpoint, operations: TestOperations(registry: registry),
             listenerMetrics: ListenerMetrics(listener: "push", factory: PrometheusMetricsFactory(registry: registry)), logger: logger)
         return try await withThrowingTaskGroup(of: Void.self) { group in

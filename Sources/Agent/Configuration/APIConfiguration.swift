@@ -12,7 +12,7 @@ public enum APIAuthMode: String, Sendable, Hashable, CaseIterable {
 /// `api.*`: the local orders API, its change feed and the dispatch board (DESIGN §11).
 public struct APIConfiguration: Sendable, Hashable {
     /// `host:port` to listen on; "" disables the API.
-    public var listen = "\(OrdersAPIServer.Configuration().host):\(OrdersAPIServer.Configuration().port)"
+    public var listen = "\(OrdersAPIServer.settings().host):\(OrdersAPIServer.settings().port)"
     /// How consumers authenticate.
     public var auth = APIAuthMode.none
     /// The file of bearer tokens, one per line.
@@ -27,10 +27,10 @@ public struct APIConfiguration: Sendable, Hashable {
     public var heartbeat = ChangeHub.Configuration().heartbeat
     /// A request head must arrive within this time of the connection opening or of the previous
     /// answer (keep-alive idle).
-    public var readTimeout = OrdersAPIServer.Configuration().readTimeout
+    public var readTimeout = OrdersAPIServer.settings().readTimeout
     /// Connections held at once, change feeds included; at the limit a new one closes the oldest idle
     /// connection (or one that sent no complete head), and is refused only when all are busy.
-    public var maximumConnections = OrdersAPIServer.Configuration().maximumConnections
+    public var maximumConnections = OrdersAPIServer.settings().maximumConnections
     /// Who may connect (`allow_from`: comma-separated CIDR ranges or addresses, IPv4 and IPv6); empty for everyone.
     public var allowFrom: [AddressRange] = []
     /// TLS on the orders API; with a client CA, mTLS also counts as authentication.

@@ -14,13 +14,13 @@ public enum IngestAuthMode: String, Sendable, Hashable, CaseIterable {
 /// `ingest.*`: the push endpoint.
 public struct IngestConfiguration: Sendable, Hashable {
     /// `host:port` to listen on; "" disables the endpoint.
-    public var listen = "\(PushServer.Configuration().host):\(PushServer.Configuration().port)"
+    public var listen = "\(PushServer.settings().host):\(PushServer.settings().port)"
     /// How senders authenticate.
     public var auth = IngestAuthMode.none
     /// The file holding the bearer or webhook secret.
     public var secretFile = ""
     /// The largest request body accepted (the component's default, written once: STYLE).
-    public var maximumBodyBytes = PushServer.Configuration().maximumBodyBytes
+    public var maximumBodyBytes = PushServer.settings().maximumBodyBytes
     /// The most notifications in one request.
     public var maximumNotifications = PushEndpoint.Configuration().maximumNotifications
     /// How long a webhook id or notif_id is remembered.
@@ -28,10 +28,10 @@ public struct IngestConfiguration: Sendable, Hashable {
     /// Journal depth at which pushes are refused with 429.
     public var highWaterJobs = 100_000
     /// A request head, and then its body, must each arrive within this time (else close / 408).
-    public var readTimeout = PushServer.Configuration().readTimeout
+    public var readTimeout = PushServer.settings().readTimeout
     /// Connections the push listener holds open at once; at the limit a new one closes the oldest
     /// idle connection (or one that sent no complete head), and is refused only when all are busy.
-    public var maximumConnections = PushServer.Configuration().maximumConnections
+    public var maximumConnections = PushServer.settings().maximumConnections
     /// Who may connect (`allow_from`: comma-separated CIDR ranges or addresses, IPv4 and IPv6); empty for everyone.
     public var allowFrom: [AddressRange] = []
     /// TLS on the push listener.
