@@ -9,6 +9,7 @@ import Foundation
 /// Settings for every target of ours: Swift 6 language mode (the package default) and warnings as errors.
 let strict: [SwiftSetting] = [
     .treatAllWarnings(as: .error),
+    .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
 let package = Package(
@@ -271,7 +272,7 @@ let package = Package(
             name: "Commands",
             dependencies: [
                 "Agent", "AsyncSignals", "AuthSession", "CheckedInput", "CurlHTTP", "EventStream", "JSONToolkit", "SQLiteStore",
-                "OrderSync", "PushIngest", "Sandbox", "ServerSentEvents", "StoreModel", "WebhookDelivery", "WebhookSigning",
+                "OrderSync", "OrdersAPI", "PushIngest", "Sandbox", "ServerSentEvents", "StoreModel", "WebhookDelivery", "WebhookSigning",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
@@ -316,7 +317,10 @@ let package = Package(
         ),
         .testTarget(
             name: "CoalescedLoggingTests",
-            dependencies: ["AsyncSignals", "CoalescedLogging", "TestKit", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "AsyncSignals", "CoalescedLogging", "TestKit", .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(
@@ -370,7 +374,8 @@ let package = Package(
             dependencies: [
                 "AsyncSignals", "StoreModel", "SQLiteStore", "OrderSync", "PostgresStore", "TestHarnesses", "TestKit",
                 "CurlHTTP", "OrdersAPI", "WebhookSigning",
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             exclude: ["Fixtures"],
             swiftSettings: strict
@@ -394,6 +399,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+                .product(name: "HTTPTypes", package: "swift-http-types"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"), .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             exclude: ["Fixtures"],
             swiftSettings: strict
@@ -404,6 +411,7 @@ let package = Package(
             dependencies: [
                 "LocalHTTP",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -415,6 +423,7 @@ let package = Package(
             name: "OrdersAPITests",
             dependencies: [
                 "OrdersAPI", "StoreModel", "SQLiteStore", "CurlHTTP", "AsyncSignals", "TestHarnesses", "TestKit", "WebhookSigning",
+                "LocalHTTP", .product(name: "HTTPTypes", package: "swift-http-types"),
                 // FeedHeartbeatTests: the connection handler on an embedded channel and loop.
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -426,7 +435,7 @@ let package = Package(
             name: "CommandsTests",
             dependencies: [
                 "Commands", "Agent", "CurlHTTP", "EventStream", "SQLiteStore", "Sandbox", "ServerSentEvents", "StoreModel", "TestKit",
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "InMemoryLogging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
@@ -434,7 +443,8 @@ let package = Package(
             name: "AgentTests",
             dependencies: [
                 "Agent", "StoreModel", "AsyncSignals", "AuthSession", "Sandbox", "SQLiteStore", "CurlHTTP", "PushIngest", "WebhookDelivery", "WebhookSigning",
-                "EventStream", "OrderSync", "OrdersAPI", "PostgresStore",
+                "EventStream", "LocalHTTP", "OrderSync", "OrdersAPI", "PostgresStore",
+                .product(name: "InMemoryLogging", package: "swift-log"), .product(name: "Prometheus", package: "swift-prometheus"),
                 "TestHarnesses", "TestKit", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
             ],

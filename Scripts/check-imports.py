@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 # Modules of the toolchain and the platform: imported without being declared.
-SYSTEM = {"Foundation", "FoundationEssentials", "FoundationNetworking", "Dispatch", "Glibc", "Musl", "Darwin",
+SYSTEM = {"Foundation", "CoreFoundation", "FoundationEssentials", "FoundationNetworking", "Dispatch", "Glibc", "Musl", "Darwin",
           "Synchronization", "Testing", "XCTest", "_Concurrency", "os", "Android", "WinSDK"}
 IMPORT = re.compile(r"^\s*(?:@testable\s+|@_exported\s+|@preconcurrency\s+|(?:public|package|internal)\s+)*"
                     r"import\s+(?:(?:struct|class|enum|protocol|typealias|func|var|let)\s+)?([A-Za-z_][A-Za-z0-9_]*)",

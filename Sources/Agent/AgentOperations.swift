@@ -5,6 +5,7 @@ import JSONToolkit
 import SQLiteStore
 import StoreModel
 import PushIngest
+import OrderSync
 
 /// `/readyz`, `/api/status` and `/metrics` of the running agent, answered from what the agent last
 /// observed of its store (``StoreObservation``), never waiting on the store past a short bound.

@@ -1,5 +1,6 @@
 import CheckedInput
 import OrderSync
+import Prometheus
 
 /// Carries what the stream service reports into the agent's state (for `/readyz`, `status` and the
 /// stream-status file) and its metrics.

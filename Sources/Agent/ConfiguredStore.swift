@@ -5,6 +5,7 @@ import Logging
 import SQLiteStore
 import StoreModel
 import PostgresStore
+import OrderSync
 
 /// The store `store.backend` names — the SQLite file in the state directory, or this agent's account
 /// in the shared PostgreSQL database — for the running agent and for the commands that read it from

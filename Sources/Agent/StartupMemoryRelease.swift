@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import StoreModel
+import OrderSync
 
 #if canImport(Glibc)
 import Glibc

@@ -3,6 +3,7 @@ import CheckedInput
 import Foundation
 import JSONToolkit
 import StoreModel
+import OrderSync
 
 /// The status document (DESIGN §5): `status --json` and the running agent's `GET /api/status`, from
 /// the session, the store and the stream's state. Never a token.

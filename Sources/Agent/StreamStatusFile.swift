@@ -4,6 +4,9 @@ import Glibc
 import JSONToolkit
 import Logging
 import ServiceLifecycle
+import AsyncSignals
+import OrderSync
+import PostgresStore
 
 #if canImport(Glibc)
 import Glibc

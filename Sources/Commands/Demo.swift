@@ -9,6 +9,8 @@ import StoreModel
 import OrderSync
 import Sandbox
 import UnixSignals
+import OrdersAPI
+import PushIngest
 
 /// `orderlive demo`: the Sandbox backend and the whole agent (as `orderlive run` builds it) in one
 /// process on loopback. The Sandbox creates and moves orders along at `rate` changes per second; every

@@ -4,6 +4,7 @@ import CurlHTTP
 import Foundation
 import Logging
 import PushIngest
+import WebhookSigning
 
 /// `orderlive push send`: posts a Gorush payload to a push endpoint the way a backend would, with the
 /// configured `ingest.auth` — a bearer header, or Standard Webhooks headers signed over the exact

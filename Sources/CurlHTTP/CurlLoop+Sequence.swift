@@ -1,3 +1,4 @@
+import Synchronization
 extension CurlLoop {
     /// Performs `requests` one after another, each started on the loop thread as soon as the one before
     /// it completed and `proceed` accepted its response (no hop back to the caller between them), and

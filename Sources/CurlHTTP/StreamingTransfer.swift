@@ -1,4 +1,5 @@
 import AsyncSignals
+import Synchronization
 
 /// A running streaming transfer: cancel it, or resume it after its delegate paused it.
 public struct StreamingTransfer: Sendable {

@@ -79,16 +79,9 @@ public struct AddressRange: Sendable, Hashable, CustomStringConvertible {
     }
 
     private static func bytes(of address: SocketAddress) -> [UInt8]? {
-        switch address {
-        case .v4(let v4):
-            var raw = v4.address.sin_addr
-            return withUnsafeBytes(of: &raw) { Array($0) }
-        case .v6(let v6):
-            var raw = v6.address.sin6_addr
-            return withUnsafeBytes(of: &raw) { Array($0) }
-        case .unixDomainSocket:
-            return nil
-        }
+        // The peer's address as NIO prints it, read back as bytes: NIO's own `sockaddr_in*` fields
+        // come from its C shim module, which this package does not depend on.
+        address.ipAddress.flatMap { bytes(of: $0) }
     }
 
     private static func masked(_ bytes: [UInt8], prefix: Int) -> [UInt8] {

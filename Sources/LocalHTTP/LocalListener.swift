@@ -8,6 +8,7 @@ import Logging
 import NIOCore
 import NIOSSL
 import NIOTLS
+import CoreMetrics
 
 /// What one listener is: where it binds, how it bounds its connections, whether it speaks TLS.
 /// Both the push listener and the orders API are built from one of these by ``LocalListener``.

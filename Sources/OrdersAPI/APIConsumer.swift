@@ -1,6 +1,7 @@
 import LocalHTTP
 import StoreModel
 import WebhookSigning
+import Foundation
 
 /// Who reads the orders API, and what they may read (DESIGN §14 "Scopes on the orders API"): a name
 /// for the logs, the stores whose orders it sees (`nil`: every store) and an access level.

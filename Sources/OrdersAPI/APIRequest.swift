@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdCore
 import StoreModel
 import LocalHTTP
+import Foundation
 
 /// How consumers of the orders API authenticate (`api.auth`, DESIGN §11, §14).
 public enum APIAuthentication: Sendable {

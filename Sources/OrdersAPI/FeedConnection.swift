@@ -1,6 +1,7 @@
 import CheckedInput
 import LocalHTTP
 import NIOCore
+import CoreMetrics
 
 /// The live half of a feed connection: once the snapshot or backlog is written, the connection's
 /// event loop writes the hub's changes into it directly.

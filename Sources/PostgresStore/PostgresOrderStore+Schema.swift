@@ -1,6 +1,7 @@
 import Logging
 import StoreModel
 import PostgresNIO
+import AsyncSignals
 
 /// The schema: versioned migrations, frozen once released (never edit one, add the next), applied by
 /// whichever agent starts first while it holds the migration lock; the others wait and find them done.

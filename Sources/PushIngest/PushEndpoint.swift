@@ -9,6 +9,7 @@ import LocalHTTP
 import Logging
 import StoreModel
 import Synchronization
+import CoreMetrics
 
 /// `POST /api/push` (DESIGN §4): bounds first, then authentication, then Gorush's validation, then
 /// the request's jobs and dedupe keys committed in one transaction before the 200. Every expected

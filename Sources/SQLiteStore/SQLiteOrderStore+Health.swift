@@ -1,6 +1,7 @@
 import GRDB
 import StoreModel
 import Synchronization
+import AsyncSignals
 
 extension SQLiteOrderStore {
     /// The store's write health now.

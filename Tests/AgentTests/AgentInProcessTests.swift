@@ -5,6 +5,9 @@ import Logging
 import Sandbox
 import TestKit
 import Testing
+import OrderSync
+import PushIngest
+import StoreModel
 
 /// The whole agent built in this process by the same ``AgentBuilder`` `orderlive run` uses, on port 0,
 /// against the Sandbox (STYLE 2: tests call the same builder).

@@ -7,6 +7,7 @@ import StoreModel
 import TestHarnesses
 import TestKit
 import Testing
+import PushIngest
 
 /// Issue 54 on a whole agent, against the Sandbox over real HTTP, on both store engines: one order
 /// the backend cannot serve holds no other order, and an outage of the orders endpoint many times

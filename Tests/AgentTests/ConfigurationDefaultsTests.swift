@@ -8,6 +8,7 @@ import PostgresStore
 import PushIngest
 import Testing
 import WebhookDelivery
+import LocalHTTP
 
 /// Each default is written once, in the component that uses it; the configuration's keys start from
 /// it. `OrderliveConfiguration()` is checked against the components' own defaults, so a default

@@ -1,6 +1,9 @@
 import Agent
 import Foundation
 import Testing
+import LocalHTTP
+import Logging
+import SQLiteStore
 
 @Suite(.timeLimit(.minutes(5))) struct ConfigurationTests {
     private let home = ["HOME": "/home/courier"]

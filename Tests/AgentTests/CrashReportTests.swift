@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Sandbox
 import Testing
+import TestKit
 
 /// Issue 11 (5): if the agent does die, the crash report Swift prints on stderr must not hold a
 /// token or a secret. The agent runs logged in, streaming, with a webhook secret loaded, under the

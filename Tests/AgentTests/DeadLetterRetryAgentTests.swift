@@ -7,6 +7,11 @@ import StoreModel
 import TestHarnesses
 import TestKit
 import Testing
+import InMemoryLogging
+import Logging
+import Prometheus
+import PushIngest
+import SQLiteStore
 
 /// A dead letter made on purpose — the backend answers 503 to a fetch — then found, understood and
 /// repaired with `orderlive dead-letters` as an operator would (issue 38): retried while the agent

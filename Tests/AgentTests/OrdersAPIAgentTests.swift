@@ -7,6 +7,9 @@ import Sandbox
 import TestHarnesses
 import TestKit
 import Testing
+import OrdersAPI
+import PushIngest
+import StoreModel
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,7 @@
 import Agent
 import Foundation
 import Testing
+import OrderSync
 
 /// Issue 11, sweep: `stream-status.json` in the state directory is read with checked numbers.
 /// A file edited by hand or cut short by a full disk gives "stopped" or a default, never a trap.

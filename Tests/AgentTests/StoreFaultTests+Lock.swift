@@ -6,6 +6,7 @@ import Logging
 import Sandbox
 import TestKit
 import Testing
+import PushIngest
 
 extension StoreFaultTests {
     /// Issue 41 on SQLite: another process holds the database's write lock (a `sqlite3` shell left in

@@ -10,6 +10,7 @@ import StoreModel
 import TestHarnesses
 import TestKit
 import Testing
+import PushIngest
 
 /// DESIGN §10: a store that cannot be written is reported on `/readyz`, in `status` and in
 /// `/metrics`, and clears by itself when writes succeed again. Real SQLite faults, no mock: the

@@ -7,6 +7,7 @@ import Sandbox
 import TestHarnesses
 import TestKit
 import Testing
+import StoreModel
 
 /// `orderlive store backup|restore|check` as processes beside a running agent (issue 38): a backup of
 /// a store that an agent is writing (stream events and pushes) is whole and standalone; a restore is

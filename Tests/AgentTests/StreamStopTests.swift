@@ -5,6 +5,8 @@ import Sandbox
 import TestHarnesses
 import TestKit
 import Testing
+import Logging
+import OrdersAPI
 
 /// A `204` from the backend's stream ends the stream service, not the agent (DESIGN §3: the backend
 /// asks the client to stop streaming): the orders API and the push endpoint go on answering, and a

@@ -7,6 +7,7 @@ import StoreModel
 import TestHarnesses
 import TestKit
 import Testing
+import OrdersAPI
 
 extension WebhookDeliveryTests {
     @Test func filtersReplayAndAHangingReceiverThatDelaysNothingElse() async throws {

@@ -3,6 +3,8 @@ import CurlHTTP
 import Foundation
 import Sandbox
 import Testing
+import Logging
+import TestKit
 
 /// DESIGN §8 refresh ahead: while a long-lived consumer holds the session, nobody needs to ask for a
 /// token for it to stay fresh. Time is the test's: the session's sleep advances the wall clock.

@@ -3,6 +3,7 @@ import CoalescedLogging
 import Logging
 import TestKit
 import Testing
+import InMemoryLogging
 
 @Suite(.timeLimit(.minutes(3))) struct LogCoalescerTests {
     /// A monotonic clock the test moves.

@@ -5,6 +5,8 @@ import SQLiteStore
 import StoreModel
 import Testing
 import TestKit
+import InMemoryLogging
+import Logging
 
 /// `orderlive dead-letters list|show|drop` and `orderlive journal list` as an operator runs them at
 /// 3 a.m., over a store written as the agent writes it; in process, with the console's lines and the

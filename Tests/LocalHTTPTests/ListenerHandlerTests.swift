@@ -5,6 +5,7 @@ import NIOEmbedded
 import NIOHTTPTypes
 import Synchronization
 import Testing
+import HummingbirdCore
 
 /// The listener floor's connection limit and request bounds on embedded channels, their clocks
 /// driven by the test (STYLE: a handler is tested on an `EmbeddedChannel`; real sockets stay for the

@@ -8,6 +8,7 @@ import ServiceLifecycleTestKit
 import TestHarnesses
 import TestKit
 import Testing
+import Sandbox
 
 /// A full sync fetches the next page while the executor's thread applies the current one. The apply
 /// is synchronous SQLite work on that one thread (``ExecutorService``), so a fetch that waits for the

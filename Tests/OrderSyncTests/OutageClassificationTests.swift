@@ -5,6 +5,7 @@ import StoreModel
 import TestHarnesses
 import TestKit
 import Testing
+import SQLiteStore
 
 /// DESIGN §8 "Sync": which failures may be the backend's (and so are checked against another order
 /// before they count), and how far apart an unavailable backend is probed.

@@ -8,6 +8,7 @@ import Sandbox
 import TestHarnesses
 import TestKit
 import Testing
+import ServerSentEvents
 
 @Suite(.timeLimit(.minutes(3))) struct SessionStreamTests {
     @Test func streamKeepsGoingAcrossAccessTokenExpiriesWithAFreshTokenEachTime() async throws {

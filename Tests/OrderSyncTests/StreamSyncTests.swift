@@ -11,6 +11,7 @@ import ServiceLifecycleTestKit
 import Testing
 import TestHarnesses
 import TestKit
+import ServerSentEvents
 
 @Suite(.timeLimit(.minutes(3))) struct StreamSyncTests {
     /// Streams the book's log into the store, restarting the connection at random points, until the

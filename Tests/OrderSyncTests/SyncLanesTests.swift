@@ -6,6 +6,7 @@ import StoreModel
 import TestHarnesses
 import TestKit
 import Testing
+import Sandbox
 
 /// DESIGN §8 "Sync" against the Sandbox over real HTTP: one order the backend cannot serve steps
 /// aside and does not hold the others; an outage of the backend pauses without counting attempts and

@@ -4,6 +4,7 @@ import StoreModel
 import OrdersAPI
 import TestHarnesses
 import Testing
+import TestKit
 
 /// The feed is served on its connection, ahead of the router (FeedRequestHandler): HTTP/1.1's rules
 /// for the connection still hold around it. Raw sockets, since curl neither pipelines nor reuses a

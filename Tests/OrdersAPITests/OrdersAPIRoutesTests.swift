@@ -5,6 +5,9 @@ import StoreModel
 import OrdersAPI
 import TestHarnesses
 import Testing
+import HTTPTypes
+import LocalHTTP
+import TestKit
 
 /// The orders API's routes, authentication and OpenAPI document (DESIGN §11).
 @Suite(.timeLimit(.minutes(3))) struct OrdersAPIRoutesTests {

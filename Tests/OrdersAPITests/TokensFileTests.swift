@@ -1,6 +1,7 @@
 import OrdersAPI
 import Testing
 import WebhookSigning
+import Foundation
 
 /// `api.tokens_file` (DESIGN §14): one consumer a line, each setting checked, every error naming
 /// its line and never the token.

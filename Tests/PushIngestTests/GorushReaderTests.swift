@@ -3,6 +3,7 @@ import JSONToolkit
 import Testing
 
 @testable import PushIngest
+import StoreModel
 
 /// The Gorush request reader over the JSON toolkit's reader.
 @Suite(.timeLimit(.minutes(3))) struct GorushReaderTests {

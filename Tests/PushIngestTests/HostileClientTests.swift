@@ -6,6 +6,8 @@ import PushIngest
 import TestHarnesses
 import TestKit
 import Testing
+import InMemoryLogging
+import Logging
 
 #if canImport(Glibc)
 import Glibc

@@ -4,6 +4,9 @@ import PushIngest
 import Testing
 import TestHarnesses
 import TestKit
+import CurlHTTP
+import InMemoryLogging
+import Logging
 
 /// TLS on the push listener, against a throwaway CA made by the test, with curl and `openssl
 /// s_client` as the peers (issue 37): HTTPS, TLS 1.1 and plain HTTP refused with the listener alive,

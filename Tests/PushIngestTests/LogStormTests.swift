@@ -1,6 +1,10 @@
 import CurlHTTP
 import TestHarnesses
 import Testing
+import InMemoryLogging
+import Logging
+import PushIngest
+import TestKit
 
 /// Issue 13: a persistent fault or an attack must not flood the log. 1,000 refused pushes (wrong
 /// token, and bodies over the limit) in about a second write a handful of lines, not 1,000 or 2,000.

@@ -3,6 +3,8 @@ import Foundation
 import PushIngest
 import Testing
 import TestHarnesses
+import HTTPTypes
+import LocalHTTP
 
 /// The OpenAPI document against the listener that serves it: every registered route is documented
 /// and every documented operation is registered (DESIGN §4; issue 13 part 5), each answers on the real

@@ -7,6 +7,8 @@ import PushIngest
 import Testing
 import TestHarnesses
 import WebhookSigning
+import Logging
+import TestKit
 
 @Suite(.timeLimit(.minutes(3))) struct PushEndpointTests {
     private static let gorushDirectory = fixtures.appendingPathComponent("gorush")

@@ -13,6 +13,7 @@ import SQLiteStore
 import TestHarnesses
 import TestKit
 import Testing
+import Prometheus
 
 /// Issue 39: `POST /api/push` answered on the event loop by ``PushRequestHandler``, in front of the
 /// router; every other request, and a push pipelined behind one, still goes to the router.

@@ -3,6 +3,8 @@ import PushIngest
 import Testing
 import TestHarnesses
 import WebhookSigning
+import CurlHTTP
+import StoreModel
 
 /// What third-party clients found on the push listener's wire (issue 35): Svix's header names for the
 /// Standard Webhooks scheme, and HTTP/1.0 answered in the framing HTTP/1.0 can read.

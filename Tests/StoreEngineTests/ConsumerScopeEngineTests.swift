@@ -6,6 +6,7 @@ import TestHarnesses
 import TestKit
 import Testing
 import WebhookSigning
+import AsyncSignals
 
 /// DESIGN §14's scope on both store engines (the SQLite-only property test is in OrdersAPITests): a
 /// random book over three stores, random consumers (tokens, digests, sessions), orders moving between

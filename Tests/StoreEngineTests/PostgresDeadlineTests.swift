@@ -5,6 +5,8 @@ import StoreModel
 import TestHarnesses
 import TestKit
 import Testing
+import Foundation
+import NIOCore
 
 #if canImport(Glibc)
 import Glibc

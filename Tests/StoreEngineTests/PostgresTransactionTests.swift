@@ -2,6 +2,7 @@ import Logging
 @testable import PostgresStore
 import TestHarnesses
 import Testing
+import PostgresNIO
 
 /// The transaction wrapper every write goes through.
 @Suite(.timeLimit(.minutes(5))) struct PostgresTransactionTests {

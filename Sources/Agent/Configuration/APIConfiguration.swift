@@ -1,5 +1,6 @@
 import LocalHTTP
 import OrdersAPI
+import Foundation
 
 /// How consumers of the orders API authenticate.
 public enum APIAuthMode: String, Sendable, Hashable, CaseIterable {

@@ -1,5 +1,6 @@
 import CheckedInput
 import WebhookDelivery
+import Foundation
 
 /// `webhooks.*`: how outgoing webhooks are sent (DESIGN §13); the endpoints themselves are in the store
 /// (`orderlive webhooks add`).

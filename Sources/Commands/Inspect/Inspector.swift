@@ -5,6 +5,7 @@ import EventStream
 import Logging
 import OrderSync
 import UnixSignals
+import ServerSentEvents
 
 /// Runs `orderlive inspect`: one reconnecting stream, every update rendered to standard output.
 public struct Inspector: Sendable {

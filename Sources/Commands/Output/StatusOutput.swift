@@ -1,6 +1,7 @@
 import Agent
 import AuthSession
 import StoreModel
+import OrderSync
 
 /// `status`'s readable lines (DESIGN §5), from the session, the store and the stream's state. Never a
 /// token; `status --json` is the agent's ``StatusDocument``.

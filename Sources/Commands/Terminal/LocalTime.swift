@@ -1,3 +1,4 @@
+import CoreFoundation
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
