@@ -6,10 +6,14 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// Settings for every target of ours: Swift 6 language mode (the package default) and warnings as errors.
+/// Settings for every target of ours: Swift 6 language mode (the package default), warnings as errors,
+/// and two import checks: a file sees another module's members only if it imports that module itself
+/// (MemberImportVisibility), and an import is internal unless written `public`/`package import`
+/// because the file's public or package declarations show that module's types (InternalImportsByDefault).
 let strict: [SwiftSetting] = [
     .treatAllWarnings(as: .error),
     .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
 let package = Package(

@@ -4,7 +4,7 @@ import LocalHTTP
 import Logging
 import OrdersAPI
 import PostgresStore
-import PushIngest
+public import PushIngest
 import WebhookSigning
 
 /// What `build` reads from the configuration beyond its own checks: the listeners' addresses and

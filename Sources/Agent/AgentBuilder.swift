@@ -1,9 +1,9 @@
 import AsyncSignals
 import AuthSession
 import CurlHTTP
-import Foundation
+public import Foundation
 import LocalHTTP
-import Logging
+public import Logging
 import SQLiteStore
 import StoreModel
 import OrderSync

@@ -8,7 +8,7 @@ import PostgresStore
 import OrderSync
 import OrdersAPI
 import PushIngest
-import Prometheus
+public import Prometheus
 import WebhookDelivery
 
 /// The agent's metrics in one Prometheus registry (DESIGN §4 `/metrics`): stream state and

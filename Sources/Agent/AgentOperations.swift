@@ -1,10 +1,10 @@
 import CheckedInput
-import AuthSession
+public import AuthSession
 import Foundation
 import JSONToolkit
 import SQLiteStore
 import StoreModel
-import PushIngest
+public import PushIngest
 import OrderSync
 
 /// `/readyz`, `/api/status` and `/metrics` of the running agent, answered from what the agent last

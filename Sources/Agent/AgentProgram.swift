@@ -1,13 +1,13 @@
 import AsyncSignals
-import AuthSession
+public import AuthSession
 import Foundation
 import Logging
 import SQLiteStore
 import OrderSync
-import StoreModel
-import OrdersAPI
-import PushIngest
-import ServiceLifecycle
+public import StoreModel
+public import OrdersAPI
+public import PushIngest
+public import ServiceLifecycle
 import UnixSignals
 
 #if canImport(Glibc)

@@ -1,7 +1,7 @@
 import AsyncSignals
 import Foundation
 import JSONToolkit
-import OrderSync
+public import OrderSync
 
 /// What the running agent knows about itself that is not on disk: the stream's state and counters,
 /// and whether the executor runs. Written by the services, read by `/readyz`, `/api/status` and

@@ -1,9 +1,9 @@
 import AsyncSignals
 import CheckedInput
-import Foundation
-import Logging
+public import Foundation
+public import Logging
 import SQLiteStore
-import StoreModel
+public import StoreModel
 import PostgresStore
 import OrderSync
 

@@ -1,8 +1,8 @@
-import AsyncSignals
-import Logging
-import Prometheus
-import ServiceLifecycle
-import StoreModel
+package import AsyncSignals
+package import Logging
+package import Prometheus
+public import ServiceLifecycle
+package import StoreModel
 
 /// Keeps at most `sync.dead_letter_limit` dead letters (DESIGN §13): dead letters stay until an
 /// operator retries or drops them, but a backend that fails every job for days must not grow the

@@ -1,7 +1,7 @@
 import CheckedInput
 import Foundation
 import JSONToolkit
-import Logging
+public import Logging
 
 /// `log.format: json`: one JSON object per line on stderr with `time`, `level`, `label`, `message`
 /// and the merged metadata (keys as given, values as strings). Messages and metadata never carry

@@ -1,8 +1,8 @@
-import AuthSession
+public import AuthSession
 import CheckedInput
-import CurlHTTP
-import Foundation
-import Logging
+public import CurlHTTP
+public import Foundation
+public import Logging
 
 /// Builds the session that `run`, `login`, `logout`, `status` and `inspect --auth` share, from one
 /// configuration and one environment: the auth client of `upstream.*`, the credential store of the

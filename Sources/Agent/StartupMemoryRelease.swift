@@ -1,6 +1,6 @@
 import AsyncSignals
 import Foundation
-import Logging
+package import Logging
 import ServiceLifecycle
 import StoreModel
 import OrderSync

@@ -2,8 +2,8 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import SQLiteStore
-import StoreModel
+public import SQLiteStore
+public import StoreModel
 
 /// The state directory (`store.state_dir`, DESIGN §7) and the files orderlive keeps in it: the order
 /// database with its WAL files and the stream-status file (the credentials file is the credential

@@ -1,6 +1,6 @@
-import AuthSession
+public import AuthSession
 import CheckedInput
-import Foundation
+public import Foundation
 import JSONToolkit
 import StoreModel
 import OrderSync

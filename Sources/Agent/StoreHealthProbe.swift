@@ -1,7 +1,7 @@
-import AsyncSignals
-import Logging
-import ServiceLifecycle
-import StoreModel
+public import AsyncSignals
+public import Logging
+public import ServiceLifecycle
+public import StoreModel
 
 /// Clears the store's write fault by itself (DESIGN §10, §13): while the store is marked
 /// unwritable it tries a small write on a timer — after 1 s, then backing off to every 10 s — and the

@@ -1,8 +1,8 @@
 import AsyncSignals
 import CheckedInput
-import Foundation
+public import Foundation
 import ServiceLifecycle
-import StoreModel
+public import StoreModel
 
 /// What the agent last saw of its store, so `/readyz`, `/api/status` and `/metrics` answer from
 /// state, in bounded time, even while the store does not answer at all (DESIGN §10: a silently

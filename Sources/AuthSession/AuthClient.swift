@@ -1,5 +1,5 @@
-import CurlHTTP
-import Foundation
+public import CurlHTTP
+public import Foundation
 
 /// The auth API of DESIGN §3 over the curl loop: plain requests that return a token pair or say why
 /// not. It holds no token state (FIELD-NOTES 5: the session applies what this returns).

@@ -1,5 +1,5 @@
 import CheckedInput
-import Foundation
+public import Foundation
 
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The session's vocabulary: its states, what a caller sees of it, and what it is built from.
 extension Session {

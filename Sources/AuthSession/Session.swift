@@ -1,6 +1,6 @@
 import CheckedInput
 import Foundation
-import Logging
+public import Logging
 
 /// The one owner of token state (FIELD-NOTES 5): hands out a valid access token on demand,
 /// refreshing ahead of expiry, with exactly one refresh (or login) in flight however many callers

@@ -1,5 +1,5 @@
 import AsyncSignals
-import Logging
+public import Logging
 
 /// Writes the first of a run of identical log lines, then at most one line per `interval` while
 /// they repeat, carrying `log.repeated`: how many occurred since the last line written (this one

@@ -4,8 +4,8 @@
 // (ArgumentParser) and calls in here; Agent keeps the composition root, the configuration and the
 // runtime services these commands read.
 
-import Agent
-import Logging
+public import Agent
+public import Logging
 
 /// A command that could not do what it was asked: one line on standard error, exit 1. The message
 /// names what was wrong and what to do.

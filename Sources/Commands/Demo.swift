@@ -1,4 +1,4 @@
-import Agent
+public import Agent
 import AsyncSignals
 import CheckedInput
 import Foundation

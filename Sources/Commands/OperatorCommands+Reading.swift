@@ -1,6 +1,6 @@
 import Agent
 import CheckedInput
-import Foundation
+public import Foundation
 import StoreModel
 
 /// `orderlive orders` and `orderlive journal`: reading the configured store, either engine.

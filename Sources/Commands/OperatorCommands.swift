@@ -1,5 +1,5 @@
-import Agent
-import Logging
+public import Agent
+public import Logging
 
 /// The operator's commands on one configuration, writing to one console: one extension per command
 /// group (`+Session`, `+Reading`, `+DeadLetters`, `+StoreFile`, `+Webhooks`, `+WebhookReplay`,

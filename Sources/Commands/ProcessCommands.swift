@@ -1,4 +1,4 @@
-import Agent
+public import Agent
 import CheckedInput
 import Logging
 import Sandbox

@@ -1,8 +1,8 @@
-import Agent
+public import Agent
 import CheckedInput
-import CurlHTTP
-import Foundation
-import Logging
+public import CurlHTTP
+public import Foundation
+public import Logging
 import PushIngest
 import WebhookSigning
 

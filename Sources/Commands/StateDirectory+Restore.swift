@@ -1,6 +1,6 @@
-import Agent
-import Foundation
-import SQLiteStore
+public import Agent
+public import Foundation
+public import SQLiteStore
 
 #if canImport(Glibc)
 import Glibc

@@ -1,8 +1,8 @@
-import Agent
-import CurlHTTP
+public import Agent
+public import CurlHTTP
 import Foundation
 import SQLiteStore
-import StoreModel
+public import StoreModel
 import WebhookDelivery
 import WebhookSigning
 

@@ -1,6 +1,6 @@
 import AsyncSignals
 import CCurl
-import Logging
+public import Logging
 import Synchronization
 
 #if canImport(Glibc)

@@ -1,4 +1,4 @@
-import AsyncSignals
+public import AsyncSignals
 import Synchronization
 
 /// A running streaming transfer: cancel it, or resume it after its delegate paused it.

@@ -1,10 +1,10 @@
 import AsyncSignals
-import CurlHTTP
-import Logging
+public import CurlHTTP
+public import Logging
 import ServerSentEvents
 
 #if canImport(Glibc)
-import Glibc
+public import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif

@@ -1,4 +1,4 @@
-import CurlHTTP
+public import CurlHTTP
 import ServerSentEvents
 
 /// Everything an ``EventSource`` needs to know about the stream it keeps open.

@@ -1,5 +1,5 @@
-import CurlHTTP
-import ServerSentEvents
+public import CurlHTTP
+public import ServerSentEvents
 
 /// What the stream reports to its consumer, in order.
 public enum EventSourceUpdate: Sendable, Hashable {

@@ -1,5 +1,5 @@
 import CheckedInput
-import CurlHTTP
+public import CurlHTTP
 
 /// What a response head means for the stream (DESIGN §8; SSE-RULES 24 as amended by it).
 public enum ResponseDecision: Sendable, Hashable {

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import NIOCore
+public import NIOCore
 
 /// One entry of `ingest.allow_from` / `api.allow_from`: an IPv4 or IPv6 network in CIDR form
 /// (`10.0.0.0/8`, `fd00::/8`) or one address (`192.0.2.7`, `::1`). An IPv4 peer that reaches an

@@ -1,5 +1,5 @@
-import NIOCore
-import NIOHTTPTypes
+public import NIOCore
+public import NIOHTTPTypes
 
 /// HTTP/1.1 answers a connection's requests in the order they came. A handler that answers some
 /// requests itself, in front of the router (a push, a feed), may start answering one only when every

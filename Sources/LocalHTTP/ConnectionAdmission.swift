@@ -1,5 +1,5 @@
 import AsyncSignals
-import NIOCore
+public import NIOCore
 
 /// Why a listener closed a connection itself; the `reason` label of
 /// `orderlive_connections_closed_total{listener,reason}`.

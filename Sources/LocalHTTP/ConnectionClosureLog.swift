@@ -1,5 +1,5 @@
 import CoalescedLogging
-import Logging
+public import Logging
 
 /// What a listener says of the connections it closed itself: each is counted in
 /// `orderlive_connections_closed_total{listener,reason}`, and each reason that an operator acts on

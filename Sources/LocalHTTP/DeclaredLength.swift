@@ -1,5 +1,5 @@
 import CheckedInput
-import HTTPTypes
+public import HTTPTypes
 
 /// What a request's `Content-Length` says, read with a check (DESIGN §10): digits only, compared
 /// with the body limit without converting an absurd value into a size.

@@ -1,10 +1,10 @@
 import HTTPTypes
 import Hummingbird
-import HummingbirdCore
-import Logging
-import NIOCore
+public import HummingbirdCore
+public import Logging
+public import NIOCore
 import NIOHTTP1
-import NIOHTTPTypes
+public import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 
 /// The HTTP/1 child channel both listeners serve on: Hummingbird's `HTTP1Channel` pipeline with one

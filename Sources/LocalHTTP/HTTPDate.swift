@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+public import Glibc
 #endif
 
 /// A response's `Date` header (RFC 9110 §5.6.7, IMF-fixdate), for the handlers that answer on the

@@ -1,5 +1,5 @@
-import NIOCore
-import NIOHTTP1
+public import NIOCore
+public import NIOHTTP1
 
 /// Answers each request in the framing its HTTP version allows, and closes the connection when the
 /// request asked for that (RFC 9112 §6.1, §9.3, §9.6):

@@ -1,5 +1,5 @@
-import HTTPTypes
-import Hummingbird
+public import HTTPTypes
+public import Hummingbird
 import JSONToolkit
 
 /// A refusal as every listener renders it: Gorush's `{"code": N, "message": "…"}` with the status,

@@ -1,5 +1,5 @@
 import COpenSSL
-import HummingbirdCore
+public import HummingbirdCore
 
 /// What both listeners share besides their routes.
 public enum Listener {

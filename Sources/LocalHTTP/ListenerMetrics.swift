@@ -1,4 +1,4 @@
-import CoreMetrics
+public import CoreMetrics
 
 /// A listener's own metrics, through an injected factory (nothing bootstrapped globally): the
 /// connections it closed itself and why, and its TLS certificate's expiry and failed reloads.

@@ -2,9 +2,9 @@
 import Glibc
 #endif
 import CheckedInput
-import Hummingbird
+public import Hummingbird
 import HummingbirdCore
-import Logging
+public import Logging
 import NIOCore
 import NIOSSL
 import NIOTLS

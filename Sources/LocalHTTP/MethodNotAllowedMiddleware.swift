@@ -1,5 +1,5 @@
-import HTTPTypes
-import Hummingbird
+public import HTTPTypes
+public import Hummingbird
 
 /// Answers what the router does not match with a JSON error instead of an empty 404: a path the
 /// listener serves, asked with another method, is `405` with `Allow` naming the methods it takes

@@ -1,6 +1,6 @@
 import HTTPTypes
-import NIOCore
-import NIOHTTPTypes
+public import NIOCore
+public import NIOHTTPTypes
 
 /// The body of a request did not arrive within the read timeout.
 public struct RequestBodyTimeout: Error {}

@@ -1,5 +1,5 @@
-import HTTPTypes
-import Hummingbird
+public import HTTPTypes
+public import Hummingbird
 
 /// One route of a listener: what its `GET /openapi.json` documents, what its router registers, and
 /// what ``MethodNotAllowedMiddleware`` answers `405` for when the path is asked with another method.

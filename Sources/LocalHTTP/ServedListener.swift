@@ -1,6 +1,6 @@
 import AsyncSignals
-import Hummingbird
-import Logging
+public import Hummingbird
+public import Logging
 import NIOCore
 
 /// One listener's owner, as Hummingbird's `Application` owns its server: its settings, its

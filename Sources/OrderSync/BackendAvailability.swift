@@ -1,7 +1,7 @@
-import AsyncSignals
+public import AsyncSignals
 import CheckedInput
-import Foundation
-import Logging
+public import Foundation
+public import Logging
 
 /// Whether the order backend answers, as the serial executor has seen it (DESIGN §8 "Sync"). A job
 /// that fails because the backend itself is unavailable, while the backend does not answer about

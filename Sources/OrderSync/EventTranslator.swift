@@ -1,6 +1,6 @@
 import JSONToolkit
-import StoreModel
-import ServerSentEvents
+public import StoreModel
+public import ServerSentEvents
 
 /// What one stream event means for the store.
 public struct EventTranslation: Sendable, Hashable {

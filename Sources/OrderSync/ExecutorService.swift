@@ -1,5 +1,5 @@
-import AsyncSignals
-import ServiceLifecycle
+public import AsyncSignals
+public import ServiceLifecycle
 
 /// The serial executor as a service, on a thread of its own (``ThreadTaskExecutor``). Graceful
 /// shutdown lets the job in hand finish, then returns; the journal keeps the rest (DESIGN §10).

@@ -1,4 +1,4 @@
-import StoreModel
+public import StoreModel
 
 /// A page of `GET orders` as fetched: its `next_cursor`, read at once so the next page can be asked
 /// for, and its orders, decoded when ``orders()`` is called (by another stage of the full sync).

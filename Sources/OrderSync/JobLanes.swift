@@ -1,4 +1,4 @@
-import StoreModel
+public import StoreModel
 
 /// Which journaled jobs may run now: the per-order lanes of DESIGN §8 "Sync", as one pure rule that
 /// reads the journal in order and chooses. The executor still runs one job (or one transaction of

@@ -1,8 +1,8 @@
-import AuthSession
-import CurlHTTP
-import Foundation
+public import AuthSession
+public import CurlHTTP
+public import Foundation
 import JSONToolkit
-import StoreModel
+public import StoreModel
 
 /// The orders part of the upstream API (DESIGN §3).
 public protocol OrderSource: Sendable {

@@ -1,6 +1,6 @@
-import AuthSession
-import CurlHTTP
-import EventStream
+public import AuthSession
+public import CurlHTTP
+public import EventStream
 
 /// Gives the event stream a fresh bearer token before every attempt (FIELD-NOTES 17), and tells the
 /// session when the backend rejected one.

@@ -1,5 +1,5 @@
-import AuthSession
-import ServiceLifecycle
+public import AuthSession
+public import ServiceLifecycle
 
 /// Keeps the session's access token fresh while the agent runs (DESIGN §8 refresh ahead): a stream
 /// that stays open for hours meets its next reconnect, and every fetch, with a token that is still

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
-import StoreModel
-import ServerSentEvents
+package import StoreModel
+public import ServerSentEvents
 
 /// Journaling: each event's jobs, dead letter and cursor are committed in one transaction, so the
 /// cursor never passes an event whose job is not durable (DESIGN §3).

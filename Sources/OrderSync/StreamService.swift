@@ -1,14 +1,14 @@
-import AsyncSignals
-import AuthSession
+public import AsyncSignals
+public import AuthSession
 import CheckedInput
 import CoalescedLogging
-import CurlHTTP
-import EventStream
-import Foundation
-import Logging
-import StoreModel
+public import CurlHTTP
+public import EventStream
+public import Foundation
+public import Logging
+public import StoreModel
 import ServerSentEvents
-import ServiceLifecycle
+public import ServiceLifecycle
 
 /// The order stream as a service: one authenticated SSE stream after another, resumed from the
 /// stored cursor, each parser batch journaled in one transaction (group commit, see

@@ -1,5 +1,5 @@
 import CheckedInput
-import CurlHTTP
+public import CurlHTTP
 import EventStream
 
 /// Why talking to the orders API failed. Never holds a token.

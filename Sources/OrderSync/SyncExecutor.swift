@@ -1,8 +1,8 @@
-import AsyncSignals
+public import AsyncSignals
 import CheckedInput
-import Foundation
-import Logging
-import StoreModel
+public import Foundation
+public import Logging
+public import StoreModel
 import Synchronization
 
 /// Applies journaled jobs strictly one at a time (DESIGN §8 "Sync"). A job's network fetch is part

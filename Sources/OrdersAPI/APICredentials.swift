@@ -1,5 +1,5 @@
 import AsyncSignals
-import Foundation
+public import Foundation
 import WebhookSigning
 
 /// The credentials of `api.auth: bearer` while the agent runs (DESIGN §14): the consumers of

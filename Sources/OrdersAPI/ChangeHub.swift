@@ -1,9 +1,9 @@
-import AsyncSignals
-import CoreMetrics
-import Foundation
-import Logging
+public import AsyncSignals
+public import CoreMetrics
+public import Foundation
+public import Logging
 import NIOCore
-import StoreModel
+public import StoreModel
 
 /// The change feed's metrics (DESIGN §11), made through an injected factory.
 public struct FeedMetrics: Sendable {

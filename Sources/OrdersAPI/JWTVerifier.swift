@@ -1,7 +1,7 @@
 import AsyncSignals
-import Foundation
+public import Foundation
 import JWTKit
-import Logging
+public import Logging
 
 /// Verifies the JWTs consumers present (DESIGN §14), once per request or feed connection, with
 /// jwt-kit: the header's `alg` must be one the configured keys allow (never `none`, HS256 only with

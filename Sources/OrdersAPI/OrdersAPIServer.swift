@@ -1,13 +1,13 @@
 import AsyncSignals
-import CoreMetrics
+public import CoreMetrics
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
-import LocalHTTP
-import Logging
+public import LocalHTTP
+public import Logging
 import NIOCore
 import StoreModel
-import ServiceLifecycle
+public import ServiceLifecycle
 
 /// The local orders API (`api.listen`, DESIGN §11) as a `Service`: the orders, the change feed, the
 /// dispatch board, `GET /healthz` and `GET /openapi.json`, on a listener of its own. It runs the

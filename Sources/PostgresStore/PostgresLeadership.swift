@@ -1,7 +1,7 @@
-import AsyncSignals
+public import AsyncSignals
 import CheckedInput
 import Foundation
-import Logging
+public import Logging
 import PostgresNIO
 
 /// One leader per account (DESIGN §12). The leader holds a session-level advisory lock on a

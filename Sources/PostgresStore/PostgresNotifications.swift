@@ -1,5 +1,5 @@
-import AsyncSignals
-import Logging
+public import AsyncSignals
+public import Logging
 import PostgresNIO
 
 /// Wakes this agent when another agent of its account commits (DESIGN §12): the change feed after

@@ -1,5 +1,5 @@
 import Logging
-import StoreModel
+public import StoreModel
 import PostgresNIO
 
 /// Applying the journal: the serial executor's side (DESIGN §4, §8), every transaction fenced by

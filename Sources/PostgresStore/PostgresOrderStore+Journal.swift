@@ -1,5 +1,5 @@
 import Logging
-import StoreModel
+public import StoreModel
 import PostgresNIO
 
 /// Writing the journal: the stream's jobs with its cursor, and the statements every journal write

@@ -1,5 +1,5 @@
 import Logging
-import StoreModel
+public import StoreModel
 import PostgresNIO
 
 /// Reading this account's orders, counts and change log: `orders`, `status`, `/metrics`, the orders

@@ -1,6 +1,6 @@
 import Logging
 import PostgresNIO
-import StoreModel
+public import StoreModel
 
 /// What an operator does to this account's dead letters (`orderlive dead-letters drop|retry`), and
 /// their retention. Each change is one transaction that returns what it removed, so two operators at

@@ -1,5 +1,5 @@
 import Logging
-import StoreModel
+public import StoreModel
 import PostgresNIO
 
 /// Pushes accepted exactly once (DESIGN §4): a batch decided from the keys already accepted and the

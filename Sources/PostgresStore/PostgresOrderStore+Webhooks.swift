@@ -1,6 +1,6 @@
 import Logging
 import PostgresNIO
-import StoreModel
+public import StoreModel
 
 /// The outgoing webhooks' endpoints and cursors (DESIGN §13) on PostgreSQL, per account: every agent of
 /// the account sees the same endpoints; only the leader delivers.

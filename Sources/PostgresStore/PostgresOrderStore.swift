@@ -1,7 +1,7 @@
 import AsyncSignals
-import Foundation
-import Logging
-import StoreModel
+public import Foundation
+public import Logging
+public import StoreModel
 import PostgresNIO
 
 /// The PostgreSQL engine of the store. ``run()`` must be running (it runs the connection pool) for

@@ -1,6 +1,6 @@
 import HTTPTypes
 import LocalHTTP
-import WebhookSigning
+public import WebhookSigning
 
 /// How the push endpoint authenticates a sender (`ingest.auth`, DESIGN §4). A failure is a 401
 /// with a short reason, and the body of a refused request is never parsed.

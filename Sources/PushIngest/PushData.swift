@@ -1,4 +1,4 @@
-import JSONToolkit
+public import JSONToolkit
 import StoreModel
 
 /// A notification's `data`, read straight from its bytes into what orderlive uses (DESIGN §9): the

@@ -1,12 +1,12 @@
 import AsyncSignals
 import CheckedInput
 import CoalescedLogging
-import Foundation
+public import Foundation
 import HTTPTypes
-import Hummingbird
+public import Hummingbird
 import JSONToolkit
-import LocalHTTP
-import Logging
+public import LocalHTTP
+public import Logging
 import StoreModel
 import Synchronization
 import CoreMetrics

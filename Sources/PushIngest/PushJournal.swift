@@ -1,7 +1,7 @@
 import AsyncSignals
 import CheckedInput
-import Foundation
-import StoreModel
+public import Foundation
+public import StoreModel
 
 /// Journals push submissions with group commit (DESIGN §9: ≥ 10k requests/s even with an fsync
 /// per commit). Requests queue their submission; one that finds fewer commits in progress than the

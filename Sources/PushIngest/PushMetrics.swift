@@ -1,4 +1,4 @@
-import CoreMetrics
+public import CoreMetrics
 
 /// The push endpoint's metrics (DESIGN §4 `/metrics`), made through an injected factory so tests
 /// and the agent each own their registry; nothing is bootstrapped globally.

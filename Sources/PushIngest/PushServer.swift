@@ -1,12 +1,12 @@
 import AsyncSignals
-import CoreMetrics
+public import CoreMetrics
 import CheckedInput
 import Hummingbird
 import HummingbirdCore
-import LocalHTTP
-import Logging
+public import LocalHTTP
+public import Logging
 import NIOCore
-import ServiceLifecycle
+public import ServiceLifecycle
 import Synchronization
 
 /// Whether the agent can do its work, for `GET /readyz`.

@@ -1,5 +1,5 @@
 import JSONToolkit
-import StoreModel
+public import StoreModel
 
 /// DESIGN §4 "Which notifications become jobs": pushes are hints (FIELD-NOTES 18), so an order push
 /// schedules a fetch unless it carries the whole order; `orders.resync` schedules a full sync;

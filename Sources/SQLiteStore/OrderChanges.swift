@@ -1,5 +1,5 @@
 import GRDB
-import StoreModel
+public import StoreModel
 
 extension OrderChange {
     /// The columns ``init(row:)`` reads, from `order_change`. An upsert's change written by a full

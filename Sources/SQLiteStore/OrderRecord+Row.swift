@@ -1,5 +1,5 @@
-import GRDB
-import StoreModel
+public import GRDB
+public import StoreModel
 
 // The store's records as GRDB rows (GRDB's own habit: the record is a plain value, its database
 // mapping an extension beside the engine). StoreModel declares the types and links no database;

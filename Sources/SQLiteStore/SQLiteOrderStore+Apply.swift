@@ -1,5 +1,5 @@
 import GRDB
-import StoreModel
+public import StoreModel
 
 /// Applying journaled jobs: the serial executor's side of the journal (DESIGN §4, §8).
 extension SQLiteOrderStore {

@@ -1,5 +1,5 @@
 import GRDB
-import StoreModel
+public import StoreModel
 import Synchronization
 import AsyncSignals
 

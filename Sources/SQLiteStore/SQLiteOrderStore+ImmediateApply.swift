@@ -1,5 +1,5 @@
 import GRDB
-import StoreModel
+public import StoreModel
 
 /// Applying whole-order jobs in the transaction that accepts them, when nothing is ahead of them in
 /// the journal: one write per push or stream event instead of two (journaled, then applied and

@@ -1,5 +1,5 @@
 import GRDB
-import StoreModel
+public import StoreModel
 
 /// Journaling jobs with the stream cursor (the stream service's side of the journal, DESIGN §3).
 extension SQLiteOrderStore {

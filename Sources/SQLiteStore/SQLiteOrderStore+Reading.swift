@@ -1,5 +1,5 @@
 import GRDB
-import StoreModel
+public import StoreModel
 
 /// Reading the stored orders and the counts of `status` and `/metrics`.
 extension SQLiteOrderStore {

@@ -1,5 +1,5 @@
 import GRDB
-import StoreModel
+public import StoreModel
 
 /// What an operator does to dead letters (`orderlive dead-letters drop|retry`) and their retention.
 extension SQLiteOrderStore {

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import StoreModel
+public import StoreModel
 
 extension SQLiteOrderStore {
     /// Accepts a batch of submissions in one transaction (group commit). Each submission is

@@ -1,5 +1,5 @@
 import GRDB
-import StoreModel
+public import StoreModel
 
 /// The outgoing webhooks' endpoints and cursors (DESIGN §13) on the SQLite engine.
 extension SQLiteOrderStore: WebhookOutbox {

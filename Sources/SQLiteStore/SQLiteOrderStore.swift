@@ -1,7 +1,7 @@
 import AsyncSignals
-import Foundation
-import GRDB
-import StoreModel
+public import Foundation
+public import GRDB
+public import StoreModel
 
 /// The SQLite engine of the store (GRDB): the process's one owner of `orderlive.sqlite`; other
 /// processes may read it at any time (WAL). Built over any GRDB `DatabaseWriter` (GRDB's demo

@@ -1,6 +1,6 @@
 import AsyncSignals
 import CheckedInput
-import Foundation
+public import Foundation
 import JSONToolkit
 import ServerSentEvents
 

@@ -6,7 +6,7 @@ import AsyncSignals
 import CheckedInput
 import HTTPTypes
 import Hummingbird
-import Logging
+public import Logging
 import NIOCore
 import ServerSentEvents
 

@@ -1,5 +1,5 @@
 import AsyncSignals
-import Foundation
+public import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore

@@ -1,4 +1,4 @@
-import ServerSentEvents
+public import ServerSentEvents
 
 /// One scripted answer of the Sandbox's event stream: a status, headers, and body steps played in order.
 ///

@@ -1,6 +1,6 @@
 import CheckedInput
 import Foundation
-import JSONToolkit
+public import JSONToolkit
 
 /// DESIGN §3's reading of an order object, written once: the stream's events, the pushes and the
 /// orders client all decode orders here.

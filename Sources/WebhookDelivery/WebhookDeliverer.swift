@@ -1,10 +1,10 @@
-import AsyncSignals
+public import AsyncSignals
 import CheckedInput
-import CurlHTTP
-import Foundation
-import Logging
-import ServiceLifecycle
-import StoreModel
+public import CurlHTTP
+public import Foundation
+public import Logging
+public import ServiceLifecycle
+public import StoreModel
 import WebhookSigning
 
 /// How outgoing webhooks are sent (`webhooks.*`).

@@ -1,5 +1,5 @@
 import JSONToolkit
-import StoreModel
+public import StoreModel
 
 /// What an endpoint is sent for one change (DESIGN §13): the change feed's event type and JSON, with the
 /// type inside, or nil when the endpoint's filters do not take it.

@@ -1,12 +1,12 @@
 import AsyncSignals
-import CurlHTTP
+public import CurlHTTP
 import Foundation
 import Logging
-import SQLiteStore
+public import SQLiteStore
 import StoreModel
-import OrdersAPI
-import Prometheus
-import TestKit
+public import OrdersAPI
+public import Prometheus
+public import TestKit
 
 /// A real orders API on 127.0.0.1:0 over a real store in a temporary directory (woken after each
 /// commit exactly as in the agent), and a curl client.

@@ -1,11 +1,11 @@
-import AsyncSignals
-import CurlHTTP
+public import AsyncSignals
+public import CurlHTTP
 import Foundation
 import Logging
-import OrdersAPI
+public import OrdersAPI
 import Prometheus
-import StoreModel
-import TestKit
+public import StoreModel
+public import TestKit
 
 /// A real orders API on 127.0.0.1:0 over a store of either engine, and a curl client: the
 /// engine-independent half of ``APIHarness``. The test writes the store and signals `wake` after each

@@ -1,4 +1,4 @@
-import CurlHTTP
+public import CurlHTTP
 
 /// A small HTTP client for the agent's own endpoints.
 public struct AgentHTTP: Sendable {

@@ -1,4 +1,4 @@
-import CurlHTTP
+public import CurlHTTP
 import AsyncSignals
 
 /// A streaming response as async values (tests read a feed or a stream raw through it; the agent's

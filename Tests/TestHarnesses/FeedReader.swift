@@ -1,5 +1,5 @@
 import AsyncSignals
-import CurlHTTP
+public import CurlHTTP
 import Foundation
 import ServerSentEvents
 

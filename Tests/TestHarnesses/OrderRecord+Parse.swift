@@ -1,6 +1,6 @@
 import Foundation
 import JSONToolkit
-import StoreModel
+public import StoreModel
 
 extension OrderRecord {
     /// Reads an order object built in a test: it is serialised with sorted keys, and that text, or

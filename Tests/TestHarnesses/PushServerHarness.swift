@@ -1,16 +1,16 @@
-import CurlHTTP
-import Foundation
-import LocalHTTP
+public import CurlHTTP
+public import Foundation
+public import LocalHTTP
 import Logging
-import SQLiteStore
-import StoreModel
+public import SQLiteStore
+public import StoreModel
 import OrderSync
-import Prometheus
-import PushIngest
+public import Prometheus
+public import PushIngest
 
 #if canImport(Glibc)
 import Glibc
-import TestKit
+public import TestKit
 #endif
 
 /// Operations answers for the endpoint tests: ready, a fixed status, and the test's own registry.

@@ -1,8 +1,8 @@
-import AuthSession
-import CurlHTTP
-import Foundation
-import Logging
-import Sandbox
+public import AuthSession
+public import CurlHTTP
+public import Foundation
+public import Logging
+public import Sandbox
 
 extension Session {
     /// A session for the Sandbox's demo user at `baseURL`, its credentials kept in `directory`, its

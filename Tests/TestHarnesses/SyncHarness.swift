@@ -1,12 +1,12 @@
-import AuthSession
-import CurlHTTP
-import EventStream
+public import AuthSession
+public import CurlHTTP
+public import EventStream
 import Foundation
-import SQLiteStore
+public import SQLiteStore
 import StoreModel
-import OrderSync
-import Sandbox
-import TestKit
+public import OrderSync
+public import Sandbox
+public import TestKit
 
 /// A Sandbox order book, a logged-in session, a fresh store and an executor over them.
 public struct SyncHarness: Sendable {

@@ -1,6 +1,6 @@
 import Foundation
-import SQLiteStore
-import StoreModel
+public import SQLiteStore
+public import StoreModel
 
 /// A fresh database file per test (GRDB's advice), removed afterwards.
 public final class TemporaryStore {

@@ -1,6 +1,6 @@
 import AsyncSignals
-import InMemoryLogging
-import Logging
+public import InMemoryLogging
+public import Logging
 
 /// Collects every log entry (level, message, metadata) with swift-log's `InMemoryLogHandler`, so tests
 /// assert on a message and its metadata, and search everything logged for a secret.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// What an external program printed (stdout and stderr together) and how it ended.
 public struct ToolRun: Sendable {

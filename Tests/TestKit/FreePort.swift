@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Finding a free port failed at the named call.
 public struct FreePortFailure: Error, CustomStringConvertible {

@@ -1,4 +1,4 @@
-import LocalHTTP
+public import LocalHTTP
 import OrdersAPI
 import Foundation
 

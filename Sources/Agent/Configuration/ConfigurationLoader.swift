@@ -1,5 +1,5 @@
 import Configuration
-import Foundation
+public import Foundation
 import Logging
 import SystemPackage
 import Yams

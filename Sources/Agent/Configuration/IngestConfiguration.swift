@@ -1,4 +1,4 @@
-import LocalHTTP
+public import LocalHTTP
 import PushIngest
 
 /// How the push endpoint authenticates senders.

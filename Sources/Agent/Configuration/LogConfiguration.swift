@@ -1,4 +1,4 @@
-import Logging
+public import Logging
 
 /// The log format.
 public enum LogFormat: String, Sendable, Hashable, CaseIterable {

@@ -1,4 +1,4 @@
-import SQLiteStore
+public import SQLiteStore
 import StoreModel
 import PostgresStore
 

@@ -1,4 +1,4 @@
-import CurlHTTP
+public import CurlHTTP
 
 /// `upstream.*`: where the order backend is and how to reach it.
 public struct UpstreamConfiguration: Sendable, Hashable {

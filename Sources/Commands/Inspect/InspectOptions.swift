@@ -1,5 +1,5 @@
 import Agent
-import CurlHTTP
+public import CurlHTTP
 
 /// What `orderlive inspect` was asked to do (DESIGN §5), already parsed.
 public struct InspectOptions: Sendable {

@@ -1,8 +1,8 @@
-import Agent
+public import Agent
 import AuthSession
-import CurlHTTP
-import EventStream
-import Logging
+public import CurlHTTP
+public import EventStream
+public import Logging
 import OrderSync
 import UnixSignals
 import ServerSentEvents

@@ -1,7 +1,7 @@
 import Agent
 import Foundation
 import JSONToolkit
-import StoreModel
+public import StoreModel
 
 /// `dead-letters list|show` and `journal list`: what failed and what waits, as aligned lines or JSON.
 /// Times are RFC 3339 UTC. What a dead letter keeps is what the agent was given (an order body, an

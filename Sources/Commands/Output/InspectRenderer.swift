@@ -1,6 +1,6 @@
 import Agent
 import CurlHTTP
-import EventStream
+public import EventStream
 import JSONToolkit
 import ServerSentEvents
 

@@ -1,6 +1,6 @@
 import Foundation
 import SQLiteStore
-import StoreModel
+public import StoreModel
 
 /// `orders list` and `orders show`: the stored orders as aligned lines, fields, or the JSON exactly as
 /// the backend sent it.

@@ -1,5 +1,5 @@
-import Agent
-import AuthSession
+public import Agent
+public import AuthSession
 import StoreModel
 import OrderSync
 

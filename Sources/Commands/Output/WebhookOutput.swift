@@ -1,6 +1,6 @@
 import Agent
 import JSONToolkit
-import StoreModel
+public import StoreModel
 
 /// `webhooks list`: each endpoint's URL, filters, state, progress and last error, as aligned lines or
 /// JSON. Never its secret.
