@@ -35,27 +35,12 @@ public struct APIHarness: Sendable {
         let wake = WakeSignal()
         let store = try SQLiteOrderStore(path: directory + "/orderlive.sqlite", changesCommitted: { _ in wake.signal() })
         try prepare(store)
-        let logs = CapturedLogs()
-        let logger = logs.logger(level: .trace)
-        let registry = PrometheusCollectorRegistry()
-        let hub = ChangeHub(
-            configuration: configuration, store: store, wake: wake,
-            metrics: FeedMetrics(factory: PrometheusMetricsFactory(registry: registry)), logger: logger)
-        let server = OrdersAPIServer(
-            configuration: .init(listener: OrdersAPIServer.settings(port: 0), authentication: authentication, cors: cors), hub: hub,
-            metricsFactory: PrometheusMetricsFactory(registry: registry), logger: logger)
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await server.run() }
-            let port = await server.port
-            defer {
-                hub.close()
-                group.cancelAll()
-            }
-            return try await CurlLoop.withLoop(logger: quietLogger) { loop in
-                try await body(APIHarness(
-                    store: store, server: server, loop: loop, registry: registry, logs: logs, port: port,
-                    directory: directory))
-            }
+        return try await APIServing.with(
+            store: store, wake: wake, authentication: authentication, cors: cors, hub: configuration, level: .trace
+        ) { serving in
+            try await body(APIHarness(
+                store: store, server: serving.server, loop: serving.loop, registry: serving.registry, logs: serving.logs,
+                port: serving.port, directory: directory))
         }
     }
 

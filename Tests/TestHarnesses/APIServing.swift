@@ -1,9 +1,9 @@
 public import AsyncSignals
 public import CurlHTTP
 import Foundation
-import Logging
+public import Logging
 public import OrdersAPI
-import Prometheus
+public import Prometheus
 public import StoreModel
 public import TestKit
 
@@ -14,21 +14,30 @@ public struct APIServing: Sendable {
     public let server: OrdersAPIServer
     public let loop: CurlLoop
     public let wake: WakeSignal
+    /// The registry the server's and the hub's metrics are made in.
+    public let registry: PrometheusCollectorRegistry
     public let logs: CapturedLogs
     public let port: Int
 
     /// `http://127.0.0.1:<port>`.
     public var base: String { "http://127.0.0.1:\(port)" }
 
+    /// Serves `store` until `body` returns. `wake` is the hub's (the store's commit hook signals it
+    /// when it has one); logs are kept from `level` up.
     public static func with<Result: Sendable>(
-        store: any ChangeFeedSource, authentication: APIAuthentication, _ body: (APIServing) async throws -> Result
+        store: any ChangeFeedSource, wake: WakeSignal = WakeSignal(), authentication: APIAuthentication,
+        cors: CORSPolicy = CORSPolicy(), hub configuration: ChangeHub.Configuration = .init(),
+        level: Logger.Level = .info, _ body: (APIServing) async throws -> Result
     ) async throws -> Result {
-        let wake = WakeSignal()
         let logs = CapturedLogs()
-        let logger = logs.logger(level: .info)
-        let hub = ChangeHub(configuration: .init(), store: store, wake: wake, metrics: FeedMetrics(factory: PrometheusMetricsFactory(registry: PrometheusCollectorRegistry())),
-                            logger: logger)
-        let server = OrdersAPIServer(configuration: .init(listener: OrdersAPIServer.settings(port: 0), authentication: authentication), hub: hub, logger: logger)
+        let logger = logs.logger(level: level)
+        let registry = PrometheusCollectorRegistry()
+        let hub = ChangeHub(
+            configuration: configuration, store: store, wake: wake,
+            metrics: FeedMetrics(factory: PrometheusMetricsFactory(registry: registry)), logger: logger)
+        let server = OrdersAPIServer(
+            configuration: .init(listener: OrdersAPIServer.settings(port: 0), authentication: authentication, cors: cors), hub: hub,
+            metricsFactory: PrometheusMetricsFactory(registry: registry), logger: logger)
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await server.run() }
             let port = await server.port
@@ -37,7 +46,7 @@ public struct APIServing: Sendable {
                 group.cancelAll()
             }
             return try await CurlLoop.withLoop(logger: quietLogger) { loop in
-                try await body(APIServing(server: server, loop: loop, wake: wake, logs: logs, port: port))
+                try await body(APIServing(server: server, loop: loop, wake: wake, registry: registry, logs: logs, port: port))
             }
         }
     }
