@@ -45,7 +45,7 @@ struct DeadLetters: AsyncParsableCommand {
     }
 
     /// `orderlive dead-letters retry ID… | --all`
-    struct Retry: DeadLetterRepair {
+    struct Retry: DeadLetterRepairCommand {
         static let configuration = CommandConfiguration(
             abstract: "Put dead letters back in the journal with no attempts made; a running agent applies them within a second.")
         static let repair = OperatorCommands.Repair.retry
@@ -53,7 +53,7 @@ struct DeadLetters: AsyncParsableCommand {
     }
 
     /// `orderlive dead-letters drop ID… | --all`
-    struct Drop: DeadLetterRepair {
+    struct Drop: DeadLetterRepairCommand {
         static let configuration = CommandConfiguration(
             abstract: "Remove dead letters for good, each logged (id, kind, order); --all asks first on a terminal.")
         static let repair = OperatorCommands.Repair.drop
@@ -77,14 +77,14 @@ struct DeadLetters: AsyncParsableCommand {
 
 /// `orderlive dead-letters retry|drop`: one rule for choosing the dead letters (ids or `--all`, not
 /// both, not neither) and one call that repairs them.
-protocol DeadLetterRepair: AsyncParsableCommand {
+protocol DeadLetterRepairCommand: AsyncParsableCommand {
     /// What the command does to the chosen dead letters.
     static var repair: OperatorCommands.Repair { get }
     /// The configuration and the chosen dead letters.
     var chosen: DeadLetters.ChosenDeadLetters { get }
 }
 
-extension DeadLetterRepair {
+extension DeadLetterRepairCommand {
     func validate() throws {
         try usage(OperatorCommands.chosenDeadLetters(ids: chosen.ids, all: chosen.all, repair: Self.repair))
     }
