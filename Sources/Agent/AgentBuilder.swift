@@ -269,7 +269,7 @@ public enum AgentBuilder {
         return PushServer(
             configuration: PushServer.settings(
                 host: push.host, port: push.port, readTimeout: ingest.readTimeout, maximumBodyBytes: ingest.maximumBodyBytes,
-                maximumConnections: ingest.maximumConnections, allowFrom: ingest.allowFrom, tls: push.tls),
+                maximumConnections: ingest.maximumConnections, allowFrom: ingest.allowFrom, tls: push.tls, http2: ingest.http2),
             endpoint: endpoint,
             operations: AgentOperations(session: parts.session, observation: parts.observation, state: parts.state, metrics: parts.metrics),
             listenerMetrics: ListenerMetrics(listener: "push", factory: parts.metrics.factory),
@@ -289,7 +289,7 @@ public enum AgentBuilder {
             configuration: .init(
                 listener: OrdersAPIServer.settings(
                     host: api.host, port: api.port, readTimeout: settings.readTimeout, maximumConnections: api.maximumConnections,
-                    allowFrom: settings.allowFrom, tls: api.tls),
+                    allowFrom: settings.allowFrom, tls: api.tls, http2: settings.http2),
                 authentication: api.authentication, cors: CORSPolicy(origins: Set(settings.corsOrigins))),
             hub: hub, listenerMetrics: ListenerMetrics(listener: "api", factory: parts.metrics.factory),
             metricsFactory: parts.metrics.factory, logger: parts.logger)

@@ -19,6 +19,16 @@ public enum ConnectionClosure: String, Sendable, CaseIterable {
     /// The TLS handshake failed (plain HTTP on a TLS port, an old protocol version, a missing or
     /// untrusted client certificate).
     case tlsHandshake = "tls_handshake"
+    /// HTTP/2: too many streams reset, or too many streams in error, in a short time (the 2023
+    /// "rapid reset" attack, CVE-2023-44487).
+    case rapidReset = "rapid_reset"
+    /// HTTP/2: a flood of SETTINGS, PING or other control frames, of empty DATA or CONTINUATION
+    /// frames, or of frames the peer would not read the answers to.
+    case frameFlood = "frame_flood"
+    /// HTTP/2: a header block larger than the listener's header limit.
+    case oversizedHeaders = "oversized_headers"
+    /// HTTP/2: any other connection error (a malformed frame, a protocol violation).
+    case protocolError = "protocol_error"
 }
 
 /// Which connections a listener holds, and which of them may be closed to admit a new one.

@@ -1,7 +1,7 @@
 public import CoreMetrics
 
 /// A listener's own metrics, through an injected factory (nothing bootstrapped globally): the
-/// connections it closed itself and why, and its TLS certificate's expiry and failed reloads.
+/// connections it closed itself and why, the HTTP/2 streams it opened, and its TLS certificate's expiry and failed reloads.
 public struct ListenerMetrics: Sendable {
     /// The `listener` label (`push`, `api`).
     public let listener: String
@@ -10,6 +10,8 @@ public struct ListenerMetrics: Sendable {
     let tlsReloadFailures: Counter
     /// The certificate in use expires at this Unix time (0 without TLS).
     let certificateExpiry: Gauge
+    /// HTTP/2 streams opened (requests and feeds over HTTP/2).
+    let http2Streams: Counter
 
     /// The metrics of listener `listener` (`push`, `api`) in `factory`.
     public init(listener: String, factory: any MetricsFactory) {
@@ -23,6 +25,7 @@ public struct ListenerMetrics: Sendable {
         tlsReloadFailures = Counter(label: "orderlive_tls_reload_failures_total", dimensions: [("listener", listener)], factory: factory)
         certificateExpiry = Gauge(label: "orderlive_tls_certificate_expiry_timestamp_seconds",
                                   dimensions: [("listener", listener)], factory: factory)
+        http2Streams = Counter(label: "orderlive_http2_streams_total", dimensions: [("listener", listener)], factory: factory)
     }
 
     /// Records the expiry of the certificate now in use.
@@ -38,7 +41,9 @@ public struct ListenerMetrics: Sendable {
     /// The `# HELP` text of these families.
     public static let help: [String: String] = [
         "orderlive_connections_closed_total":
-            "Connections a listener closed itself, by listener and reason (evicted, refused, not_allowed, head_timeout, idle_timeout, tls_handshake)",
+            "Connections a listener closed itself, by listener and reason (evicted, refused, not_allowed, head_timeout, idle_timeout, "
+            + "tls_handshake, rapid_reset, frame_flood, oversized_headers, protocol_error)",
+        "orderlive_http2_streams_total": "HTTP/2 streams a listener opened (each request or feed over HTTP/2 is one)",
         "orderlive_tls_reload_failures_total": "TLS reloads (SIGHUP) whose files did not load; the material in use stayed",
         "orderlive_tls_certificate_expiry_timestamp_seconds": "When the listener's TLS certificate in use expires, Unix seconds",
     ]

@@ -114,6 +114,8 @@ public final class ListenerTLS: Sendable {
             configuration = .makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
         }
         configuration.minimumTLSVersion = .tlsv12
+        // HTTP/2 first, HTTP/1.1 for clients without it (RFC 9113 §3.2); no ALPN at all is HTTP/1.1.
+        configuration.applicationProtocols = ["h2", "http/1.1"]
         do {
             return Material(context: try NIOSSLContext(configuration: configuration), expiry: Double(leaf.notValidAfter))
         } catch {

@@ -30,12 +30,16 @@ public struct ListenerSettings: Sendable {
     public var maximumConnections: Int
     /// The peers allowed to connect; empty allows everyone.
     public var allowFrom: [AddressRange]
-    /// TLS, when set: every connection must complete a handshake with this material.
+    /// TLS, when set: every connection must complete a handshake with this material, and offers
+    /// `h2` and `http/1.1` by ALPN.
     public var tls: ListenerTLS?
+    /// HTTP/2 beside HTTP/1.x: `h2c` without TLS, streams per connection.
+    public var http2: ListenerHTTP2
 
     /// Creates settings.
     public init(name: String, key: String, host: String, port: Int, readTimeout: Duration, maximumBodyBytes: Int,
-                maximumConnections: Int, allowFrom: [AddressRange] = [], tls: ListenerTLS? = nil) {
+                maximumConnections: Int, allowFrom: [AddressRange] = [], tls: ListenerTLS? = nil,
+                http2: ListenerHTTP2 = ListenerHTTP2()) {
         self.name = name
         self.key = key
         self.host = host
@@ -45,6 +49,24 @@ public struct ListenerSettings: Sendable {
         self.maximumConnections = maximumConnections
         self.allowFrom = allowFrom
         self.tls = tls
+        self.http2 = http2
+    }
+}
+
+/// How a listener serves HTTP/2 (DESIGN §14): always `h2` by ALPN on TLS; without TLS, `h2c` by
+/// prior knowledge when `cleartext` (`*.http2_cleartext`). HTTP/1.x is served on the same port
+/// either way.
+public struct ListenerHTTP2: Sendable, Hashable {
+    /// Whether a cleartext connection that opens with HTTP/2's preface is served as `h2c`.
+    public var cleartext: Bool
+    /// The most streams open at once on one HTTP/2 connection (`SETTINGS_MAX_CONCURRENT_STREAMS`,
+    /// `*.max_streams_per_connection`); more are refused with `REFUSED_STREAM`.
+    public var maximumStreamsPerConnection: Int
+
+    /// `h2c` off, 100 streams per connection.
+    public init(cleartext: Bool = false, maximumStreamsPerConnection: Int = 100) {
+        self.cleartext = cleartext
+        self.maximumStreamsPerConnection = maximumStreamsPerConnection
     }
 }
 
@@ -85,34 +107,39 @@ public struct ListenFailure: Error, Sendable, CustomStringConvertible {
     }
 }
 
-/// The one listener builder under both front doors: Hummingbird's HTTP/1 server with, per
-/// connection, ``AdmissionHandler`` first (allow list and eviction), then TLS when configured, the
-/// HTTP codecs with ``HTTPVersionHandler``, ``RequestBoundsHandler`` and the listener's own handlers.
+/// The one listener builder under both front doors: Hummingbird's server with, per connection,
+/// ``AdmissionHandler`` first (allow list and eviction), then TLS when configured, the choice of
+/// HTTP/1.x or HTTP/2 (``HTTPListener``), and per HTTP/1 connection or HTTP/2 stream the HTTP codecs,
+/// ``RequestBoundsHandler`` and the listener's own handlers.
 public enum LocalListener {
     /// Serves `router` on `settings` until the application returns (graceful shutdown, which the
     /// caller arranges). `onRunning` hears the bound port. A bind that fails throws ``ListenFailure``.
     public static func run(
         _ settings: ListenerSettings, router: Router<BasicRequestContext>, admission: ConnectionAdmission,
-        handlers: @escaping @Sendable () -> [any RemovableChannelHandler] = { [] },
+        metrics: ListenerMetrics? = nil, handlers: @escaping @Sendable () -> [any RemovableChannelHandler] = { [] },
         onRunning: @escaping @Sendable (Int) -> Void, logger: Logger
     ) async throws {
-        let bounds = (settings.maximumBodyBytes, TimeAmount.nanoseconds(Checked.nanoseconds(of: settings.readTimeout)))
         let tls = settings.tls
+        let setup = HTTPListener.Setup(
+            limits: Listener.headerLimits,
+            front: {
+                var front: [any ChannelHandler] = [AdmissionHandler(admission: admission)]
+                if let tls {
+                    front.append(tls.handler())
+                    front.append(TLSFailureHandler(admission: admission))
+                }
+                return front
+            },
+            handlers: handlers,
+            maximumBodyBytes: settings.maximumBodyBytes,
+            readTimeout: .nanoseconds(Checked.nanoseconds(of: settings.readTimeout)),
+            admission: admission,
+            choice: tls != nil ? .alpn : settings.http2.cleartext ? .sniff : .http1,
+            maximumStreams: settings.http2.maximumStreamsPerConnection,
+            streamsOpened: metrics?.http2Streams)
         let app = Application(
             router: router,
-            server: HTTP1Listener.builder(
-                limits: Listener.headerLimits,
-                front: {
-                    var front: [any ChannelHandler] = [AdmissionHandler(admission: admission)]
-                    if let tls {
-                        front.append(tls.handler())
-                        front.append(TLSFailureHandler(admission: admission))
-                    }
-                    return front
-                },
-                handlers: {
-                    [RequestBoundsHandler(maximumBodyBytes: bounds.0, readTimeout: bounds.1, admission: admission)] + handlers()
-                }),
+            server: HTTPListener.builder(setup),
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "orderlive",
                                  // A burst of connects up to the limit queues instead of waiting for SYN retries.
                                  backlog: min(max(256, settings.maximumConnections), 4_096)),

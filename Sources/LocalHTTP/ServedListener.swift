@@ -57,8 +57,8 @@ public final class ServedListener: Sendable {
     public func run(
         router: Router<BasicRequestContext>, handlers: @escaping @Sendable () -> [any RemovableChannelHandler] = { [] }
     ) async throws {
-        let (settings, bound, logger, announcement) = (self.settings, self.bound, self.logger, self.announcement)
-        try await LocalListener.run(settings, router: router, admission: admission, handlers: handlers, onRunning: { port in
+        let (settings, bound, logger, announcement, metrics) = (self.settings, self.bound, self.logger, self.announcement, self.metrics)
+        try await LocalListener.run(settings, router: router, admission: admission, metrics: metrics, handlers: handlers, onRunning: { port in
             bound.give(port)
             logger.info(announcement, metadata: [
                 "\(settings.name).listen": "\(settings.host):\(port)", "\(settings.name).tls": "\(settings.tls != nil)",

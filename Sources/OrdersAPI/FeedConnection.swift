@@ -32,18 +32,19 @@ final class FeedConnection: Sendable {
         handler = .makeEmptyBox(valueType: FeedConnectionHandler.self, eventLoop: channel.eventLoop)
     }
 
-    /// Puts the handler beneath the HTTP encoder (after TLS), for `subscriber`, until ``detach()``. `chunked`
-    /// is false for an HTTP/1.0 request: its events go out as they are, the body ending with the
-    /// connection (``HTTPVersionHandler``).
-    func attach(_ subscriber: FeedSubscriber, chunked: Bool) {
+    /// Puts the handler beneath the HTTP encoder (after TLS), or first on an HTTP/2 stream, for
+    /// `subscriber`, until ``detach()``. `framing` is how its events go out (``RawBodyFraming``):
+    /// chunks on HTTP/1.1, as they are on HTTP/1.0 (the body ending with the connection), DATA frames
+    /// on an HTTP/2 stream.
+    func attach(_ subscriber: FeedSubscriber, framing: RawBodyFraming) {
         let handler = self.handler
         let channel = self.channel
         let heartbeat = TimeAmount.nanoseconds(Checked.nanoseconds(of: hub.configuration.heartbeat))
         eventLoop.execute {
-            let added = FeedConnectionHandler(subscriber, chunked: chunked, heartbeat: heartbeat)
+            let added = FeedConnectionHandler(subscriber, framing: framing, heartbeat: heartbeat)
             do {
                 let pipeline = channel.pipeline.syncOperations
-                try pipeline.addHandler(added, name: FeedConnectionHandler.name, position: HTTP1Listener.rawWritePosition(in: pipeline))
+                try pipeline.addHandler(added, name: FeedConnectionHandler.name, position: RawBodyFraming.of(pipeline).position)
                 handler.value = added
             } catch {
                 // The channel is already gone: the feed ends (its close future fires too).
@@ -128,17 +129,17 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     static let name = "orderlive.feed"
 
     private let subscriber: FeedSubscriber
-    /// False for an HTTP/1.0 feed: events are written without chunk framing.
-    let chunked: Bool
+    /// How events are written: chunks, as they are (HTTP/1.0), or HTTP/2 DATA frames.
+    let framing: RawBodyFraming
     private let heartbeat: TimeAmount
     private(set) var context: ChannelHandlerContext?
     /// When anything was last written; the event loop's clock (an embedded loop's in tests).
     private var lastWrite = NIODeadline.uptimeNanoseconds(0)
     private var beat: Scheduled<Void>?
 
-    init(_ subscriber: FeedSubscriber, chunked: Bool, heartbeat: TimeAmount) {
+    init(_ subscriber: FeedSubscriber, framing: RawBodyFraming, heartbeat: TimeAmount) {
         self.subscriber = subscriber
-        self.chunked = chunked
+        self.framing = framing
         self.heartbeat = heartbeat
     }
 
@@ -157,7 +158,7 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// Writes these events and flushes.
     func send(_ events: some Sequence<FeedBytes>) {
         guard let context else { return }
-        for event in events { context.write(NIOAny(chunked ? event.chunk : event.event), promise: nil) }
+        for event in events { context.write(framing.wrap(event: event.event, chunk: event.chunk), promise: nil) }
         context.flush()
         lastWrite = context.eventLoop.now
     }

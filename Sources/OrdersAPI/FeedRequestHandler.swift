@@ -90,7 +90,7 @@ final class FeedRequestHandler: FrontRequestHandler {
         return parts + [part]
     }
 
-        func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         context.write(data, promise: promise)
         if order.wrote(unwrapOutboundIn(data)), case .waiting(let parts) = state {
             start(parts, context: context)
@@ -142,15 +142,15 @@ final class FeedRequestHandler: FrontRequestHandler {
         }
         let subscriber = admitted.subscriber
         // An HTTP/1.0 request: no chunked framing, and the connection's close ends the body.
-        let chunked = (try? context.pipeline.syncOperations.handler(type: HTTPVersionHandler.self))?.nextResponseIsChunkable ?? true
+        let framing = RawBodyFraming.of(context.pipeline.syncOperations).framing
         state = .feeding(subscriber)
         feedRequestEnded = false
-        closeAfterFeed = !chunked || Self.asksToClose(head)
+        closeAfterFeed = framing.endsWithConnection || Self.asksToClose(head)
         for part in parts.dropFirst() { receive(part, context: context) }
 
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
         subscriber.onFinish { ending in bound.value.handler.finish(subscriber, ending, context: bound.value.context) }
-        subscriber.connection.attach(subscriber, chunked: chunked)
+        subscriber.connection.attach(subscriber, framing: framing)
         if let remaining = feed.remaining(subscriber.principal) {
             expiry = context.eventLoop.scheduleTask(in: remaining) { subscriber.end(.credentialsEnded) }
         }

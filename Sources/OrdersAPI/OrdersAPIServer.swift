@@ -15,7 +15,7 @@ public import ServiceLifecycle
 public final class OrdersAPIServer: Service, Sendable {
     /// Where it listens and who may read.
     public struct Configuration: Sendable {
-        /// Where it binds and how it bounds its connections (`api.*`, ``OrdersAPIServer/settings(host:port:readTimeout:maximumConnections:allowFrom:tls:)``).
+        /// Where it binds and how it bounds its connections (`api.*`, ``OrdersAPIServer/settings(host:port:readTimeout:maximumConnections:allowFrom:tls:http2:)``).
         public var listener: ListenerSettings
         /// How consumers authenticate.
         public var authentication: APIAuthentication
@@ -37,10 +37,12 @@ public final class OrdersAPIServer: Service, Sendable {
     /// bodies: 64 KiB bounds one.
     public static func settings(
         host: String = "127.0.0.1", port: Int = 8090, readTimeout: Duration = .seconds(10),
-        maximumConnections: Int = 10_240, allowFrom: [AddressRange] = [], tls: ListenerTLS? = nil
+        maximumConnections: Int = 10_240, allowFrom: [AddressRange] = [], tls: ListenerTLS? = nil,
+        http2: ListenerHTTP2 = ListenerHTTP2()
     ) -> ListenerSettings {
         ListenerSettings(name: "api", key: "api.listen", host: host, port: port, readTimeout: readTimeout,
-                         maximumBodyBytes: 65_536, maximumConnections: maximumConnections, allowFrom: allowFrom, tls: tls)
+                         maximumBodyBytes: 65_536, maximumConnections: maximumConnections, allowFrom: allowFrom, tls: tls,
+                         http2: http2)
     }
 
     /// Where it listens and who may read.

@@ -40,15 +40,15 @@ public final class PushServer: Service, Sendable {
     /// The push listener's settings (`ingest.*`) with its defaults: where it binds, how long a request
     /// head and then its body may take to arrive, the largest body read (the bounds handler and the
     /// endpoint share it), the connections held at once (at the limit a new one closes the oldest idle
-    /// or headless one, and is refused only when all are busy), the peers allowed, and TLS.
+    /// or headless one, and is refused only when all are busy), the peers allowed, TLS and HTTP/2.
     public static func settings(
         host: String = "127.0.0.1", port: Int = 8080, readTimeout: Duration = .seconds(10),
         maximumBodyBytes: Int = 262_144, maximumConnections: Int = 1_024, allowFrom: [AddressRange] = [],
-        tls: ListenerTLS? = nil
+        tls: ListenerTLS? = nil, http2: ListenerHTTP2 = ListenerHTTP2()
     ) -> ListenerSettings {
         ListenerSettings(name: "push", key: "ingest.listen", host: host, port: port, readTimeout: readTimeout,
                          maximumBodyBytes: maximumBodyBytes, maximumConnections: maximumConnections,
-                         allowFrom: allowFrom, tls: tls)
+                         allowFrom: allowFrom, tls: tls, http2: http2)
     }
 
     /// `ingest.auth: none` is refused unless the listener is on loopback (DESIGN §4).

@@ -27,7 +27,7 @@ import TestKit
             metrics: FeedMetrics(factory: NOOPMetricsHandler.instance), logger: quietLogger)
         let subscriber = FeedSubscriber(filter: OrderFilter(), capacity: 16, channel: channel, hub: hub)
         try channel.pipeline.syncOperations.addHandler(
-            FeedConnectionHandler(subscriber, chunked: chunked, heartbeat: .seconds(15)), position: .first)
+            FeedConnectionHandler(subscriber, framing: chunked ? .chunked : .unframed, heartbeat: .seconds(15)), position: .first)
         return subscriber
     }
 

@@ -1,5 +1,6 @@
 public import AsyncSignals
 public import CurlHTTP
+public import LocalHTTP
 import Foundation
 public import Logging
 public import OrdersAPI
@@ -27,7 +28,8 @@ public struct APIServing: Sendable {
     public static func with<Result: Sendable>(
         store: any ChangeFeedSource, wake: WakeSignal = WakeSignal(), authentication: APIAuthentication,
         cors: CORSPolicy = CORSPolicy(), hub configuration: ChangeHub.Configuration = .init(),
-        level: Logger.Level = .info, _ body: (APIServing) async throws -> Result
+        level: Logger.Level = .info, tls: ListenerTLS? = nil, http2: ListenerHTTP2 = ListenerHTTP2(),
+        _ body: (APIServing) async throws -> Result
     ) async throws -> Result {
         let logs = CapturedLogs()
         let logger = logs.logger(level: level)
@@ -36,7 +38,8 @@ public struct APIServing: Sendable {
             configuration: configuration, store: store, wake: wake,
             metrics: FeedMetrics(factory: PrometheusMetricsFactory(registry: registry)), logger: logger)
         let server = OrdersAPIServer(
-            configuration: .init(listener: OrdersAPIServer.settings(port: 0), authentication: authentication, cors: cors), hub: hub,
+            configuration: .init(listener: OrdersAPIServer.settings(port: 0, tls: tls, http2: http2), authentication: authentication, cors: cors), hub: hub,
+            listenerMetrics: ListenerMetrics(listener: "api", factory: PrometheusMetricsFactory(registry: registry)),
             metricsFactory: PrometheusMetricsFactory(registry: registry), logger: logger)
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await server.run() }

@@ -27,9 +27,10 @@ public final class FeedReader: Sendable {
     private let body: ByteStream
     private let pump: Task<Void, Never>
 
-    /// Opens `url` with `headers`; returns once the response head arrived.
-    public init(loop: CurlLoop, url: String, headers: HTTPHeaders = [:]) async throws {
-        let response = try await loop.stream(HTTPRequest(url: url, headers: headers, timeout: nil))
+    /// Opens `url` with `headers` (trusting `tls`' CA on `https`, where libcurl offers HTTP/2 and
+    /// multiplexes feeds on one connection); returns once the response head arrived.
+    public init(loop: CurlLoop, url: String, headers: HTTPHeaders = [:], tls: TLSOptions = .init()) async throws {
+        let response = try await loop.stream(HTTPRequest(url: url, headers: headers, timeout: nil, tls: tls))
         status = response.head.status
         self.headers = response.head.headers
         body = response.body

@@ -49,6 +49,7 @@ public struct PushServerHarness: Sendable {
         maximumConnections: Int = PushServer.settings().maximumConnections,
         allowFrom: [AddressRange] = [],
         tls: ListenerTLS? = nil,
+        http2: ListenerHTTP2 = ListenerHTTP2(),
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         prepare: (SQLiteOrderStore) throws -> Void = { _ in },
         _ body: (PushServerHarness) async throws -> Result
@@ -70,7 +71,7 @@ public struct PushServerHarness: Sendable {
         let server = PushServer(
             configuration: PushServer.settings(
                 port: 0, readTimeout: readTimeout, maximumBodyBytes: maximumBodyBytes, maximumConnections: maximumConnections,
-                allowFrom: allowFrom, tls: tls),
+                allowFrom: allowFrom, tls: tls, http2: http2),
             endpoint: endpoint, operations: TestOperations(registry: registry),
             listenerMetrics: ListenerMetrics(listener: "push", factory: PrometheusMetricsFactory(registry: registry)), logger: logger)
         return try await withThrowingTaskGroup(of: Void.self) { group in

@@ -36,6 +36,8 @@ public struct APIConfiguration: Sendable, Hashable {
     public var allowFrom: [AddressRange] = []
     /// TLS on the orders API; with a client CA, mTLS also counts as authentication.
     public var tls = ListenerTLSConfiguration()
+    /// HTTP/2: `h2c` without TLS (`http2_cleartext`) and streams per connection (`max_streams_per_connection`).
+    public var http2 = ListenerHTTP2()
     /// The web origins whose pages may call the API from a browser (`cors_origins`, comma-separated
     /// `scheme://host[:port]`); empty for the API's own origin only.
     public var corsOrigins: [String] = []
@@ -56,7 +58,8 @@ public struct APIConfiguration: Sendable, Hashable {
 
     /// Reads and validates `api.listen` (`host:port` or ""), `auth`, `tokens_file` (readable),
     /// `history_changes`, `max_subscribers`, `subscriber_buffer`, `heartbeat_s`, `read_timeout_ms`,
-    /// `max_connections`, `allow_from`, `cors_origins`, `session_ttl_s`, `max_sessions`, `query_tokens`, `jwt.*` and `tls.*`.
+    /// `max_connections`, `allow_from`, `cors_origins`, `session_ttl_s`, `max_sessions`, `query_tokens`, `jwt.*`, `http2_cleartext`,
+    /// `max_streams_per_connection` and `tls.*`.
     public init(reading section: ConfigurationSection) throws(ConfigurationError) {
         listen = section.string("listen", default: listen)
         if !listen.isEmpty, listenAddress == nil {
@@ -81,5 +84,6 @@ public struct APIConfiguration: Sendable, Hashable {
         queryTokens = try section.boolean("query_tokens", default: queryTokens)
         jwt = try JWTConfiguration(reading: section)
         tls = try ListenerTLSConfiguration(reading: section)
+        http2 = try ListenerHTTP2(reading: section, default: http2)
     }
 }

@@ -36,6 +36,8 @@ public struct IngestConfiguration: Sendable, Hashable {
     public var allowFrom: [AddressRange] = []
     /// TLS on the push listener.
     public var tls = ListenerTLSConfiguration()
+    /// HTTP/2: `h2c` without TLS (`http2_cleartext`) and streams per connection (`max_streams_per_connection`).
+    public var http2 = ListenerHTTP2()
 
     /// `listen` as host (IPv6 brackets removed) and port; nil when empty or not `host:port`.
     public var listenAddress: (host: String, port: Int)? { Self.hostAndPort(listen) }
@@ -55,7 +57,7 @@ public struct IngestConfiguration: Sendable, Hashable {
 
     /// Reads and validates `ingest.listen` (`host:port` or ""), `auth`,
     /// `secret_file` (readable), `max_body_bytes`, `max_notifications`, `dedupe_window_s`,
-    /// `high_water_jobs`, `read_timeout_ms`, `max_connections`, `allow_from` and `tls.*`.
+    /// `high_water_jobs`, `read_timeout_ms`, `max_connections`, `allow_from`, `http2_cleartext`, `max_streams_per_connection` and `tls.*`.
     public init(reading section: ConfigurationSection) throws(ConfigurationError) {
         listen = section.string("listen", default: listen)
         if !listen.isEmpty, listenAddress == nil {
@@ -73,6 +75,7 @@ public struct IngestConfiguration: Sendable, Hashable {
             "max_connections", minimum: 1, maximum: 1_000_000, default: maximumConnections)
         allowFrom = try Self.allowList(section, default: allowFrom)
         tls = try ListenerTLSConfiguration(reading: section)
+        http2 = try ListenerHTTP2(reading: section, default: http2)
     }
 
     /// `allow_from` of `section` as ranges: every entry an address or a CIDR range.

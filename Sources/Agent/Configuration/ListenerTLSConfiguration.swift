@@ -1,3 +1,5 @@
+import LocalHTTP
+
 /// `ingest.tls.*` and `api.tls.*`: a listener's TLS files (PEM). Without a certificate the listener
 /// speaks plain HTTP; with a client CA it requires a client certificate signed by it (mTLS).
 public struct ListenerTLSConfiguration: Sendable, Hashable {
@@ -29,5 +31,16 @@ public struct ListenerTLSConfiguration: Sendable, Hashable {
             throw ConfigurationError("'\(name).tls.client_ca_file' is set but the listener has no TLS: "
                 + "set '\(name).tls.certificate_file' and '\(name).tls.key_file' too")
         }
+    }
+}
+
+extension ListenerHTTP2 {
+    /// Reads `http2_cleartext` and `max_streams_per_connection` (1–100,000) of `section` (`ingest`,
+    /// `api`). With TLS the listener offers `h2` by ALPN whatever `http2_cleartext` says.
+    init(reading section: ConfigurationSection, default value: ListenerHTTP2) throws(ConfigurationError) {
+        self.init(
+            cleartext: try section.boolean("http2_cleartext", default: value.cleartext),
+            maximumStreamsPerConnection: try section.integer(
+                "max_streams_per_connection", minimum: 1, maximum: 100_000, default: value.maximumStreamsPerConnection))
     }
 }
