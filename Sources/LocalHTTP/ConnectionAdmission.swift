@@ -25,6 +25,8 @@ public enum ConnectionClosure: String, Sendable, CaseIterable {
     /// HTTP/2: a flood of SETTINGS, PING or other control frames, of empty DATA or CONTINUATION
     /// frames, or of frames the peer would not read the answers to.
     case frameFlood = "frame_flood"
+    /// HTTP/2: more streams open at once than `max_streams_per_connection` announced.
+    case streamLimit = "stream_limit"
     /// HTTP/2: a header block larger than the listener's header limit.
     case oversizedHeaders = "oversized_headers"
     /// HTTP/2: any other connection error (a malformed frame, a protocol violation).

@@ -36,7 +36,7 @@ public struct ConnectionClosureLog: Sendable {
             lines.log(.notice, "\(title) connection from outside \(section).allow_from closed", key: "connections-not-allowed")
         case .tlsHandshake:
             lines.log(.notice, "\(title) connection closed: the TLS handshake failed", key: "connections-tls")
-        case .rapidReset, .frameFlood, .oversizedHeaders, .protocolError:
+        case .rapidReset, .frameFlood, .streamLimit, .oversizedHeaders, .protocolError:
             lines.log(.notice, "\(title) HTTP/2 connection cut off: \(reason.rawValue.replacingOccurrences(of: "_", with: " "))",
                       key: "connections-http2-\(reason.rawValue)")
         case .headTimeout, .idleTimeout:

@@ -143,6 +143,8 @@ final class HTTP2ConnectionWatch: ChannelInboundHandler, RemovableChannelHandler
             is NIOHTTP2Errors.ExcessiveEmptyDataFrames, is NIOHTTP2Errors.ExcessiveContinuationFrames,
             is NIOHTTP2Errors.ExcessiveNumberOfGlitches:
             return .frameFlood
+        case is NIOHTTP2Errors.MaxStreamsViolation:
+            return .streamLimit
         case is NIOHTTP2Errors.ExcessivelyLargeHeaderBlock, is NIOHPACKErrors.MaxHeaderListSizeViolation:
             return .oversizedHeaders
         default:

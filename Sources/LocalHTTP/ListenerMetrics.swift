@@ -42,7 +42,7 @@ public struct ListenerMetrics: Sendable {
     public static let help: [String: String] = [
         "orderlive_connections_closed_total":
             "Connections a listener closed itself, by listener and reason (evicted, refused, not_allowed, head_timeout, idle_timeout, "
-            + "tls_handshake, rapid_reset, frame_flood, oversized_headers, protocol_error)",
+            + "tls_handshake, rapid_reset, frame_flood, stream_limit, oversized_headers, protocol_error)",
         "orderlive_http2_streams_total": "HTTP/2 streams a listener opened (each request or feed over HTTP/2 is one)",
         "orderlive_tls_reload_failures_total": "TLS reloads (SIGHUP) whose files did not load; the material in use stayed",
         "orderlive_tls_certificate_expiry_timestamp_seconds": "When the listener's TLS certificate in use expires, Unix seconds",

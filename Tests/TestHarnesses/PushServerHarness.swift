@@ -165,8 +165,15 @@ public final class RawConnection: Sendable {
     /// Reads until what was received contains `marker` (or a close or the read timeout), on a thread
     /// of its own; returns everything received.
     public func read(through marker: String) async -> String {
-        let descriptor = self.descriptor
         let needle = Array(marker.utf8)
+        let received = await readBytes { received in received.firstRange(of: needle) != nil }
+        return String(decoding: received, as: UTF8.self)
+    }
+
+    /// Reads until `done` says what was received is enough (or a close or the read timeout), on a
+    /// thread of its own; returns the bytes received (binary protocols: HTTP/2 frames).
+    public func readBytes(until done: @escaping @Sendable ([UInt8]) -> Bool) async -> [UInt8] {
+        let descriptor = self.descriptor
         return await withCheckedContinuation { continuation in
             Thread.detachNewThread {
                 var received: [UInt8] = []
@@ -174,11 +181,10 @@ public final class RawConnection: Sendable {
                 while true {
                     let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
                     if count <= 0 { break }
-                    let searchFrom = max(0, received.count - needle.count)
                     received += buffer.prefix(count)
-                    if received[searchFrom...].firstRange(of: needle) != nil { break }
+                    if done(received) { break }
                 }
-                continuation.resume(returning: String(decoding: received, as: UTF8.self))
+                continuation.resume(returning: received)
             }
         }
     }
