@@ -41,7 +41,7 @@ def keys():
             continue
         if not raw.startswith("    "):
             group = ""
-        match = re.match(r'^([a-z_]+):\s*("(?:[^"\\]|\\.)*"|[^#\s]+)\s*(?:#\s*(.*))?$', stripped)
+        match = re.match(r'^([a-z][a-z0-9_]*):\s*("(?:[^"\\]|\\.)*"|[^#\s]+)\s*(?:#\s*(.*))?$', stripped)
         if not match:
             raise SystemExit(f"Config/orderlive.yaml: cannot read the line {raw!r}")
         name, value, comment = match.group(1), match.group(2), match.group(3) or ""

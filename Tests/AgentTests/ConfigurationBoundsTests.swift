@@ -11,6 +11,7 @@ import Testing
         "stream.initial_delay_ms", "stream.max_delay_ms", "stream.reset_after_s", "stream.idle_timeout_ms",
         "ingest.max_body_bytes", "ingest.max_notifications", "ingest.dedupe_window_s", "ingest.high_water_jobs",
         "ingest.read_timeout_ms", "ingest.max_connections", "sync.max_attempts", "sync.page_size",
+        "ingest.max_streams_per_connection", "api.max_streams_per_connection",
     ]
 
     /// The edge values of the sweep, and which error each gets.
@@ -46,12 +47,14 @@ import Testing
 
     @Test func theLargestAcceptedValuesLoadAndOneMoreIsRefused() async throws {
         let largest = ["stream.max_delay_ms": "86400000", "ingest.read_timeout_ms": "86400000",
-                       "ingest.dedupe_window_s": "31622400", "ingest.max_connections": "1000000"]
+                       "ingest.dedupe_window_s": "31622400", "ingest.max_connections": "1000000",
+                       "api.max_streams_per_connection": "100000"]
         let environment = Dictionary(uniqueKeysWithValues: largest.map { (Self.variable($0.key), $0.value) })
         let configuration = try await ConfigurationLoader.load(
             file: nil, environment: environment.merging(["HOME": "/home/courier"]) { $1 }, currentDirectory: "/nonexistent")
         #expect(configuration.ingest.readTimeout == .seconds(86_400))
         #expect(configuration.ingest.maximumConnections == 1_000_000)
+        #expect(configuration.api.http2.maximumStreamsPerConnection == 100_000 && !configuration.api.http2.cleartext)
         for (key, value) in largest {
             let over = String((Int(value) ?? 0) + 1)
             let message = await failure(environment: [Self.variable(key): over])

@@ -59,7 +59,7 @@ import Testing
         // "(`api.history_changes`, default the last 100,000)".
         // "(default 4 days)" for a `_s` key is 345600.
         let pattern = try Regex(
-            #"`([a-z_]+\.[a-z_]+)`[^`()]{0,40}?[(,] ?default,? (?:the last )?`?([^`);, ]+(?:,[0-9]{3})*)`?(?: (days|hours|minutes|seconds))?"#)
+            #"`([a-z0-9_]+\.[a-z0-9_]+)`[^`()]{0,40}?[(,] ?default,? (?:the last )?`?([^`);, ]+(?:,[0-9]{3})*)`?(?: (days|hours|minutes|seconds))?"#)
         let seconds = ["days": 86_400, "hours": 3_600, "minutes": 60, "seconds": 1]
         var checked = 0
         for match in text.matches(of: pattern) {
@@ -80,7 +80,7 @@ import Testing
     static func documentedKeys() throws -> [String: (value: String, environment: String)] {
         let text = try String(contentsOf: root.appendingPathComponent("docs/CONFIGURATION.md"), encoding: .utf8)
         var keys: [String: (value: String, environment: String)] = [:]
-        let row = try Regex(#"^\| `([a-z_.]+)` \| `([^`]*)` \| `([A-Z_]+)` \|"#)
+        let row = try Regex(#"^\| `([a-z0-9_.]+)` \| `([^`]*)` \| `([A-Z0-9_]+)` \|"#)
         for line in text.split(separator: "\n") {
             guard let match = try row.firstMatch(in: String(line)),
                   let key = match.output[1].substring, let value = match.output[2].substring,
