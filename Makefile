@@ -3,7 +3,7 @@ SWIFT ?= swift
 # chromium: the dispatch board's browser test (headless, driven over DevTools).
 # postgresql: the PostgreSQL engine's tests start a throwaway cluster of their own (DESIGN §12).
 # systemd: systemd-analyze verifies Deploy/orderlive.service (no systemd needs to run).
-SYSTEM_PACKAGES := libcurl4-openssl-dev libssl-dev libsqlite3-dev pkg-config openssl python3 python3-jwt python3-cryptography curl prometheus chromium postgresql systemd
+SYSTEM_PACKAGES := libcurl4-openssl-dev libssl-dev libsqlite3-dev pkg-config openssl python3 python3-jwt python3-cryptography curl prometheus chromium postgresql systemd nghttp2-client
 # What the benchmarks need beyond that (`make bench`, `make bench-instructions`), not CI.
 BENCH_PACKAGES := valgrind wrk
 # From PyPI: schemathesis for `make fuzz-api` (pinned, so a new release cannot change what CI checks).

@@ -13,6 +13,8 @@ import NIOHTTP2
 /// - A connection error swift-nio-http2 answers with a GOAWAY (its rate limits for resets, control
 ///   frames and glitches, an oversized header block, a malformed frame) closes the connection and is
 ///   counted by its reason (``ConnectionClosure``). A stream error resets that stream only.
+/// - A client that closes its side of the connection is gone: the connection closes, and with it
+///   every stream (a feed frees its subscriber's place at once).
 /// - A graceful stop (`ChannelShouldQuiesceEvent`) sends a GOAWAY, tells every open stream (so a
 ///   feed writes its end), and closes the connection when the last stream ends.
 /// It runs on the connection's event loop only; its delegates are called there.
@@ -94,6 +96,11 @@ final class HTTP2ConnectionWatch: ChannelInboundHandler, RemovableChannelHandler
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? ChannelEvent, event == .inputClosed {
+            // The listener allows half-closed connections (HTTP/1.1 may use them); HTTP/2 has no
+            // such state: a client that closed its side is gone, and so are its streams (feeds).
+            return context.close(promise: nil)
+        }
         guard event is ChannelShouldQuiesceEvent else { return context.fireUserInboundEventTriggered(event) }
         guard !quiescing else { return }
         quiescing = true

@@ -18,6 +18,16 @@ import TestKit
         return (directory, tls, ca.certificate)
     }
 
+    /// The hub's subscriber count once it is `count`, or what it is after 20 s.
+    static func subscribers(_ api: APIHarness, reach count: Int) async -> Int {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: .seconds(20))
+        while api.server.hub.subscriberCount != count, clock.now < deadline {
+            _ = await api.server.hub.subscriberCountChange(from: api.server.hub.subscriberCount, within: .seconds(1))
+        }
+        return api.server.hub.subscriberCount
+    }
+
     @Test func twentyFeedsShareOneHTTP2ConnectionEachLiveWithHeartbeats() async throws {
         let (directory, tls, ca) = try await Self.certificates()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -59,6 +69,24 @@ import TestKit
                 #expect(live.type == "order.upserted" && live.data.range(of: #""id":"?3"?[,}]"#, options: .regularExpression) != nil)
             }
             #expect(api.server.admission.current == 1)
+        }
+    }
+
+    /// h2load (nghttp2's load generator) opens 100 streams on one `h2c` connection: 1,000 `/healthz`
+    /// requests all succeed, and 100 feeds are held at once, every one a subscriber, on one connection.
+    @Test func h2loadHoldsAHundredStreamsOnOneConnection() async throws {
+        try await APIHarness.with(http2: ListenerHTTP2(cleartext: true)) { api in
+            let healthz = try await runTool("/usr/bin/env", ["h2load", "-n", "1000", "-c", "1", "-m", "100", api.base + "/healthz"])
+            #expect(healthz.output.contains("1000 succeeded, 0 failed, 0 errored"), "\(healthz.output)")
+
+            let feeds = Task {
+                try await runTool("/usr/bin/env", ["h2load", "-c", "1", "-m", "100", "-D", "4", api.base + "/v1/orders/stream"])
+            }
+            #expect(await Self.subscribers(api, reach: 100) == 100)
+            #expect(api.server.admission.current == 1, "a hundred feeds, one connection")
+            // h2load leaves at the end of its duration: every stream, and so every subscriber, goes.
+            _ = try await feeds.value
+            #expect(await Self.subscribers(api, reach: 0) == 0)
         }
     }
 }
