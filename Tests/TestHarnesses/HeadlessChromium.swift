@@ -31,11 +31,12 @@ public final class HeadlessChromium: Sendable {
 
     /// Starts the browser and opens `url` in a new page. Starting takes seconds of blocking pipe
     /// reads, so it runs off the cooperative pool (``offThePool(_:)``), as every command does.
-    public static func start(url: String) async throws -> HeadlessChromium {
-        try await offThePool { try HeadlessChromium(url: url) }
+    /// `trustingAnyCertificate` starts it with `--ignore-certificate-errors`, for a test's own CA.
+    public static func start(url: String, trustingAnyCertificate: Bool = false) async throws -> HeadlessChromium {
+        try await offThePool { try HeadlessChromium(url: url, trustingAnyCertificate: trustingAnyCertificate) }
     }
 
-    private init(url: String) throws {
+    private init(url: String, trustingAnyCertificate: Bool) throws {
         guard let path = Self.path else {
             throw Failure(description: "Chromium is not installed: `make deps` installs Debian's chromium package")
         }
@@ -70,8 +71,8 @@ public final class HeadlessChromium: Sendable {
             path, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
             "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
             "--disable-background-timer-throttling", "--disable-renderer-backgrounding", "--disable-sync",
-            "--remote-debugging-pipe", "--user-data-dir=\(profile)", "--window-size=1600,1000", "about:blank",
-        ]
+            "--remote-debugging-pipe", "--user-data-dir=\(profile)", "--window-size=1600,1000",
+        ] + (trustingAnyCertificate ? ["--ignore-certificate-errors"] : []) + ["about:blank"]
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var child: pid_t = 0
@@ -105,9 +106,28 @@ public final class HeadlessChromium: Sendable {
         try? FileManager.default.removeItem(atPath: profile)
     }
 
-    /// Evaluates `expression` in the page; returns its value (`returnByValue`), e.g. a string.
-    public func evaluate(_ expression: String) async throws -> Any? {
-        try await offThePool { try Evaluated(value: self.evaluateBlocking(expression)) }.value
+    /// Evaluates `expression` in the page (or in the tab `page` from ``openTab(_:)``); returns its
+    /// value (`returnByValue`), e.g. a string.
+    public func evaluate(_ expression: String, page: String? = nil) async throws -> Any? {
+        try await offThePool { try Evaluated(value: self.evaluateBlocking(expression, page: page)) }.value
+    }
+
+    /// Opens `url` in another tab of the same browser (same profile, so the same connection pool);
+    /// returns the tab's session, for ``evaluate(_:page:)``.
+    public func openTab(_ url: String) async throws -> String {
+        try await offThePool {
+            let ids = self.nextID.withLock { id in
+                id += 2
+                return (id - 1, id)
+            }
+            let target = try Self.call(commands: self.commands, answers: self.answers, pending: self.pending, id: ids.0,
+                                       method: "Target.createTarget", params: ["url": url])
+            guard let targetID = target["targetId"] as? String else { throw Failure(description: "no target: \(target)") }
+            let attached = try Self.call(commands: self.commands, answers: self.answers, pending: self.pending, id: ids.1,
+                                         method: "Target.attachToTarget", params: ["targetId": targetID, "flatten": true])
+            guard let session = attached["sessionId"] as? String else { throw Failure(description: "not attached: \(attached)") }
+            return session
+        }
     }
 
     /// A page's value (JSON-decoded: strings, numbers, arrays, dictionaries) carried off the browser's thread.
@@ -117,35 +137,35 @@ public final class HeadlessChromium: Sendable {
         let value: Any?
     }
 
-    private func evaluateBlocking(_ expression: String) throws -> Any? {
+    private func evaluateBlocking(_ expression: String, page: String?) throws -> Any? {
         let id = nextID.withLock { id in
             id += 1
             return id
         }
         let result = try Self.call(
             commands: commands, answers: answers, pending: pending, id: id, method: "Runtime.evaluate",
-            params: ["expression": expression, "returnByValue": true], session: sessionIDStorage.withLock { $0 })
+            params: ["expression": expression, "returnByValue": true], session: page ?? sessionIDStorage.withLock { $0 })
         if let exception = result["exceptionDetails"] { throw Failure(description: "the page threw: \(exception)") }
         return (result["result"] as? [String: Any])?["value"]
     }
 
-    /// Sends a DevTools command to the page (`Page.navigate`, `Network.getCookies`, …); returns its
-    /// result as JSON text.
-    public func command(_ method: String, _ params: [String: any Sendable] = [:]) async throws -> String {
+    /// Sends a DevTools command to the page, or to the tab `page` (`Page.navigate`,
+    /// `Network.getCookies`, `Page.bringToFront`, …); returns its result as JSON text.
+    public func command(_ method: String, _ params: [String: any Sendable] = [:], page: String? = nil) async throws -> String {
         try await offThePool {
             let id = self.nextID.withLock { id in
                 id += 1
                 return id
             }
             let result = try Self.call(commands: self.commands, answers: self.answers, pending: self.pending, id: id, method: method,
-                                       params: params, session: self.sessionIDStorage.withLock { $0 })
+                                       params: params, session: page ?? self.sessionIDStorage.withLock { $0 })
             return String(decoding: try JSONSerialization.data(withJSONObject: result), as: UTF8.self)
         }
     }
 
     /// Polls `expression` (a string-valued expression) until `accept` takes its value, for up to `limit`.
     public func waitFor(
-        _ expression: String, limit: Duration = .seconds(30), accept: (String) -> Bool
+        _ expression: String, page: String? = nil, limit: Duration = .seconds(30), accept: (String) -> Bool
     ) async throws -> String {
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: limit)
@@ -153,7 +173,7 @@ public final class HeadlessChromium: Sendable {
         while clock.now < deadline {
             do {
                 // Before the page has loaded, the expression may throw: not there yet.
-                last = (try await evaluate(expression) as? String) ?? ""
+                last = (try await evaluate(expression, page: page) as? String) ?? ""
                 if accept(last) { return last }
             } catch let failure as Failure where failure.description.hasPrefix("the page threw") {
                 last = failure.description
