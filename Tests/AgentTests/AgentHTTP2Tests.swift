@@ -1,3 +1,4 @@
+import CurlHTTP
 import Foundation
 import Testing
 import TestHarnesses
@@ -51,5 +52,37 @@ import TestKit
                 "ingest.http2_cleartext is off")
         plain.child.signal(SIGTERM)
         #expect(await plain.finish() == 0)
+    }
+
+X
+    /// not a reset), and the agent exits 0 within its shutdown budget.
+    @Test func sigtermEndsHTTP2FeedsAndTheAgentExits() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-agent-h2stop-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let ca = try await TestCertificateAuthority.make("depot", in: directory)
+        let server = try await ca.issue("agent")
+        let agent = try RunningAgent([], environment: [
+            "ORDERLIVE_UPSTREAM_BASE_URL": "http://127.0.0.1:1", "ORDERLIVE_INGEST_LISTEN": "", "ORDERLIVE_API_LISTEN": "127.0.0.1:0",
+            "ORDERLIVE_LOG_FORMAT": "json", "ORDERLIVE_STORE_STATE_DIR": directory + "/state",
+            "ORDERLIVE_API_TLS_CERTIFICATE_FILE": server.certificate, "ORDERLIVE_API_TLS_KEY_FILE": server.key,
+        ])
+        let port = try await Self.port(agent, "orders API listening", "api.listen")
+        let loop = try CurlLoop(logger: quietLogger)
+        var feeds: [FeedReader] = []
+        for _ in 0..<3 {
+            let feed = try await FeedReader(loop: loop, url: "https://127.0.0.1:\(port)/v1/orders/stream", tls: TLSOptions(caFile: ca.certificate))
+            _ = try await feed.events(through: "ready")
+            feeds.append(feed)
+        }
+        let clock = ContinuousClock()
+        let stopped = clock.now
+        agent.child.signal(SIGTERM)
+        for feed in feeds {
+            while try await feed.next(within: .seconds(15)) != nil {}
+            #expect(feed.hasEnded)
+        }
+        #expect(await agent.finish() == 0)
+        #expect(clock.now - stopped < .seconds(10), "the agent took \(clock.now - stopped) to stop")
+        await loop.shutdown()
     }
 }
