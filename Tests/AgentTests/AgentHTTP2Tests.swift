@@ -54,8 +54,8 @@ import TestKit
         #expect(await plain.finish() == 0)
     }
 
-X
-    /// not a reset), and the agent exits 0 within its shutdown budget.
+    /// SIGTERM with feeds open on HTTP/2 streams: the agent sends GOAWAY, tells each stream, every
+    /// feed's body ends, and the agent exits 0 within its 10 s shutdown budget.
     @Test func sigtermEndsHTTP2FeedsAndTheAgentExits() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-agent-h2stop-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }

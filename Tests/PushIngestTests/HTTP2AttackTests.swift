@@ -58,8 +58,10 @@ import TestKit
         return frames
     }
 
+    /// Connections closed for `reason`, read from the registry (not over HTTP: a full listener
+    /// would refuse the request).
     static func closed(_ harness: PushServerHarness, _ reason: String) async throws -> Double {
-        let text = try await harness.get("/metrics").text
+        let text = harness.registry.emitToString()
         return try #require(prometheusSamples(text))[#"orderlive_connections_closed_total{listener="push",reason="\#(reason)"}"#] ?? 0
     }
 
@@ -167,6 +169,31 @@ import TestKit
             #expect(try await Self.closed(harness, "stream_limit") == 1)
             let pushed = try await harness.push(#"{"notifications":[{"tokens":["t"],"platform":2,"data":{"order_id":9}}]}"#)
             #expect(pushed.status == 200)
+        }
+    }
+
+    /// Admission counts streams: an HTTP/2 connection with a stream open is busy, so a full listener
+    /// refuses a newcomer rather than close it; once its last stream ends it is idle, and the next
+    /// newcomer takes its place.
+    @Test func aConnectionWithAnOpenStreamIsBusyAndWithoutOneEvictable() async throws {
+        try await PushServerHarness.with(maximumConnections: 1, http2: ListenerHTTP2(cleartext: true)) { harness in
+            let held = try RawConnection(port: harness.port)
+            // A push whose body has not come yet: stream 1 stays open.
+            held.send(bytes: Self.preface + Self.frame(Self.settings)
+                + Self.frame(Self.headers, flags: Self.endHeaders, stream: 1, Self.requestBlock(path: "/api/push", post: true)))
+            _ = await held.readBytes { received in Self.frames(received).contains { $0.type == Self.settings && $0.flags & 0x1 == 1 } }
+            let refused = try RawConnection(port: harness.port)
+            #expect(await refused.readUntilClosed().closed)
+            #expect(try await Self.closed(harness, "refused") == 1)
+
+            // The body ends: the stream is answered and closes, the connection is idle.
+            held.send(bytes: Self.frame(0x0, flags: Self.endStream, stream: 1))
+            _ = await held.readBytes { received in Self.frames(received).contains { $0.type == Self.headers && $0.stream == 1 } }
+            let newcomer = try RawConnection(port: harness.port)
+            #expect(await held.readUntilClosed().closed, "the idle HTTP/2 connection makes room")
+            newcomer.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            #expect(await newcomer.readResponseHead().hasPrefix("HTTP/1.1 200"))
+            #expect(try await Self.closed(harness, "evicted") == 1)
         }
     }
 }
