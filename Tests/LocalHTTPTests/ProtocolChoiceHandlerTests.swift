@@ -8,7 +8,7 @@ import Testing
 /// split: it decides HTTP/2 only on the whole 24-byte preface, HTTP/1.x at the first byte that
 /// differs, passes every byte on untouched, decides once, and closes a connection that says nothing
 /// within the deadline.
-@Suite struct ProtocolChoiceHandlerTests {
+@Suite(.timeLimit(.minutes(1))) struct ProtocolChoiceHandlerTests {
     static let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
 
     /// Collects what passed the handler: the protocol events and the bytes.
