@@ -141,7 +141,7 @@ import TestKit
             let client = try RawConnection(port: harness.port)
             // The limit holds once the client acknowledged the server's SETTINGS (RFC 9113 §6.5.3).
             client.send(bytes: Self.preface + Self.frame(Self.settings))
-            let greeting = Self.frames(await client.readBytes { received in
+            let greeting = Self.frames(await client.readBytes { received, _ in
                 Self.frames(received).contains { $0.type == Self.settings && $0.flags & 0x1 == 0 }
             })
             // SETTINGS_MAX_CONCURRENT_STREAMS (0x3) = 3 is what the server announced.
@@ -154,7 +154,7 @@ import TestKit
             }
             opening += Self.frame(0x0, flags: Self.endStream, stream: 1)
             client.send(bytes: opening)
-            let answered = await client.readBytes { received in Self.frames(received).contains { $0.type == Self.headers && $0.stream == 1 } }
+            let answered = await client.readBytes { received, _ in Self.frames(received).contains { $0.type == Self.headers && $0.stream == 1 } }
             #expect(Self.frames(answered).contains { $0.type == Self.headers && $0.stream == 1 }, "stream 1 is answered")
 
             // Streams 3 and 5 are still open: a third fits, a fourth at once ignores the announced
@@ -181,14 +181,14 @@ import TestKit
             // A push whose body has not come yet: stream 1 stays open.
             held.send(bytes: Self.preface + Self.frame(Self.settings)
                 + Self.frame(Self.headers, flags: Self.endHeaders, stream: 1, Self.requestBlock(path: "/api/push", post: true)))
-            _ = await held.readBytes { received in Self.frames(received).contains { $0.type == Self.settings && $0.flags & 0x1 == 1 } }
+            _ = await held.readBytes { received, _ in Self.frames(received).contains { $0.type == Self.settings && $0.flags & 0x1 == 1 } }
             let refused = try RawConnection(port: harness.port)
             #expect(await refused.readUntilClosed().closed)
             #expect(try await Self.closed(harness, "refused") == 1)
 
             // The body ends: the stream is answered and closes, the connection is idle.
             held.send(bytes: Self.frame(0x0, flags: Self.endStream, stream: 1))
-            _ = await held.readBytes { received in Self.frames(received).contains { $0.type == Self.headers && $0.stream == 1 } }
+            _ = await held.readBytes { received, _ in Self.frames(received).contains { $0.type == Self.headers && $0.stream == 1 } }
             let newcomer = try RawConnection(port: harness.port)
             #expect(await held.readUntilClosed().closed, "the idle HTTP/2 connection makes room")
             newcomer.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")

@@ -166,13 +166,18 @@ public final class RawConnection: Sendable {
     /// of its own; returns everything received.
     public func read(through marker: String) async -> String {
         let needle = Array(marker.utf8)
-        let received = await readBytes { received in received.firstRange(of: needle) != nil }
+        // Only the bytes that just arrived (and the marker's length before them) are searched: a
+        // feed test reads megabytes through a 4 KiB receive buffer.
+        let received = await readBytes { received, arrived in
+            received[max(0, received.count - arrived - needle.count)...].firstRange(of: needle) != nil
+        }
         return String(decoding: received, as: UTF8.self)
     }
 
     /// Reads until `done` says what was received is enough (or a close or the read timeout), on a
-    /// thread of its own; returns the bytes received (binary protocols: HTTP/2 frames).
-    public func readBytes(until done: @escaping @Sendable ([UInt8]) -> Bool) async -> [UInt8] {
+    /// thread of its own; returns the bytes received (binary protocols: HTTP/2 frames). `done` gets
+    /// everything received and how many of those bytes just arrived.
+    public func readBytes(until done: @escaping @Sendable ([UInt8], Int) -> Bool) async -> [UInt8] {
         let descriptor = self.descriptor
         return await withCheckedContinuation { continuation in
             Thread.detachNewThread {
@@ -182,7 +187,7 @@ public final class RawConnection: Sendable {
                     let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
                     if count <= 0 { break }
                     received += buffer.prefix(count)
-                    if done(received) { break }
+                    if done(received, count) { break }
                 }
                 continuation.resume(returning: received)
             }
