@@ -71,9 +71,9 @@ final class FeedClientProcess {
     private let output = Pipe()
     private var buffer = Data()
 
-    init(port: Int, subscribers: Int, stalled: Int, requests: String? = nil) throws {
+    init(port: Int, subscribers: Int, stalled: Int, requests: String? = nil, http2Connections: Int = 0) throws {
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        process.arguments = ["feed-client", "\(port)", "\(subscribers)", "\(stalled)"]
+        process.arguments = ["feed-client", "\(port)", "\(subscribers)", "\(stalled)", "\(http2Connections)"]
         if let requests {
             process.environment = ProcessInfo.processInfo.environment.merging(["BENCH_FEED_REQUESTS": requests]) { $1 }
         }
@@ -136,6 +136,11 @@ func feedBenchmark() async throws {
     configuration.ingest.listen = ""
     configuration.api.listen = "127.0.0.1:0"
     configuration.api.maximumSubscribers = subscribers + 100
+    // The HTTP/2 pass (issue 57): the same subscribers as streams over BENCH_FEED_HTTP2_CONNECTIONS
+    // connections (100; 0 skips it), h2c with prior knowledge.
+    let http2Connections = max(0, Int(ProcessInfo.processInfo.environment["BENCH_FEED_HTTP2_CONNECTIONS"] ?? "") ?? 100)
+    configuration.api.http2.cleartext = true
+    configuration.api.http2.maximumStreamsPerConnection = max(100, (subscribers + max(1, http2Connections) - 1) / max(1, http2Connections))
     configuration.upstream.baseURL = "http://127.0.0.1:1"
     // Errors only: with no backend the stream service's reconnect warnings would fill the report.
     var logger = Logger(label: "orderlive") { JSONLogHandler(label: $0) }
@@ -153,21 +158,28 @@ func feedBenchmark() async throws {
     let committer = Committer(store: store, orders: 20)
     print("")
     print("change feed: \(subscribers) subscribers on one agent (load generator: feed-client, its own process on SwiftNIO, \(System.coreCount) event loops)")
-    print("| subscribers | phase | changes committed | changes/s | deliveries | deliveries/s | per delivery p50 / p99 / max ms | to every subscriber p50 / p99 / max ms | cut off | agent RSS MB |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: |")
+    print("| subscribers | phase | changes committed | changes/s | deliveries | deliveries/s | per delivery p50 / p99 / max ms | to every subscriber p50 / p99 / max ms | cut off | agent RSS MB | agent CPU µs per delivery |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: |")
     var pacedP99: [Int: Double] = [:]
-    for stalled in [0, 1] {
+    // The first pass's RSS growth is the clean figure (later passes reuse what the allocator kept):
+    // BENCH_FEED_HTTP2_FIRST=1 runs the HTTP/2 pass first, to measure its memory per subscriber.
+    let http2First = ProcessInfo.processInfo.environment["BENCH_FEED_HTTP2_FIRST"] == "1"
+    let http2Pass = http2Connections > 0 ? [(0, http2Connections)] : []
+    let passes = http2First ? http2Pass + [(0, 0), (1, 0)] : [(0, 0), (1, 0)] + http2Pass
+    for (stalled, connections) in passes {
+        let label = "\(subscribers)\(stalled > 0 ? " + 1 stalled" : "")\(connections > 0 ? " h2 streams on \(connections) connections" : "")"
         let before = residentMegabytes("VmRSS")
-        let client = try FeedClientProcess(port: port, subscribers: subscribers, stalled: stalled)
+        let client = try FeedClientProcess(port: port, subscribers: subscribers, stalled: stalled, http2Connections: connections)
         let ready = client.line()
         let held = residentMegabytes("VmRSS")
         let perSubscriber = (held - before) * 1_024 / Double(subscribers)
-        print("| \(subscribers)\(stalled > 0 ? " + 1 stalled" : "") | connected (\(ready)) | — | — | — | — | — | — | — "
-            + "| \(format(before, 0)) → \(format(held, 0)): \(format(perSubscriber, 1)) KB per subscriber |")
+        print("| \(label) | connected (\(ready)) | — | — | — | — | — | — | — "
+            + "| \(format(before, 0)) → \(format(held, 0)): \(format(perSubscriber, 1)) KB per subscriber | — |")
         let phases = [("10 changes/s", 10, pacedSeconds), ("100 changes/s", 100, 3), ("as fast as the store commits", 0, 2)]
         for (phase, rate, seconds) in phases.prefix(phaseCount) {
             client.send("reset")
             _ = client.line()
+            let cpuBefore = processCPUSeconds()
             let (committed, seconds) = await committer.run(rate: rate, seconds: seconds)
             // Let the last deliveries arrive: until the count stops growing for a second (at most
             // two minutes: a backlog beyond that is reported as it stands).
@@ -180,13 +192,15 @@ func feedBenchmark() async throws {
                 report = client.report()
             }
             func number(_ key: String) -> Double { (report[key] as? Double) ?? Double(report[key] as? Int ?? 0) }
-            if rate == 10 { pacedP99[stalled] = number("delivery_p99_ms") }
-            print("| \(subscribers)\(stalled > 0 ? " + 1 stalled" : "") | \(phase) | \(committed) | \(format(Double(committed) / seconds, 0)) "
+            let cpuPerDelivery = (processCPUSeconds() - cpuBefore) * 1e6 / max(1, number("deliveries"))
+            if rate == 10, connections == 0 { pacedP99[stalled] = number("delivery_p99_ms") }
+            if rate == 10, connections > 0 { pacedP99[-1] = number("delivery_p99_ms") }
+            print("| \(label) | \(phase) | \(committed) | \(format(Double(committed) / seconds, 0)) "
                 + "| \(Int(number("deliveries"))) | \(format(number("deliveries_per_second"), 0)) "
                 + "| \(format(number("delivery_p50_ms"), 2)) / \(format(number("delivery_p99_ms"), 2)) / \(format(number("delivery_max_ms"), 1)) "
                 + "| \(format(number("all_p50_ms"), 2)) / \(format(number("all_p99_ms"), 2)) / \(format(number("all_max_ms"), 1)) "
                 + "(\(Int(number("changes_to_all"))) of \(Int(number("changes"))) changes) "
-                + "| \(Int(number("cut_off"))) | \(format(residentMegabytes("VmRSS"), 0)) |")
+                + "| \(Int(number("cut_off"))) | \(format(residentMegabytes("VmRSS"), 0)) | \(format(cpuPerDelivery, 1)) |")
         }
         client.finish()
         // The agent frees a gone subscriber's place when it sees the connection close; wait until every
@@ -202,8 +216,20 @@ func feedBenchmark() async throws {
         print("one stalled subscriber: the others' p99 per delivery at 10 changes/s is \(format(with, 2)) ms against \(format(without, 2)) ms without it "
             + "(\(format((with / without - 1) * 100, 1)) %)")
     }
+    if let http1 = pacedP99[0], let http2 = pacedP99[-1], http1 > 0 {
+        print("HTTP/2 streams against HTTP/1.1 connections: p99 per delivery at 10 changes/s \(format(http2, 2)) ms against \(format(http1, 2)) ms "
+            + "(\(format((http2 / http1 - 1) * 100, 1)) %)")
+    }
     await program.shutdown()
     try await running.value
+}
+
+/// This process's CPU time (user and system, every thread), in seconds.
+func processCPUSeconds() -> Double {
+    var usage = rusage()
+    guard getrusage(Int32(RUSAGE_SELF.rawValue), &usage) == 0 else { return 0 }
+    func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
 /// Commits order changes as the executor does: one transaction each, on a thread of its own (the

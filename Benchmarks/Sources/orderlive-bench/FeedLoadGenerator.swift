@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 import NIOPosix
 import SQLiteStore
 import StoreModel
@@ -212,10 +213,12 @@ func say(_ text: String) {
     FileHandle.standardOutput.write(Data((text + "\n").utf8))
 }
 
-/// `orderlive-bench feed-client PORT SUBSCRIBERS STALLED`: connects, prints `ready N SECONDS` once
-/// every reading subscriber has its `ready`, then answers `reset` and `report` lines on standard
-/// input with one JSON line each; `quit` (or the end of input) ends it.
-func feedClient(port: Int, subscribers: Int, stalled: Int) throws {
+/// `orderlive-bench feed-client PORT SUBSCRIBERS STALLED [H2CONNECTIONS]`: connects, prints `ready N
+/// SECONDS` once every reading subscriber has its `ready`, then answers `reset` and `report` lines on
+/// standard input with one JSON line each; `quit` (or the end of input) ends it. With H2CONNECTIONS
+/// above 0 the subscribers are HTTP/2 streams (`h2c`, prior knowledge) spread over that many
+/// connections, each stream decoded by the same handler through NIO's HTTP/2-to-HTTP/1 codec.
+func feedClient(port: Int, subscribers: Int, stalled: Int, http2Connections: Int = 0) throws {
     raiseOpenFileLimit()
     let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
     var shards: [ObjectIdentifier: FeedShard] = [:]
@@ -240,7 +243,30 @@ func feedClient(port: Int, subscribers: Int, stalled: Int) throws {
         .channelInitializer { channel in
             channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(StalledSubscriberHandler()) }
         }
-    var held: [any Channel] = []
+    var connections: [any Channel] = []
+    for _ in 0..<max(0, http2Connections) {
+        connections.append(try ClientBootstrap(group: group).channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in channel.configureHTTP2Pipeline(mode: .client, inboundStreamInitializer: nil).map { _ in } }
+            .connect(host: "127.0.0.1", port: port).wait())
+    }
+    /// Opens subscriber `index`: a connection of its own, or a stream of one of the HTTP/2 connections
+    /// (made on that connection's event loop, where its multiplexer lives).
+    func subscribe(_ index: Int) throws -> (any Channel)? {
+        guard !connections.isEmpty else { return try bootstrap.connect(host: "127.0.0.1", port: port).wait() }
+        let connection = connections[index % connections.count]
+        connection.eventLoop.execute {
+            guard let multiplexer = try? connection.pipeline.syncOperations.handler(type: HTTP2StreamMultiplexer.self),
+                  let shard = shardOf[ObjectIdentifier(connection.eventLoop)] else { return }
+            multiplexer.createStreamChannel(promise: nil) { stream in
+                stream.eventLoop.makeCompletedFuture {
+                    try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ClientCodec(httpProtocol: .http))
+                    try stream.pipeline.syncOperations.addHandler(FeedSubscriberHandler(shard: shard))
+                }
+            }
+        }
+        return nil
+    }
+    var held: [any Channel] = connections
     for _ in 0..<stalled {
         held.append(try stalledBootstrap.connect(host: "127.0.0.1", port: port).wait())
     }
@@ -250,7 +276,7 @@ func feedClient(port: Int, subscribers: Int, stalled: Int) throws {
     var connected = 0
     while connected < subscribers {
         while connected < subscribers, connected - readyCount() < 256 {
-            held.append(try bootstrap.connect(host: "127.0.0.1", port: port).wait())
+            if let channel = try subscribe(connected) { held.append(channel) }
             connected += 1
         }
         usleep(1_000)
@@ -272,38 +298,7 @@ func feedClient(port: Int, subscribers: Int, stalled: Int) throws {
             }
             say("ok")
         case "report":
-            var deliveries = LatencyHistogram()
-            var perChange: [Int64: (count: Int, latest: Int64)] = [:]
-            var first = Int64.max, last = Int64(0), cutOff = 0, ended = 0
-            for shard in allShards {
-                shard.state.withLock { state in
-                    deliveries.merge(state.deliveries)
-                    for (seq, value) in state.perChange {
-                        let previous = perChange[seq] ?? (0, 0)
-                        perChange[seq] = (previous.count + value.count, max(previous.latest, value.latest))
-                    }
-                    first = min(first, state.firstDelivery)
-                    last = max(last, state.lastDelivery)
-                    cutOff += state.cutOff
-                    ended += state.ended
-                }
-            }
-            let open = subscribers - ended
-            var toAll = LatencyHistogram()
-            for (_, value) in perChange where value.count >= open { toAll.record(microseconds: value.latest / 1_000) }
-            let seconds = last > first ? Double(last - first) / 1e9 : 0
-            let fields: [String: Any] = [
-                "deliveries": deliveries.total, "changes": perChange.count, "changes_to_all": toAll.total,
-                "open": open, "cut_off": cutOff, "ended": ended,
-                "deliveries_per_second": seconds > 0 ? Double(deliveries.total) / seconds : 0,
-                "delivery_p50_ms": deliveries.milliseconds(at: 0.5), "delivery_p99_ms": deliveries.milliseconds(at: 0.99),
-                "delivery_max_ms": Double(deliveries.maximum) / 1_000,
-                "all_p50_ms": toAll.milliseconds(at: 0.5), "all_p99_ms": toAll.milliseconds(at: 0.99),
-                "all_max_ms": Double(toAll.maximum) / 1_000,
-                "client_rss_mb": residentMegabytes("VmRSS"),
-            ]
-            let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data()
-            say(String(decoding: data, as: UTF8.self))
+            say(report(allShards, subscribers: subscribers))
         default:
             for channel in held { channel.close(promise: nil) }
             try group.syncShutdownGracefully()
@@ -312,4 +307,40 @@ func feedClient(port: Int, subscribers: Int, stalled: Int) throws {
         }
     for channel in held { channel.close(promise: nil) }
     try group.syncShutdownGracefully()
+}
+
+/// The `report` line: what every shard's subscribers saw since the last reset, as one JSON object.
+func report(_ allShards: [FeedShard], subscribers: Int) -> String {
+    var deliveries = LatencyHistogram()
+    var perChange: [Int64: (count: Int, latest: Int64)] = [:]
+    var first = Int64.max, last = Int64(0), cutOff = 0, ended = 0
+    for shard in allShards {
+        shard.state.withLock { state in
+            deliveries.merge(state.deliveries)
+            for (seq, value) in state.perChange {
+                let previous = perChange[seq] ?? (0, 0)
+                perChange[seq] = (previous.count + value.count, max(previous.latest, value.latest))
+            }
+            first = min(first, state.firstDelivery)
+            last = max(last, state.lastDelivery)
+            cutOff += state.cutOff
+            ended += state.ended
+        }
+    }
+    let open = subscribers - ended
+    var toAll = LatencyHistogram()
+    for (_, value) in perChange where value.count >= open { toAll.record(microseconds: value.latest / 1_000) }
+    let seconds = last > first ? Double(last - first) / 1e9 : 0
+    let fields: [String: Any] = [
+        "deliveries": deliveries.total, "changes": perChange.count, "changes_to_all": toAll.total,
+        "open": open, "cut_off": cutOff, "ended": ended,
+        "deliveries_per_second": seconds > 0 ? Double(deliveries.total) / seconds : 0,
+        "delivery_p50_ms": deliveries.milliseconds(at: 0.5), "delivery_p99_ms": deliveries.milliseconds(at: 0.99),
+        "delivery_max_ms": Double(deliveries.maximum) / 1_000,
+        "all_p50_ms": toAll.milliseconds(at: 0.5), "all_p99_ms": toAll.milliseconds(at: 0.99),
+        "all_max_ms": Double(toAll.maximum) / 1_000,
+        "client_rss_mb": residentMegabytes("VmRSS"),
+    ]
+    let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data()
+    return String(decoding: data, as: UTF8.self)
 }

@@ -173,9 +173,10 @@ func parserBenchmarks() async throws {
 // MARK: Main
 
 // The feed benchmark's load generator is this executable again, in a process of its own.
-if CommandLine.arguments.count == 5, CommandLine.arguments[1] == "feed-client",
+if (5...6).contains(CommandLine.arguments.count), CommandLine.arguments[1] == "feed-client",
    let port = Int(CommandLine.arguments[2]), let subscribers = Int(CommandLine.arguments[3]), let stalled = Int(CommandLine.arguments[4]) {
-    try feedClient(port: port, subscribers: subscribers, stalled: stalled)
+    let http2Connections = CommandLine.arguments.count == 6 ? Int(CommandLine.arguments[5]) ?? 0 : 0
+    try feedClient(port: port, subscribers: subscribers, stalled: stalled, http2Connections: http2Connections)
     exit(0)
 }
 
