@@ -43,7 +43,6 @@ final class HTTP2ConnectionWatch: ChannelInboundHandler, RemovableChannelHandler
     private let streamsOpened: Counter?
     private var context: ChannelHandlerContext?
     private var open: [HTTP2StreamID: any Channel] = [:]
-    private var streams = 0
     private var highest = HTTP2StreamID.rootStream
     private var timer: Scheduled<Void>?
     private var quiescing = false
@@ -107,23 +106,21 @@ final class HTTP2ConnectionWatch: ChannelInboundHandler, RemovableChannelHandler
         let goAway = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: highest, errorCode: .noError, opaqueData: nil))
         context.writeAndFlush(wrapOutboundOut(goAway), promise: nil)
         for stream in open.values { stream.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent()) }
-        if streams == 0 { context.close(promise: nil) }
+        if open.isEmpty { context.close(promise: nil) }
     }
 
     private func opened(_ id: HTTP2StreamID, _ channel: any Channel) {
         open[id] = channel
-        streams += 1
         streamsOpened?.increment()
         if id > highest { highest = id }
         timer?.cancel()
         timer = nil
-        if streams == 1, let context { admission?.enter(.busy, context.channel) }
+        if open.count == 1, let context { admission?.enter(.busy, context.channel) }
     }
 
     private func closed(_ id: HTTP2StreamID) {
         guard open.removeValue(forKey: id) != nil else { return }
-        streams -= 1
-        guard streams == 0, let context else { return }
+        guard open.isEmpty, let context else { return }
         if quiescing { return context.close(promise: nil) }
         admission?.enter(.idle, context.channel)
         arm(.idleTimeout)
@@ -135,7 +132,7 @@ final class HTTP2ConnectionWatch: ChannelInboundHandler, RemovableChannelHandler
         let channel = context.channel
         timer = context.eventLoop.assumeIsolated().scheduleTask(in: deadline) { [self] in
             timer = nil
-            guard streams == 0 else { return }
+            guard open.isEmpty else { return }
             admission?.report(reason)
             channel.close(promise: nil)
         }
