@@ -133,11 +133,14 @@ public struct HTTPListener: ServerChildChannel, HTTPChannelHandler {
         return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
     }
 
-    /// The HTTP/2 connection: swift-nio-http2's handler with the listener's limits, the watch behind
-    /// it, and per stream the same handlers as an HTTP/1 connection.
+    /// The HTTP/2 connection: swift-nio-http2's handler with the listener's limits, the flush
+    /// coalescer before it, the watch behind it, and per stream the same handlers as an HTTP/1
+    /// connection.
     private func configureHTTP2(_ channel: any Channel, logger: Logger) throws -> HTTP2Connection {
         let watch = HTTP2ConnectionWatch(admission: setup.admission, deadline: setup.readTimeout, streamsOpened: setup.streamsOpened)
         let (setup, logger) = (self.setup, logger)
+        try channel.pipeline.syncOperations.addHandler(HTTP2FlushCoalescer())
+        try channel.syncOptions?.setOption(.writeBufferWaterMark, value: HTTP2FlushCoalescer.waterMark(maximumStreams: setup.maximumStreams))
         let multiplexer = try channel.pipeline.syncOperations.configureAsyncHTTP2Pipeline(
             mode: .server, streamDelegate: watch.streamDelegate(on: channel.eventLoop), frameDelegate: watch.frames,
             configuration: HTTP2ConnectionWatch.configuration(maximumStreams: setup.maximumStreams, limits: setup.limits)

@@ -213,6 +213,12 @@ func say(_ text: String) {
     FileHandle.standardOutput.write(Data((text + "\n").utf8))
 }
 
+/// The receive windows a browser announces (Chromium: 6 MiB per stream, 15 MiB per connection; NIO's
+/// legacy multiplexer keeps both topped up to the one target). NIO's defaults (64 KiB each) would make the agent hold every change for the client's WINDOW_UPDATE once a
+/// connection's 100 streams have taken two changes, which no real subscriber asks of it.
+let browserLikeHTTP2Settings = nioDefaultSettings + [HTTP2Setting(parameter: .initialWindowSize, value: 6 * 1_024 * 1_024)]
+let browserLikeConnectionWindow = 15 * 1_024 * 1_024
+
 /// `orderlive-bench feed-client PORT SUBSCRIBERS STALLED [H2CONNECTIONS]`: connects, prints `ready N
 /// SECONDS` once every reading subscriber has its `ready`, then answers `reset` and `report` lines on
 /// standard input with one JSON line each; `quit` (or the end of input) ends it. With H2CONNECTIONS
@@ -246,7 +252,12 @@ func feedClient(port: Int, subscribers: Int, stalled: Int, http2Connections: Int
     var connections: [any Channel] = []
     for _ in 0..<max(0, http2Connections) {
         connections.append(try ClientBootstrap(group: group).channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in channel.configureHTTP2Pipeline(mode: .client, inboundStreamInitializer: nil).map { _ in } }
+            .channelInitializer { channel in
+                channel.configureHTTP2Pipeline(
+                    mode: .client, initialLocalSettings: browserLikeHTTP2Settings, targetWindowSize: browserLikeConnectionWindow,
+                    inboundStreamInitializer: nil
+                ).map { _ in }
+            }
             .connect(host: "127.0.0.1", port: port).wait())
     }
     /// Opens subscriber `index`: a connection of its own, or a stream of one of the HTTP/2 connections
