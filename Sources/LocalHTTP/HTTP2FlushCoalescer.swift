@@ -40,11 +40,7 @@ public final class HTTP2FlushCoalescer: ChannelOutboundHandler, RemovableChannel
         }
         guard !flushPending else { return }
         flushPending = true
-        context.eventLoop.assumeIsolated().execute { [self] in
-            guard flushPending else { return }
-            flushPending = false
-            context.flush()
-        }
+        context.eventLoop.assumeIsolated().execute { [self] in flushNow(context: context) }
     }
 
     public func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {

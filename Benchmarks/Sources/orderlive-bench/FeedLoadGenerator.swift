@@ -214,8 +214,9 @@ func say(_ text: String) {
 }
 
 /// The receive windows a browser announces (Chromium: 6 MiB per stream, 15 MiB per connection; NIO's
-/// legacy multiplexer keeps both topped up to the one target). NIO's defaults (64 KiB each) would make the agent hold every change for the client's WINDOW_UPDATE once a
-/// connection's 100 streams have taken two changes, which no real subscriber asks of it.
+/// legacy multiplexer keeps both topped up to the one target). NIO's defaults (64 KiB each) would
+/// make the agent hold every change for the client's WINDOW_UPDATE once a connection's 100 streams
+/// have taken two changes, which no real subscriber asks of it.
 let browserLikeHTTP2Settings = nioDefaultSettings + [HTTP2Setting(parameter: .initialWindowSize, value: 6 * 1_024 * 1_024)]
 let browserLikeConnectionWindow = 15 * 1_024 * 1_024
 
