@@ -116,13 +116,21 @@ public final class EventSource<C: Clock>: Sendable where C.Duration == Duration 
         case lost(EventSourceError, retryAfter: Duration?, uptime: Duration?)
     }
 
+    /// What one connection hands to the next: the cursor it reached and the backoff's state
+    /// (including a server's `retry:`).
+    private struct Carried {
+        var lastEventID: String
+        var backoff: Backoff
+    }
+
     private func runAttempts(
         _ handler: (EventSourceBatchUpdate) async throws -> Void, batchEnded: () async throws -> Void
     ) async throws -> EventSourceEnd {
-        var backoff = Backoff(
-            initial: configuration.initialDelay, maximum: configuration.maximumDelay,
-            resetAfter: configuration.resetAfter)
-        var lastEventID = configuration.lastEventID
+        var carried = Carried(
+            lastEventID: configuration.lastEventID,
+            backoff: Backoff(
+                initial: configuration.initialDelay, maximum: configuration.maximumDelay,
+                resetAfter: configuration.resetAfter))
         var deadline: C.Instant?
         while true {
             if let wakeAt = deadline {
@@ -136,8 +144,7 @@ public final class EventSource<C: Clock>: Sendable where C.Duration == Duration 
             do {
                 sentHeaders = try await headerProvider.headers()
                 outcome = try await connect(
-                    providerHeaders: sentHeaders, lastEventID: &lastEventID, backoff: &backoff, handler: handler,
-                    batchEnded: batchEnded)
+                    providerHeaders: sentHeaders, carried: &carried, handler: handler, batchEnded: batchEnded)
             } catch let error as HeaderProviderFailure {
                 outcome = .lost(EventSourceError(kind: .headers, message: error.message), retryAfter: nil, uptime: nil)
             } catch is CancellationError where controls.isStopped {
@@ -151,17 +158,17 @@ public final class EventSource<C: Clock>: Sendable where C.Duration == Duration 
                 logger.info("event stream stopped by the server (204)", metadata: ["stream.url": "\(configuration.url)"])
                 return .serverRequestedStop
             case .restart(let uptime):
-                if let uptime { backoff.connectionEnded(uptime: uptime) }
+                if let uptime { carried.backoff.connectionEnded(uptime: uptime) }
                 logger.debug("event stream restarting", metadata: ["stream.url": "\(configuration.url)"])
             case .lost(let error, let retryAfter, let uptime):
                 if controls.isStopped { return .stopped }
-                if let uptime { backoff.connectionEnded(uptime: uptime) }
+                if let uptime { carried.backoff.connectionEnded(uptime: uptime) }
                 if error.kind == .unauthorized { await headerProvider.unauthorized(sentHeaders) }
                 guard configuration.reconnects else {
                     try await handler(.connectionLost(error, retryIn: nil))
                     return .connectionLost(error)
                 }
-                let delay = backoff.nextDelay(unit: random(), retryAfter: retryAfter)
+                let delay = carried.backoff.nextDelay(unit: random(), retryAfter: retryAfter)
                 deadline = clock.now.advanced(by: delay)
                 logger.info("event stream lost", metadata: [
                     "stream.url": "\(configuration.url)", "stream.error": "\(error.message)",
@@ -190,13 +197,12 @@ public final class EventSource<C: Clock>: Sendable where C.Duration == Duration 
 
     private func connect(
         providerHeaders: HTTPHeaders,
-        lastEventID: inout String,
-        backoff: inout Backoff,
+        carried: inout Carried,
         handler: (EventSourceBatchUpdate) async throws -> Void,
         batchEnded: () async throws -> Void
     ) async throws -> Outcome {
-        let request = makeRequest(providerHeaders: providerHeaders, lastEventID: lastEventID)
-        let delegate = ParsingDelegate(configuration: configuration, lastEventID: lastEventID, clock: clock)
+        let request = makeRequest(providerHeaders: providerHeaders, lastEventID: carried.lastEventID)
+        let delegate = ParsingDelegate(configuration: configuration, lastEventID: carried.lastEventID, clock: clock)
         let transfer: StreamingTransfer
         do {
             transfer = try loop.startStream(request, delegate: delegate)
@@ -221,8 +227,8 @@ public final class EventSource<C: Clock>: Sendable where C.Duration == Duration 
                 }
                 defer { group.cancelAll() }
                 return try await consume(
-                    delegate: delegate, transfer: transfer, lastEventID: &lastEventID, backoff: &backoff,
-                    handler: handler, batchEnded: batchEnded)
+                    delegate: delegate, transfer: transfer, carried: &carried, handler: handler,
+                    batchEnded: batchEnded)
             }
             _ = controls.detach()
             // Whatever ended the connection, the events handled so far are committed before anything else.
@@ -238,8 +244,7 @@ public final class EventSource<C: Clock>: Sendable where C.Duration == Duration 
     private func consume(
         delegate: ParsingDelegate<C>,
         transfer: StreamingTransfer,
-        lastEventID: inout String,
-        backoff: inout Backoff,
+        carried: inout Carried,
         handler: (EventSourceBatchUpdate) async throws -> Void,
         batchEnded: () async throws -> Void
     ) async throws -> Outcome {
@@ -284,7 +289,7 @@ public final class EventSource<C: Clock>: Sendable where C.Duration == Duration 
                     for position in parsed.nonEventPositions {
                         switch parsed[position] {
                         case .retry(let milliseconds):
-                            backoff.serverRequested(milliseconds: milliseconds)
+                            carried.backoff.serverRequested(milliseconds: milliseconds)
                         case .oversizedEventDiscarded:
                             logger.warning("event over the size limit discarded", metadata: [
                                 "stream.url": "\(configuration.url)",
@@ -300,7 +305,7 @@ public final class EventSource<C: Clock>: Sendable where C.Duration == Duration 
                         return .stopped
                     }
                 case .cursor(let id):
-                    lastEventID = id
+                    carried.lastEventID = id
                 case .end(let result):
                     switch controls.pendingEndReason {
                     case .stop:

@@ -10,66 +10,6 @@ import NIOSSL
 import NIOTLS
 import CoreMetrics
 
-/// What one listener is: where it binds, how it bounds its connections, whether it speaks TLS.
-/// Both the push listener and the orders API are built from one of these by ``LocalListener``.
-public struct ListenerSettings: Sendable {
-    /// The `listener` label of its metrics and the name in its logs (`push`, `api`).
-    public var name: String
-    /// The configuration key of its address (`ingest.listen`, `api.listen`), named in errors.
-    public var key: String
-    /// The address to bind.
-    public var host: String
-    /// The port; 0 picks a free one.
-    public var port: Int
-    /// A request head must arrive within this time of the connection opening (trickled bytes do not
-    /// extend it) or of the previous answer (keep-alive idle), and then its body within it.
-    public var readTimeout: Duration
-    /// The largest request body read.
-    public var maximumBodyBytes: Int
-    /// The most connections held at once (``ConnectionAdmission``).
-    public var maximumConnections: Int
-    /// The peers allowed to connect; empty allows everyone.
-    public var allowFrom: [AddressRange]
-    /// TLS, when set: every connection must complete a handshake with this material, and offers
-    /// `h2` and `http/1.1` by ALPN.
-    public var tls: ListenerTLS?
-    /// HTTP/2 beside HTTP/1.x: `h2c` without TLS, streams per connection.
-    public var http2: ListenerHTTP2
-
-    /// Creates settings.
-    public init(name: String, key: String, host: String, port: Int, readTimeout: Duration, maximumBodyBytes: Int,
-                maximumConnections: Int, allowFrom: [AddressRange] = [], tls: ListenerTLS? = nil,
-                http2: ListenerHTTP2 = ListenerHTTP2()) {
-        self.name = name
-        self.key = key
-        self.host = host
-        self.port = port
-        self.readTimeout = readTimeout
-        self.maximumBodyBytes = maximumBodyBytes
-        self.maximumConnections = maximumConnections
-        self.allowFrom = allowFrom
-        self.tls = tls
-        self.http2 = http2
-    }
-}
-
-/// How a listener serves HTTP/2 (DESIGN §14): always `h2` by ALPN on TLS; without TLS, `h2c` by
-/// prior knowledge when `cleartext` (`*.http2_cleartext`). HTTP/1.x is served on the same port
-/// either way.
-public struct ListenerHTTP2: Sendable, Hashable {
-    /// Whether a cleartext connection that opens with HTTP/2's preface is served as `h2c`.
-    public var cleartext: Bool
-    /// The most streams open at once on one HTTP/2 connection (`SETTINGS_MAX_CONCURRENT_STREAMS`,
-    /// `*.max_streams_per_connection`); more are refused with `REFUSED_STREAM`.
-    public var maximumStreamsPerConnection: Int
-
-    /// `h2c` off, 100 streams per connection.
-    public init(cleartext: Bool = false, maximumStreamsPerConnection: Int = 100) {
-        self.cleartext = cleartext
-        self.maximumStreamsPerConnection = maximumStreamsPerConnection
-    }
-}
-
 /// A listener's address could not be bound: the same words as the start-up check, naming the key.
 public struct ListenFailure: Error, Sendable, CustomStringConvertible {
     /// The configuration key (`ingest.listen`, `api.listen`).

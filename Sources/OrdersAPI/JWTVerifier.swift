@@ -70,22 +70,6 @@ public final class JWTVerifier: Sendable {
         self.fetchFailed = fetchFailed
     }
 
-    /// The configured key sources' texts.
-    public struct Sources: Sendable, Hashable {
-        /// `api.jwt.keys_file`'s text.
-        public var keysFile: String?
-        /// `api.jwt.hmac_secret_file`'s secret.
-        public var hmacSecret: String?
-
-        /// Sources.
-        public init(keysFile: String? = nil, hmacSecret: String? = nil) {
-            self.keysFile = keysFile
-            self.hmacSecret = hmacSecret
-        }
-
-        var `internal`: JWTKeySet.Sources { JWTKeySet.Sources(keysFile: keysFile, hmacSecret: hmacSecret) }
-    }
-
     /// Puts new file sources in use (SIGHUP), keeping the fetched JWKS; on failure the keys in use stay.
     public func replace(_ sources: Sources) throws(JWTKeysError) {
         var next = state.withLock { $0.sources }
@@ -189,4 +173,22 @@ public final class JWTVerifier: Sendable {
 public struct JWTKeysError: Error, Sendable, CustomStringConvertible {
     /// The message.
     public var description: String
+}
+
+extension JWTVerifier {
+    /// The configured key sources' texts.
+    public struct Sources: Sendable, Hashable {
+        /// `api.jwt.keys_file`'s text.
+        public var keysFile: String?
+        /// `api.jwt.hmac_secret_file`'s secret.
+        public var hmacSecret: String?
+
+        /// Sources.
+        public init(keysFile: String? = nil, hmacSecret: String? = nil) {
+            self.keysFile = keysFile
+            self.hmacSecret = hmacSecret
+        }
+
+        var `internal`: JWTKeySet.Sources { JWTKeySet.Sources(keysFile: keysFile, hmacSecret: hmacSecret) }
+    }
 }

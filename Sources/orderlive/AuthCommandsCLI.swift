@@ -17,8 +17,23 @@ struct ConfigOption: ParsableArguments {
     }
 }
 
+/// A command that reads the configuration and does one operator command on it: its rule and its
+/// output live in `Commands`; the command only says which.
+protocol OperatorCommand: AsyncParsableCommand {
+    /// `--config FILE`.
+    var config: ConfigOption { get }
+    /// Does the command's work.
+    func perform(_ commands: OperatorCommands) async throws
+}
+
+extension OperatorCommand {
+    func run() async throws {
+        try await perform(config.commands())
+    }
+}
+
 /// `orderlive login`
-struct Login: AsyncParsableCommand {
+struct Login: OperatorCommand {
     static let configuration = CommandConfiguration(
         abstract: "Log in to the order backend and store the session.",
         discussion: """
@@ -30,36 +45,31 @@ struct Login: AsyncParsableCommand {
 
     @OptionGroup var config: ConfigOption
 
-    @Option(help: "The login identifier (default: auth.identifier).")
-    var identifier: String?
+    @Option(help: "The login identifier (default: auth.identifier).") var identifier: String?
 
     @Flag(name: .customLong("password-stdin"), help: "Read the password from the first line of standard input.")
     var passwordStdin = false
 
-    func run() async throws {
-        try await config.commands()
-            .login(identifier: identifier, password: passwordStdin ? .standardInputLine : .configuredOrPrompt)
+    func perform(_ commands: OperatorCommands) async throws {
+        try await commands.login(identifier: identifier, password: passwordStdin ? .standardInputLine : .configuredOrPrompt)
     }
 }
 
 /// `orderlive logout`
-struct Logout: AsyncParsableCommand {
+struct Logout: OperatorCommand {
     static let configuration = CommandConfiguration(
         abstract: "Revoke the session upstream (best effort, 2 s) and delete local credentials."
     )
 
     @OptionGroup var config: ConfigOption
 
-    @Flag(help: "Also delete the local order database (orderlive.sqlite).")
-    var wipe = false
+    @Flag(help: "Also delete the local order database (orderlive.sqlite).") var wipe = false
 
-    func run() async throws {
-        try await config.commands().logout(wipe: wipe)
-    }
+    func perform(_ commands: OperatorCommands) async throws { try await commands.logout(wipe: wipe) }
 }
 
 /// `orderlive status`
-struct Status: AsyncParsableCommand {
+struct Status: OperatorCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show the session state from the state directory (never a token).",
         discussion: "Works whether or not the agent is running. With SQLite it makes no network request; "
@@ -68,10 +78,7 @@ struct Status: AsyncParsableCommand {
 
     @OptionGroup var config: ConfigOption
 
-    @Flag(help: "One JSON object.")
-    var json = false
+    @Flag(help: "One JSON object.") var json = false
 
-    func run() async throws {
-        try await config.commands().status(json: json)
-    }
+    func perform(_ commands: OperatorCommands) async throws { try await commands.status(json: json) }
 }

@@ -10,7 +10,7 @@ struct DeadLetters: AsyncParsableCommand {
     )
 
     /// `orderlive dead-letters list`
-    struct List: AsyncParsableCommand {
+    struct List: OperatorCommand {
         static let configuration = CommandConfiguration(abstract: "List the dead letters, oldest first.")
 
         @OptionGroup var config: ConfigOption
@@ -18,30 +18,24 @@ struct DeadLetters: AsyncParsableCommand {
         @Flag(help: "A JSON array: id, kind, order_id, attempts, last_error, first_attempt_at, dead_at, version.")
         var json = false
 
-        func run() async throws {
-            try await config.commands().deadLetters(json: json)
-        }
+        func perform(_ commands: OperatorCommands) async throws { try await commands.deadLetters(json: json) }
     }
 
     /// `orderlive dead-letters show ID`
-    struct Show: AsyncParsableCommand {
+    struct Show: OperatorCommand {
         static let configuration = CommandConfiguration(abstract: "Show one dead letter: why it failed and what it carried.")
 
         @OptionGroup var config: ConfigOption
 
-        @Argument(help: "The dead letter's id (`orderlive dead-letters list` shows them).")
-        var id: String
+        @Argument(help: "The dead letter's id (`orderlive dead-letters list` shows them).") var id: String
 
-        @Flag(help: "A JSON object, with what it carried as `raw`.")
-        var json = false
+        @Flag(help: "A JSON object, with what it carried as `raw`.") var json = false
 
         func validate() throws {
             try usage(OperatorCommands.deadLetterID(id))
         }
 
-        func run() async throws {
-            try await config.commands().deadLetter(id: id, json: json)
-        }
+        func perform(_ commands: OperatorCommands) async throws { try await commands.deadLetter(id: id, json: json) }
     }
 
     /// `orderlive dead-letters retry ID… | --all`
@@ -64,14 +58,11 @@ struct DeadLetters: AsyncParsableCommand {
     struct ChosenDeadLetters: ParsableArguments {
         @OptionGroup var config: ConfigOption
 
-        @Argument(help: "The dead letters' ids (`orderlive dead-letters list` shows them).")
-        var ids: [String] = []
+        @Argument(help: "The dead letters' ids (`orderlive dead-letters list` shows them).") var ids: [String] = []
 
-        @Flag(help: "Every dead letter.")
-        var all = false
+        @Flag(help: "Every dead letter.") var all = false
 
-        @Flag(help: "With --all, do not ask on a terminal.")
-        var yes = false
+        @Flag(help: "With --all, do not ask on a terminal.") var yes = false
     }
 }
 
@@ -103,13 +94,12 @@ struct Journal: AsyncParsableCommand {
     )
 
     /// `orderlive journal list`
-    struct List: AsyncParsableCommand {
+    struct List: OperatorCommand {
         static let configuration = CommandConfiguration(abstract: "List the pending jobs: kind, order, attempts, next attempt, age.")
 
         @OptionGroup var config: ConfigOption
 
-        @Option(help: "At most this many jobs, from the head of the journal.")
-        var limit = 1_000
+        @Option(help: "At most this many jobs, from the head of the journal.") var limit = 1_000
 
         @Flag(help: "A JSON array: id, kind, order_id, version, attempts, next_attempt_at, age_s, last_error, source.")
         var json = false
@@ -118,8 +108,6 @@ struct Journal: AsyncParsableCommand {
             try usage(OperatorCommands.checkJournalLimit(limit))
         }
 
-        func run() async throws {
-            try await config.commands().journal(limit: limit, json: json)
-        }
+        func perform(_ commands: OperatorCommands) async throws { try await commands.journal(limit: limit, json: json) }
     }
 }

@@ -9,7 +9,7 @@ struct Push: AsyncParsableCommand {
     )
 
     /// `orderlive push send FILE|-`
-    struct Send: AsyncParsableCommand {
+    struct Send: OperatorCommand {
         static let configuration = CommandConfiguration(
             abstract: "POST a Gorush payload to the push endpoint and print the answer.",
             discussion: """
@@ -21,17 +21,15 @@ struct Push: AsyncParsableCommand {
 
         @OptionGroup var config: ConfigOption
 
-        @Argument(help: "The JSON payload file, or - for standard input.")
-        var file: String
+        @Argument(help: "The JSON payload file, or - for standard input.") var file: String
 
-        @Option(help: "The endpoint (default: http://<ingest.listen>/api/push).")
-        var url: String?
+        @Option(help: "The endpoint (default: http://<ingest.listen>/api/push).") var url: String?
 
         @Option(help: "The Standard Webhooks message id; reuse one to test duplicate handling (default: random).")
         var id: String?
 
-        func run() async throws {
-            try await config.commands().sendPush(file: file, url: url, id: id)
+        func perform(_ commands: OperatorCommands) async throws {
+            try await commands.sendPush(file: file, url: url, id: id)
         }
     }
 }

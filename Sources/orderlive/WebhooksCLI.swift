@@ -11,8 +11,7 @@ struct Webhooks: AsyncParsableCommand {
     /// The configuration and one endpoint's id, for the commands on one endpoint.
     struct ChosenEndpoint: ParsableArguments {
         @OptionGroup var config: ConfigOption
-        @Argument(help: "The endpoint's id (`orderlive webhooks list` shows them).")
-        var id: String
+        @Argument(help: "The endpoint's id (`orderlive webhooks list` shows them).") var id: String
 
         func validate() throws {
             try usage(OperatorCommands.webhookID(id))
@@ -22,7 +21,7 @@ struct Webhooks: AsyncParsableCommand {
     }
 
     /// `orderlive webhooks add URL`
-    struct Add: AsyncParsableCommand {
+    struct Add: OperatorCommand {
         static let configuration = CommandConfiguration(
             abstract: "Add an endpoint; it receives the changes made from now on. Prints its id.")
 
@@ -33,23 +32,20 @@ struct Webhooks: AsyncParsableCommand {
         @Option(help: "Only these event types: order.upserted, order.removed, order.deleted (comma-separated).") var events: String?
         @Option(name: .customLong("store-id"), help: "Only orders of these stores (comma-separated ids).") var storeIDs: String?
 
-        func run() async throws {
-            try await config.commands()
-                .addWebhook(url: url, secretFile: secretFile, events: events, storeIDs: storeIDs)
+        func perform(_ commands: OperatorCommands) async throws {
+            try await commands.addWebhook(url: url, secretFile: secretFile, events: events, storeIDs: storeIDs)
         }
     }
 
     /// `orderlive webhooks list`
-    struct List: AsyncParsableCommand {
+    struct List: OperatorCommand {
         static let configuration = CommandConfiguration(abstract: "List the endpoints: state, filters, progress, last error.")
 
         @OptionGroup var config: ConfigOption
         @Flag(help: "A JSON array: id, url, events, store_ids, state, disabled_reason, last_delivered_seq, backlog, attempts, last_error, last_error_at, last_success_at.")
         var json = false
 
-        func run() async throws {
-            try await config.commands().listWebhooks(json: json)
-        }
+        func perform(_ commands: OperatorCommands) async throws { try await commands.listWebhooks(json: json) }
     }
 
     /// `orderlive webhooks remove ID`
