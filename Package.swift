@@ -475,7 +475,9 @@ if ProcessInfo.processInfo.environment["ORDERLIVE_FUZZ"] != nil {
             name: "InputFuzz",
             dependencies: [
                 "Agent", "AuthSession", "CurlHTTP", "EventStream", "JSONToolkit", "SQLiteStore", "OrderSync", "OrdersAPI", "PushIngest",
-                "StoreModel", "ServerSentEvents", "WebhookSigning",
+                "StoreModel", "ServerSentEvents", "WebhookSigning", "LocalHTTP",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
             ],
             path: "Fuzz/Sources/InputFuzz"
         ),

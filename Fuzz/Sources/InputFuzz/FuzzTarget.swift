@@ -18,6 +18,8 @@ enum FuzzTarget: String, CaseIterable {
     case configuration
     /// The orders API's tokens file (consumers and their scopes).
     case tokens
+    /// The cleartext listener's protocol sniffer: HTTP/2's preface or HTTP/1.x.
+    case protocolChoice = "protocol-choice"
 
     /// The target named by the environment; `gorush` when unset (libFuzzer calls before any flag).
     static let selected: FuzzTarget = {
@@ -38,6 +40,7 @@ enum FuzzTarget: String, CaseIterable {
         case .events: Targets.events(bytes)
         case .configuration: Targets.configuration(bytes)
         case .tokens: Targets.tokens(bytes)
+        case .protocolChoice: Targets.protocolChoice(bytes)
         }
     }
 }
