@@ -121,7 +121,7 @@ func withBareServer<T: Sendable>(_ body: @Sendable @escaping (Int) async throws 
 /// The agent as `orderlive run` builds it, in a fresh state directory; returns wrk's result and how
 /// many orders and jobs the store holds afterwards (every acknowledged request must be one of them).
 func withAgent(durability: StoreDurability, tls: (certificate: String, key: String)? = nil, webhook withEndpoint: Bool,
-               _ body: @Sendable @escaping (Int) async throws -> LoadResult?) async throws -> (LoadResult?, stored: Int)
+               http2Cleartext: Bool = false, _ body: @Sendable @escaping (Int) async throws -> LoadResult?) async throws -> (LoadResult?, stored: Int)
 {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-ingest-bench-\(UUID().uuidString)").path
     defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -131,6 +131,7 @@ func withAgent(durability: StoreDurability, tls: (certificate: String, key: Stri
     configuration.ingest.listen = "127.0.0.1:0"
     configuration.api.listen = ""
     configuration.ingest.highWaterJobs = 10_000_000
+    configuration.ingest.http2.cleartext = http2Cleartext
     if let tls {
         configuration.ingest.tls.certificateFile = tls.certificate
         configuration.ingest.tls.keyFile = tls.key
@@ -160,19 +161,22 @@ func withAgent(durability: StoreDurability, tls: (certificate: String, key: Stri
 func ingestBenchmark() async throws {
     let seconds = Int(ProcessInfo.processInfo.environment["BENCH_INGEST_SECONDS"] ?? "") ?? 10
     let connections = 50
-    // BENCH_INGEST_CASES=normal,full,tls (the default: all three) picks the agent's rows.
-    let cases = Set((ProcessInfo.processInfo.environment["BENCH_INGEST_CASES"] ?? "normal,full,tls").split(separator: ",").map(String.init))
+    // BENCH_INGEST_CASES=normal,full,tls,h2 (the default: all four) picks the agent's rows.
+    let cases = Set((ProcessInfo.processInfo.environment["BENCH_INGEST_CASES"] ?? "normal,full,tls,h2").split(separator: ",").map(String.init))
     let script = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-push-\(getpid()).lua").path
     try Data(wrkScript.utf8).write(to: URL(fileURLWithPath: script))
     defer { try? FileManager.default.removeItem(atPath: script) }
     let tls = try makeBenchCertificate()
     defer { try? FileManager.default.removeItem(atPath: tls.directory) }
-    print("")
-    print("push ingest: wrk -t2 -c\(connections) -d\(seconds)s, one-notification Gorush requests with a whole order")
-    print("| round | server | requests/s | p50 ms | p99 ms | CPU µs/request | errors | stored/acknowledged | ratio to bare | process RSS MB before → after (peak) |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |")
+    let wrkCases = !cases.isDisjoint(with: ["normal", "full", "tls"])
+    if wrkCases {
+        print("")
+        print("push ingest: wrk -t2 -c\(connections) -d\(seconds)s, one-notification Gorush requests with a whole order")
+        print("| round | server | requests/s | p50 ms | p99 ms | CPU µs/request | errors | stored/acknowledged | ratio to bare | process RSS MB before → after (peak) |")
+        print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |")
+    }
     let rounds = max(1, Int(ProcessInfo.processInfo.environment["BENCH_INGEST_ROUNDS"] ?? "") ?? 2)
-    for round in 1...rounds {
+    for round in 1...rounds where wrkCases {
         guard let bare = try await withBareServer({ port in try runWrk(port: port, seconds: seconds, connections: connections, script: script) }) else {
             print("wrk is not installed: `sudo apt-get install wrk`, then `BENCH_ONLY=ingest make bench`")
             return
@@ -211,6 +215,7 @@ func ingestBenchmark() async throws {
                  stored: "\(stored) / \(result.requests - result.errors)\(stored >= result.requests - result.errors ? "" : " LOST")\(result.settled)")
         }
     }
+    if cases.contains("h2") { try await pushHTTP2Benchmark(seconds: seconds, rounds: rounds) }
 }
 
 /// A self-signed ECDSA certificate for 127.0.0.1, made with the `openssl` tool in a temporary directory.
