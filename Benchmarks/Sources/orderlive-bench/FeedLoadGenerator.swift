@@ -32,23 +32,14 @@ final class FeedShard: Sendable {
     let state = Mutex(FeedShardState())
 }
 
-/// One subscriber: sends the request, decodes the chunked response and scans the SSE body's bytes
-/// for what the benchmark needs, no more: each live event's `data: {"seq":N` line and the
-/// `"bench_ns":T` in it, the `ready` event (the one data line with a seq and no order) and
-/// `overflow`. A full parse with a String per field cost the load generator twice the agent's CPU,
-/// so the figures measured the client. It runs on its channel's event loop only.
+/// One subscriber on a connection of its own: sends the request, decodes the chunked response and
+/// hands the body's bytes to a ``FeedBodyScanner``. It runs on its channel's event loop only.
 final class FeedSubscriberHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPClientResponsePart
     typealias OutboundOut = HTTPClientRequestPart
 
-    private static let seqMarker = Array(#"data: {"seq":"#.utf8)
-    private static let benchMarker = Array(#""bench_ns":"#.utf8)
-    private static let overflowMarker = Array("event: overflow".utf8)
-
     private let shard: FeedShard
-    private var carry: [UInt8] = []
-    private var isReady = false
-    private var sawOverflow = false
+    private var scanner = FeedBodyScanner()
 
     init(shard: FeedShard) {
         self.shard = shard
@@ -70,95 +61,19 @@ final class FeedSubscriberHandler: ChannelInboundHandler {
         case .head:
             break
         case .body(let buffer):
-            let now = monotonicNanoseconds()
-            var latencies: [(seq: Int64, nanoseconds: Int64)] = []
-            var becameReady = false
-            var bytes = carry
-            bytes.append(contentsOf: buffer.readableBytesView)
-            bytes.withUnsafeBytes { raw in
-                var consumed = 0
-                var position = 0
-                while let start = Self.find(Self.seqMarker, in: raw, from: position) {
-                    guard let lineEnd = Self.find([0x0A], in: raw, from: start) else {
-                        consumed = start  // the line is not complete yet: keep it for the next read
-                        position = raw.count
-                        break
-                    }
-                    let seq = Self.number(in: raw, at: start + Self.seqMarker.count)
-                    if let bench = Self.find(Self.benchMarker, in: raw, from: start), bench < lineEnd {
-                        if isReady, let seq, let sent = Self.number(in: raw, at: bench + Self.benchMarker.count) {
-                            latencies.append((seq, now - sent))
-                        }
-                    } else if !isReady {
-                        isReady = true
-                        becameReady = true
-                    }
-                    consumed = lineEnd + 1
-                    position = lineEnd + 1
-                }
-                if Self.find(Self.overflowMarker, in: raw, from: 0) != nil { sawOverflow = true }
-                if position >= raw.count, consumed < raw.count, Self.find(Self.seqMarker, in: raw, from: consumed) == consumed {
-                    carry = Array(raw[consumed...])
-                } else {
-                    carry = Array(raw[max(consumed, raw.count - Self.overflowMarker.count + 1)...])
-                }
-            }
-            if latencies.isEmpty && !becameReady { return }
-            shard.state.withLock { state in
-                if becameReady { state.ready += 1 }
-                for (seq, nanoseconds) in latencies {
-                    state.deliveries.record(microseconds: nanoseconds / 1_000)
-                    let previous = state.perChange[seq] ?? (0, 0)
-                    state.perChange[seq] = (previous.count + 1, max(previous.latest, nanoseconds))
-                }
-                if !latencies.isEmpty {
-                    state.firstDelivery = min(state.firstDelivery, now)
-                    state.lastDelivery = max(state.lastDelivery, now)
-                }
-            }
+            scanner.scan(buffer, into: shard)
         case .end:
             context.close(promise: nil)
         }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        let overflow = sawOverflow
-        shard.state.withLock { state in
-            state.ended += 1
-            if overflow { state.cutOff += 1 }
-        }
+        shard.ended(overflow: scanner.sawOverflow)
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         context.close(promise: nil)
-    }
-
-    /// Where `pattern` first occurs in `bytes` at or after `from`.
-    static func find(_ pattern: [UInt8], in bytes: UnsafeRawBufferPointer, from: Int) -> Int? {
-        guard from < bytes.count, let base = bytes.baseAddress else { return nil }
-        // memchr for the first byte, then a comparison (memmem is not in Swift's Glibc module).
-        var index = from
-        while index + pattern.count <= bytes.count {
-            guard let hit = memchr(base + index, Int32(pattern[0]), bytes.count - index - pattern.count + 1) else { return nil }
-            let start = base.distance(to: UnsafeRawPointer(hit))
-            if pattern.withUnsafeBytes({ needle in needle.baseAddress.map { memcmp(base + start, $0, pattern.count) } }) == 0 {
-                return start
-            }
-            index = start + 1
-        }
-        return nil
-    }
-
-    /// The decimal digits at `at`, nil when there are none (or they run past the end).
-    static func number(in bytes: UnsafeRawBufferPointer, at: Int) -> Int64? {
-        var index = at
-        var value: Int64 = 0
-        while index < bytes.count, bytes[index] >= 0x30, bytes[index] <= 0x39, value < Int64.max / 10 - 9 {
-            value = value * 10 + Int64(bytes[index] - 0x30)
-            index += 1
-        }
-        return index > at && index < bytes.count ? value : nil
     }
 }
 
@@ -213,18 +128,12 @@ func say(_ text: String) {
     FileHandle.standardOutput.write(Data((text + "\n").utf8))
 }
 
-/// The receive windows a browser announces (Chromium: 6 MiB per stream, 15 MiB per connection; NIO's
-/// legacy multiplexer keeps both topped up to the one target). NIO's defaults (64 KiB each) would
-/// make the agent hold every change for the client's WINDOW_UPDATE once a connection's 100 streams
-/// have taken two changes, which no real subscriber asks of it.
-let browserLikeHTTP2Settings = nioDefaultSettings + [HTTP2Setting(parameter: .initialWindowSize, value: 6 * 1_024 * 1_024)]
-let browserLikeConnectionWindow = 15 * 1_024 * 1_024
-
 /// `orderlive-bench feed-client PORT SUBSCRIBERS STALLED [H2CONNECTIONS]`: connects, prints `ready N
 /// SECONDS` once every reading subscriber has its `ready`, then answers `reset` and `report` lines on
 /// standard input with one JSON line each; `quit` (or the end of input) ends it. With H2CONNECTIONS
 /// above 0 the subscribers are HTTP/2 streams (`h2c`, prior knowledge) spread over that many
-/// connections, each stream decoded by the same handler through NIO's HTTP/2-to-HTTP/1 codec.
+/// connections, each stream's bytes scanned as an HTTP/1.1 subscriber's are, at the connection
+/// (``FeedHTTP2ConnectionHandler``).
 func feedClient(port: Int, subscribers: Int, stalled: Int, http2Connections: Int = 0) throws {
     raiseOpenFileLimit()
     let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
@@ -254,27 +163,24 @@ func feedClient(port: Int, subscribers: Int, stalled: Int, http2Connections: Int
     for _ in 0..<max(0, http2Connections) {
         connections.append(try ClientBootstrap(group: group).channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
-                channel.configureHTTP2Pipeline(
-                    mode: .client, initialLocalSettings: browserLikeHTTP2Settings, targetWindowSize: browserLikeConnectionWindow,
-                    inboundStreamInitializer: nil
-                ).map { _ in }
+                channel.eventLoop.makeCompletedFuture {
+                    guard let shard = shardOf[ObjectIdentifier(channel.eventLoop)] else { throw ChannelError.inappropriateOperationForState }
+                    try channel.pipeline.syncOperations.addHandler(
+                        NIOHTTP2Handler(mode: .client, initialSettings: FeedHTTP2ConnectionHandler.settings))
+                    try channel.pipeline.syncOperations.addHandler(FeedHTTP2ConnectionHandler(shard: shard))
+                }
             }
             .connect(host: "127.0.0.1", port: port).wait())
     }
     /// Opens subscriber `index`: a connection of its own, or a stream of one of the HTTP/2 connections
-    /// (made on that connection's event loop, where its multiplexer lives).
+    /// (opened on that connection's event loop, where its handler lives).
     func subscribe(_ index: Int) throws -> (any Channel)? {
         guard !connections.isEmpty else { return try bootstrap.connect(host: "127.0.0.1", port: port).wait() }
         let connection = connections[index % connections.count]
         connection.eventLoop.execute {
-            guard let multiplexer = try? connection.pipeline.syncOperations.handler(type: HTTP2StreamMultiplexer.self),
-                  let shard = shardOf[ObjectIdentifier(connection.eventLoop)] else { return }
-            multiplexer.createStreamChannel(promise: nil) { stream in
-                stream.eventLoop.makeCompletedFuture {
-                    try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ClientCodec(httpProtocol: .http))
-                    try stream.pipeline.syncOperations.addHandler(FeedSubscriberHandler(shard: shard))
-                }
-            }
+            guard let context = try? connection.pipeline.syncOperations.context(handlerType: FeedHTTP2ConnectionHandler.self),
+                  let handler = context.handler as? FeedHTTP2ConnectionHandler else { return }
+            handler.open(context: context)
         }
         return nil
     }
