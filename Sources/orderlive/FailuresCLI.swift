@@ -68,7 +68,7 @@ struct DeadLetters: AsyncParsableCommand {
 
 /// `orderlive dead-letters retry|drop`: one rule for choosing the dead letters (ids or `--all`, not
 /// both, not neither) and one call that repairs them.
-protocol DeadLetterRepairCommand: AsyncParsableCommand {
+protocol DeadLetterRepairCommand: OperatorCommand {
     /// What the command does to the chosen dead letters.
     static var repair: OperatorCommands.Repair { get }
     /// The configuration and the chosen dead letters.
@@ -76,13 +76,15 @@ protocol DeadLetterRepairCommand: AsyncParsableCommand {
 }
 
 extension DeadLetterRepairCommand {
+    var config: ConfigOption { chosen.config }
+
     func validate() throws {
         try usage(OperatorCommands.chosenDeadLetters(ids: chosen.ids, all: chosen.all, repair: Self.repair))
     }
 
-    func run() async throws {
+    func perform(_ commands: OperatorCommands) async throws {
         let wanted = try OperatorCommands.chosenDeadLetters(ids: chosen.ids, all: chosen.all, repair: Self.repair)
-        try await chosen.config.commands().repairDeadLetters(Self.repair, ids: wanted, confirmed: chosen.yes)
+        try await commands.repairDeadLetters(Self.repair, ids: wanted, confirmed: chosen.yes)
     }
 }
 

@@ -74,9 +74,9 @@ struct Webhooks: AsyncParsableCommand {
     }
 }
 
-/// A command on one webhook endpoint (`orderlive webhooks VERB ID`): it loads the configuration and
-/// hands the operator's commands and the endpoint's id to ``perform(_:on:)``.
-protocol EndpointCommand: AsyncParsableCommand {
+/// A command on one webhook endpoint (`orderlive webhooks VERB ID`): an ``OperatorCommand`` that
+/// hands the endpoint's id to ``perform(_:on:)`` as well.
+protocol EndpointCommand: OperatorCommand {
     /// The configuration and the endpoint's id.
     var endpoint: Webhooks.ChosenEndpoint { get }
     /// Does the command's work on endpoint `id`.
@@ -84,7 +84,9 @@ protocol EndpointCommand: AsyncParsableCommand {
 }
 
 extension EndpointCommand {
-    func run() async throws {
-        try await perform(endpoint.config.commands(), on: endpoint.number)
+    var config: ConfigOption { endpoint.config }
+
+    func perform(_ commands: OperatorCommands) async throws {
+        try await perform(commands, on: endpoint.number)
     }
 }

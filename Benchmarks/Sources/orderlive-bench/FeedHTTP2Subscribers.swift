@@ -16,8 +16,8 @@ final class FeedHTTP2ConnectionHandler: ChannelInboundHandler {
     static let connectionWindow = 15 * 1_024 * 1_024
 
     private let shard: FeedShard
-    private var scanners: [HTTP2StreamID: FeedBodyScanner] = [:]
-    private var streamUnacknowledged: [HTTP2StreamID: Int] = [:]
+    /// Each open stream's scanner, and the bytes it received since its window was last given back.
+    private var streams: [HTTP2StreamID: (scanner: FeedBodyScanner, unacknowledged: Int)] = [:]
     private var connectionUnacknowledged = 0
     private var nextStreamID = 1
 
@@ -44,7 +44,7 @@ final class FeedHTTP2ConnectionHandler: ChannelInboundHandler {
         if let token { headers.add(name: "authorization", value: "Bearer \(token)") }
         let stream = HTTP2StreamID(nextStreamID)
         nextStreamID += 2
-        scanners[stream] = FeedBodyScanner()
+        streams[stream] = (FeedBodyScanner(), 0)
         context.writeAndFlush(wrapOutboundOut(HTTP2Frame(
             streamID: stream, payload: .headers(.init(headers: headers, endStream: true)))), promise: nil)
     }
@@ -54,7 +54,7 @@ final class FeedHTTP2ConnectionHandler: ChannelInboundHandler {
         switch frame.payload {
         case .data(let payload):
             guard case .byteBuffer(let buffer) = payload.data else { return }
-            scanners[frame.streamID]?.scan(buffer, into: shard)
+            streams[frame.streamID]?.scanner.scan(buffer, into: shard)
             giveBack(buffer.readableBytes, on: frame.streamID, context: context)
             if payload.endStream { end(frame.streamID) }
         case .headers(let headers):
@@ -75,25 +75,23 @@ final class FeedHTTP2ConnectionHandler: ChannelInboundHandler {
             connectionUnacknowledged = 0
             context.flush()
         }
-        guard scanners[stream] != nil else { return }
-        let used = (streamUnacknowledged[stream] ?? 0) + bytes
+        guard let used = streams[stream].map({ $0.unacknowledged + bytes }) else { return }
         if used >= Self.streamWindow / 2 {
             context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .windowUpdate(windowSizeIncrement: used))),
                                   promise: nil)
-            streamUnacknowledged[stream] = 0
+            streams[stream]?.unacknowledged = 0
         } else {
-            streamUnacknowledged[stream] = used
+            streams[stream]?.unacknowledged = used
         }
     }
 
     private func end(_ stream: HTTP2StreamID) {
-        guard let scanner = scanners.removeValue(forKey: stream) else { return }
-        streamUnacknowledged[stream] = nil
-        shard.ended(overflow: scanner.sawOverflow)
+        guard let ended = streams.removeValue(forKey: stream) else { return }
+        shard.ended(overflow: ended.scanner.sawOverflow)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        for stream in Array(scanners.keys) { end(stream) }
+        for stream in Array(streams.keys) { end(stream) }
         context.fireChannelInactive()
     }
 
