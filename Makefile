@@ -78,7 +78,7 @@ test: build check-imports check-shape check-docs
 	  fi; \
 	  exit $$status
 	FUZZ_API_SECONDS=60 FUZZ_API_EXAMPLES=100 Scripts/fuzz-api.sh .build/debug/orderlive
-	$(MAKE) fuzz-smoke
+	$(MAKE) fuzz-smoke FUZZ_CONFIGURATION=debug
 
 ## schemathesis against a live agent and the Sandbox, every check, over GET /openapi.json (see
 ## Scripts/fuzz-api.sh): FUZZ_API_SECONDS (default 600), FUZZ_API_EXAMPLES, FUZZ_API_SEED.
@@ -167,8 +167,15 @@ FUZZ_TARGETS ?= sse gorush webhooks token-pair response-policy orders events con
 # --sanitize passes them, in an order that varies between runs), `-sanitize=fuzzer -sanitize=address`
 # compiles without coverage and `-sanitize=address -sanitize=fuzzer` without ASan. The combined
 # -Xswiftc flag, last on every compile line, gives both; --sanitize still drives the link and C code.
-FUZZ_BUILD := ORDERLIVE_FUZZ=1 $(SWIFT) build -c release --sanitize=fuzzer --sanitize=address \
-	-Xswiftc -sanitize=fuzzer,address --scratch-path .build-fuzz
+## FUZZ_CONFIGURATION picks the build: release (the default, for `make fuzz`'s long runs) or debug,
+## which `make test`'s smoke run uses: the same instrumentation over the same seeds, built in less
+## than half the time (docs/FUZZING.md, "Builds"), which keeps CI under its 40 minutes.
+## Each has its own scratch path: sharing one, each build of the other rebuilt everything (8 minutes).
+FUZZ_CONFIGURATION ?= release
+export FUZZ_CONFIGURATION
+FUZZ_SCRATCH := .build-fuzz$(if $(filter debug,$(FUZZ_CONFIGURATION)),-debug)
+FUZZ_BUILD := ORDERLIVE_FUZZ=1 $(SWIFT) build -c $(FUZZ_CONFIGURATION) --sanitize=fuzzer --sanitize=address \
+	-Xswiftc -sanitize=fuzzer,address --scratch-path $(FUZZ_SCRATCH)
 
 fuzz-build: deps
 	$(FUZZ_BUILD) --product ParserFuzz && $(FUZZ_BUILD) --product InputFuzz
@@ -185,10 +192,10 @@ fuzz-smoke: fuzz-build
 	  FUZZ_WORK_DIR=$$work Fuzz/run.sh $$target -runs=$(FUZZ_SMOKE_RUNS) > $$work.log 2>&1 \
 	    || { tail -n 40 $$work.log; echo "fuzz-smoke: $$target failed"; exit 1; }; \
 	  grep -q 'INITED cov:' $$work.log \
-	    || { tail -n 20 $$work.log; echo "fuzz-smoke: $$target saw no coverage: the build is not instrumented (rm -rf .build-fuzz and build again)"; exit 1; }; \
+	    || { tail -n 20 $$work.log; echo "fuzz-smoke: $$target saw no coverage: the build is not instrumented (rm -rf $(FUZZ_SCRATCH) and build again)"; exit 1; }; \
 	  echo "fuzz-smoke: $$target $$(grep -o 'Done [0-9]* runs' $$work.log), $$(grep -o 'INITED cov: [0-9]*' $$work.log | cut -d' ' -f3) edges from the seeds"; \
 	  rm -rf $$work $$work.log; \
 	done
 
 clean:
-	rm -rf .build .build-bench .build-fuzz .build-tsan
+	rm -rf .build .build-bench .build-fuzz .build-fuzz-debug .build-tsan

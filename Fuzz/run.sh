@@ -6,8 +6,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 target=$1
 shift
-binary=.build-fuzz/release/InputFuzz
-if [ "$target" = sse ]; then binary=.build-fuzz/release/ParserFuzz; fi
+# FUZZ_CONFIGURATION: the build to run, release (default) or debug, as `make fuzz-build` made it.
+configuration=${FUZZ_CONFIGURATION:-release}
+scratch=.build-fuzz
+if [ "$configuration" = debug ]; then scratch=.build-fuzz-debug; fi
+binary=$scratch/$configuration/InputFuzz
+if [ "$target" = sse ]; then binary=$scratch/$configuration/ParserFuzz; fi
+[ -x "$binary" ] || { echo "Fuzz/run.sh: no $binary; build it first: make fuzz-build FUZZ_CONFIGURATION=$configuration" >&2; exit 2; }
 [ -d "Fuzz/corpus/$target" ] || { echo "Fuzz/run.sh: no seeds for '$target' in Fuzz/corpus" >&2; exit 2; }
 work=${FUZZ_WORK_DIR:-Fuzz/corpus-run/$target}
 mkdir -p "$work" Fuzz/findings
