@@ -6,8 +6,9 @@ SWIFT ?= swift
 SYSTEM_PACKAGES := libcurl4-openssl-dev libssl-dev libsqlite3-dev pkg-config openssl python3 python3-jwt python3-cryptography curl prometheus chromium postgresql systemd nghttp2-client
 # What the benchmarks need beyond that (`make bench`, `make bench-instructions`), not CI.
 BENCH_PACKAGES := valgrind wrk
-# From PyPI: schemathesis for `make fuzz-api` (pinned, so a new release cannot change what CI checks).
-PYTHON_PACKAGES := schemathesis==4.32.5
+# From PyPI, pinned so that a new release cannot change what CI checks: schemathesis for `make fuzz-api`;
+# opentelemetry-proto for the OTLP receiver the telemetry tests export to (Scripts/otlp-receiver.py).
+PYTHON_PACKAGES := schemathesis==4.32.5 opentelemetry-proto==1.45.2
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
 .PHONY: all deps build test check-imports check-shape check-docs docs demo sandbox release release-static bench bench-deps bench-instructions fuzz fuzz-build fuzz-smoke fuzz-api soak tsan clean
@@ -24,8 +25,10 @@ deps:
 	  echo "Installing system packages:$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
-	@python3 -m pip show schemathesis 2>/dev/null | grep -qx 'Version: $(patsubst schemathesis==%,%,$(PYTHON_PACKAGES))' \
-	  || { echo "Installing from PyPI: $(PYTHON_PACKAGES)"; python3 -m pip install -q $(PYTHON_PACKAGES); }
+	@for package in $(PYTHON_PACKAGES); do \
+	  python3 -m pip show $${package%%==*} 2>/dev/null | grep -qx "Version: $${package##*==}" \
+	    || { echo "Installing from PyPI: $$package"; python3 -m pip install -q $$package || exit 1; }; \
+	done
 
 build: deps
 	$(SWIFT) build --build-tests

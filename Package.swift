@@ -40,6 +40,7 @@ let package = Package(
         .library(name: "OrdersAPI", targets: ["OrdersAPI"]),
         .library(name: "Agent", targets: ["Agent"]),
         .library(name: "Commands", targets: ["Commands"]),
+        .library(name: "Telemetry", targets: ["Telemetry"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -63,6 +64,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         // JWTs on the orders API (DESIGN §14): verification by a well-kept library, no signature code of ours.
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        // OTLP export of logs and traces (DESIGN §14), OTLP/HTTP only: the gRPC exporter's trait would
+        // build grpc-swift and its transport on every CI run for a protocol the collector also takes
+        // over HTTP. Spans are made through swift-distributed-tracing, which Hummingbird already brings.
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.1.0"),
     ],
     targets: [
         .systemLibrary(
@@ -223,6 +229,7 @@ let package = Package(
             name: "PushIngest",
             dependencies: [
                 "AsyncSignals", "StoreModel", "CheckedInput", "COpenSSL", "CoalescedLogging", "JSONToolkit", "LocalHTTP", "WebhookSigning",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -268,6 +275,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -282,9 +290,21 @@ let package = Package(
             name: "Commands",
             dependencies: [
                 "Agent", "AsyncSignals", "AuthSession", "CheckedInput", "CurlHTTP", "EventStream", "JSONToolkit", "SQLiteStore",
-                "OrderSync", "OrdersAPI", "PushIngest", "Sandbox", "ServerSentEvents", "StoreModel", "WebhookDelivery", "WebhookSigning",
+                "OrderSync", "OrdersAPI", "PushIngest", "Sandbox", "ServerSentEvents", "StoreModel", "Telemetry", "WebhookDelivery",
+                "WebhookSigning",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "Telemetry",
+            dependencies: [
+                "Agent",
+                .product(name: "OTel", package: "swift-otel"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strict
         ),
@@ -454,7 +474,7 @@ let package = Package(
             name: "AgentTests",
             dependencies: [
                 "Agent", "StoreModel", "AsyncSignals", "AuthSession", "Sandbox", "SQLiteStore", "CurlHTTP", "PushIngest", "WebhookDelivery", "WebhookSigning",
-                "EventStream", "LocalHTTP", "OrderSync", "OrdersAPI", "PostgresStore",
+                "EventStream", "LocalHTTP", "OrderSync", "OrdersAPI", "PostgresStore", "Telemetry",
                 .product(name: "InMemoryLogging", package: "swift-log"), .product(name: "Prometheus", package: "swift-prometheus"),
                 "TestHarnesses", "TestKit", .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),

@@ -11,20 +11,23 @@ import OrdersAPI
 import PostgresStore
 import PushIngest
 import ServiceLifecycle
+import Tracing
 import WebhookDelivery
 
 /// The composition root (STYLE 2): builds the whole agent from the typed configuration, one step per
 /// component, each below.
 public enum AgentBuilder {
     /// Validates what start-up needs beyond the configuration's own checks (secrets, the listeners),
-    /// opens the store and builds every component. Binds no port and starts nothing.
+    /// opens the store and builds every component. Binds no port and starts nothing. `telemetry`'s
+    /// services run first, so they stop last and flush what the others recorded.
     public static func build(
         configuration: OrderliveConfiguration, logger: Logger,
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        environment: [String: String] = ProcessInfo.processInfo.environment, telemetry: AgentTelemetry = AgentTelemetry()
     ) throws(AgentStartError) -> AgentProgram {
         let listeners = try Listeners(configuration, logger: logger)
-        let parts = try Parts(configuration: configuration, logger: logger, environment: environment)
-        var services: [any Service] = [CurlLoopService(loop: parts.loop), CurlLoopService(loop: parts.webhookLoop)]
+        let parts = try Parts(configuration: configuration, logger: logger, environment: environment, tracer: telemetry.tracer)
+        var services: [any Service] = telemetry.services
+        services += [CurlLoopService(loop: parts.loop), CurlLoopService(loop: parts.webhookLoop)]
         services += syncServices(parts)
         services.append(StoreHealthProbe(store: parts.store, changed: parts.healthWake, logger: logger))
         services.append(StoreObservationService(observation: parts.observation))
@@ -133,10 +136,15 @@ public enum AgentBuilder {
         let observation: StoreObservation
         /// Whether the order backend answers the executor; the stream and the session bring evidence.
         let availability: BackendAvailability
+        /// Spans of pushes and commits, when traces are exported.
+        let tracer: (any Tracer)?
 
-        init(configuration: OrderliveConfiguration, logger: Logger, environment: [String: String]) throws(AgentStartError) {
+        init(
+            configuration: OrderliveConfiguration, logger: Logger, environment: [String: String], tracer: (any Tracer)?
+        ) throws(AgentStartError) {
             self.configuration = configuration
             self.logger = logger
+            self.tracer = tracer
             let sessions = SessionFactory(configuration: configuration, environment: environment)
             do {
                 try sessions.credentialStore().ensureDirectory()
@@ -265,7 +273,7 @@ public enum AgentBuilder {
         let endpoint = PushEndpoint(
             configuration: .init(authentication: push.authentication, maximumBodyBytes: ingest.maximumBodyBytes,
                                  maximumNotifications: ingest.maximumNotifications),
-            journal: journal, metrics: PushMetrics(factory: parts.metrics.factory), logger: parts.logger)
+            journal: journal, metrics: PushMetrics(factory: parts.metrics.factory), tracer: parts.tracer, logger: parts.logger)
         return PushServer(
             configuration: PushServer.settings(
                 host: push.host, port: push.port, readTimeout: ingest.readTimeout, maximumBodyBytes: ingest.maximumBodyBytes,

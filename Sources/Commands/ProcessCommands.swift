@@ -1,7 +1,9 @@
 public import Agent
 import CheckedInput
 import Logging
+import Foundation
 import Sandbox
+import Telemetry
 import UnixSignals
 
 #if canImport(Glibc)
@@ -15,12 +17,36 @@ import Darwin
 public enum ProcessCommands {
     /// Runs the agent as `configuration` says until SIGINT/SIGTERM; the one logging bootstrap of the
     /// process (STYLE 7) happens here, as `log.level` and `log.format` say.
+    ///
+    /// With `telemetry.*` or `OTEL_*` export on (DESIGN §14), every log record also goes to the
+    /// collector, and the push endpoint makes spans; the exporters run in the agent's service group.
     public static func runAgent(_ configuration: OrderliveConfiguration) async throws {
-        LoggingSystem.bootstrap(LogOutput.factory(configuration.log, standardErrorIsTerminal: isatty(2) == 1))
+        let console = LogOutput.factory(configuration.log, standardErrorIsTerminal: isatty(2) == 1)
+        let export: TelemetryExport?
+        do {
+            export = try TelemetryExport.make(
+                configuration.telemetry, version: OrderliveVersion.current, environment: ProcessInfo.processInfo.environment,
+                diagnostics: Logger(label: "orderlive.telemetry", factory: console))
+        } catch {
+            throw CommandFailure(error.description)
+        }
+        if let exported = export?.logHandler {
+            let level = configuration.log.level
+            LoggingSystem.bootstrap { label in
+                var exporting = exported(label)
+                exporting.logLevel = level
+                return MultiplexLogHandler([console(label), exporting])
+            }
+        } else {
+            LoggingSystem.bootstrap(console)
+        }
         let logger = Logger(label: "orderlive")
+        if let export { logger.info("telemetry exported", metadata: ["telemetry.export": "\(export.summary)"]) }
         let program: AgentProgram
         do {
-            program = try AgentBuilder.build(configuration: configuration, logger: logger)
+            program = try AgentBuilder.build(
+                configuration: configuration, logger: logger,
+                telemetry: AgentTelemetry(tracer: export?.tracer, services: export?.services ?? []))
         } catch {
             throw CommandFailure(error.description)
         }

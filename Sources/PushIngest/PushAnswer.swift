@@ -50,6 +50,9 @@ struct PreparedPush: Sendable {
     var submission: IdempotentSubmission
     var notifications: Int
     var successBody: String
+
+    /// The jobs the submission journals, for the commit's span.
+    var jobs: Int { submission.parts.reduce(0) { $0 + $1.jobs.count } }
 }
 
 /// What a step of the push endpoint decided: go on with a value, or answer with a refusal.

@@ -10,6 +10,7 @@ public import Logging
 import StoreModel
 import Synchronization
 import CoreMetrics
+public import Tracing
 
 /// `POST /api/push` (DESIGN §4): bounds first, then authentication, then Gorush's validation, then
 /// the request's jobs and dedupe keys committed in one transaction before the 200. Every expected
@@ -50,12 +51,16 @@ public final class PushEndpoint: Sendable {
     /// the count (never a line per request).
     private let refusals: LogCoalescer
     private let draining = Atomic<Bool>(false)
+    /// Spans for each request and its commit (``PushTrace``); nil when traces are not exported.
+    let tracer: (any Tracer)?
 
-    /// Creates the endpoint; `now` is Unix seconds (the Standard Webhooks timestamp check).
+    /// Creates the endpoint; `now` is Unix seconds (the Standard Webhooks timestamp check); `tracer`
+    /// makes a span per request and per commit (DESIGN §14), none when nil.
     public init(
         configuration: Configuration, journal: PushJournal, metrics: PushMetrics,
-        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }, logger: Logger
+        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }, tracer: (any Tracer)? = nil, logger: Logger
     ) {
+        self.tracer = tracer
         self.configuration = configuration
         authentication = Locked(configuration.authentication)
         self.journal = journal
@@ -90,16 +95,18 @@ public final class PushEndpoint: Sendable {
     /// Answers one request served by the router (a push pipelined behind another request on its
     /// connection; ``PushRequestHandler`` answers the others on the event loop).
     public func respond(to request: Request) async -> Response {
-        let started = ContinuousClock.now
-        let answer = await answer(request)
-        record(answer, since: started)
+        let trace = PushTrace(tracer, headers: request.headers)
+        let answer = await answer(request, trace: trace)
+        record(answer, trace)
         return answer.response
     }
 
-    /// Counts an answer and logs a refusal (coalesced: one line per kind, then one per ten seconds).
-    func record(_ answer: PushAnswer, since started: ContinuousClock.Instant) {
+    /// Counts an answer, ends its span and logs a refusal (coalesced: one line per kind, then one per
+    /// ten seconds).
+    func record(_ answer: PushAnswer, _ trace: PushTrace) {
+        trace.end(answer)
         metrics.record(answer.outcome)
-        metrics.latency.recordNanoseconds(Checked.nanoseconds(of: ContinuousClock.now - started))
+        metrics.latency.recordNanoseconds(Checked.nanoseconds(of: ContinuousClock.now - trace.started))
         switch answer.outcome {
         case .accepted, .duplicate:
             break
@@ -112,7 +119,7 @@ public final class PushEndpoint: Sendable {
         }
     }
 
-    private func answer(_ request: Request) async -> PushAnswer {
+    private func answer(_ request: Request, trace: PushTrace) async -> PushAnswer {
         let webhook: WebhookHeaders
         switch opening(request.headers) {
         case .proceed(let headers): webhook = headers
@@ -133,18 +140,35 @@ public final class PushEndpoint: Sendable {
         case .proceed(let push): prepared = push
         case .refused(let refusal): return refusal
         }
-        return closing(await journal.submit(prepared.submission), prepared)
+        let commit = trace.commit(tracer: tracer, notifications: prepared.notifications, jobs: prepared.jobs)
+        let outcome = await journal.submit(prepared.submission)
+        let answer = closing(outcome, prepared)
+        Self.end(commit, answer)
+        return answer
     }
 
     /// Answers a push whose head is `headers` and whose whole body is `body`, through `reply`, on
     /// the thread of the commit that decides it (never waiting on the caller's).
-    func answer(body: [UInt8], webhook: WebhookHeaders, reply: @escaping @Sendable (PushAnswer) -> Void) {
+    func answer(body: [UInt8], webhook: WebhookHeaders, trace: PushTrace, reply: @escaping @Sendable (PushAnswer) -> Void) {
         switch prepare(body, webhook: webhook) {
         case .refused(let refusal):
             reply(refusal)
         case .proceed(let prepared):
-            journal.submit(prepared.submission) { [self] outcome in reply(closing(outcome, prepared)) }
+            let commit = trace.commit(tracer: tracer, notifications: prepared.notifications, jobs: prepared.jobs)
+            journal.submit(prepared.submission) { [self] outcome in
+                let answer = closing(outcome, prepared)
+                Self.end(commit, answer)
+                reply(answer)
+            }
         }
+    }
+
+    /// Ends a commit's span with what the journal decided.
+    private static func end(_ commit: (any Span)?, _ answer: PushAnswer) {
+        guard let commit else { return }
+        commit.attributes["orderlive.push.outcome"] = answer.outcome.rawValue
+        if answer.outcome == .unavailable { commit.setStatus(SpanStatus(code: .error)) }
+        commit.end()
     }
 
     /// What the head alone decides: the headers to go on with, or the refusal (shutting down, a

@@ -28,7 +28,7 @@ final class PushRequestHandler: FrontRequestHandler {
         /// Requests go on to the router.
         case passing
         /// A push's body is read.
-        case reading(webhook: WebhookHeaders, body: [UInt8], started: ContinuousClock.Instant)
+        case reading(webhook: WebhookHeaders, body: [UInt8], trace: PushTrace)
         /// A push was answered before its end (refused by its head, too large, too slow): the rest of
         /// it is dropped.
         case skipping
@@ -65,25 +65,25 @@ final class PushRequestHandler: FrontRequestHandler {
                 return order.pass(part, context: context)
             }
             start(head, context: context)
-        case .reading(let webhook, var body, let started):
+        case .reading(let webhook, var body, let trace):
             switch part {
             case .head:
                 hold(part, context: context)  // not from a well-formed HTTP/1 stream: the codec ends a body first
             case .body(let buffer):
                 guard body.count + buffer.readableBytes <= endpoint.maximumBodyBytes else {
-                    answer(endpoint.tooLarge, since: started, context: context)
+                    answer(endpoint.tooLarge, trace, context: context)
                     state = .skipping
                     return
                 }
                 state = .passing  // the array has one owner while it grows
                 body.append(contentsOf: buffer.readableBytesView)
-                state = .reading(webhook: webhook, body: body, started: started)
+                state = .reading(webhook: webhook, body: body, trace: trace)
             case .end:
                 state = .answering
                 let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
                 let loop = context.eventLoop
-                endpoint.answer(body: body, webhook: webhook) { answer in
-                    loop.execute { bound.value.handler.answered(answer, since: started, context: bound.value.context) }
+                endpoint.answer(body: body, webhook: webhook, trace: trace) { answer in
+                    loop.execute { bound.value.handler.answered(answer, trace, context: bound.value.context) }
                 }
             }
         case .skipping:
@@ -95,21 +95,21 @@ final class PushRequestHandler: FrontRequestHandler {
 
     /// Takes a push: what its head alone decides is answered at once.
     private func start(_ head: HTTPRequest, context: ChannelHandlerContext) {
-        let started = ContinuousClock.now
+        let trace = PushTrace(endpoint.tracer, headers: head.headerFields)
         switch endpoint.opening(head.headerFields) {
         case .proceed(let webhook):
-            state = .reading(webhook: webhook, body: [], started: started)
+            state = .reading(webhook: webhook, body: [], trace: trace)
         case .refused(let refusal):
             state = .skipping
-            answer(refusal, since: started, context: context)
+            answer(refusal, trace, context: context)
         }
     }
 
     /// The journal decided: writes the answer, then reads what waited behind it.
-    private func answered(_ answer: PushAnswer, since started: ContinuousClock.Instant, context: ChannelHandlerContext) {
+    private func answered(_ answer: PushAnswer, _ trace: PushTrace, context: ChannelHandlerContext) {
         guard case .answering = state else { return }
         state = .passing
-        self.answer(answer, since: started, context: context)
+        self.answer(answer, trace, context: context)
         if closeWhenAnswered {
             context.close(promise: nil)
             return
@@ -123,8 +123,8 @@ final class PushRequestHandler: FrontRequestHandler {
         context.fireChannelReadComplete()
     }
 
-    private func answer(_ answer: PushAnswer, since started: ContinuousClock.Instant, context: ChannelHandlerContext) {
-        endpoint.record(answer, since: started)
+    private func answer(_ answer: PushAnswer, _ trace: PushTrace, context: ChannelHandlerContext) {
+        endpoint.record(answer, trace)
         context.write(wrapOutboundOut(.head(answer.head(date: dates.now()))), promise: nil)
         context.write(wrapOutboundOut(.body(context.channel.allocator.buffer(string: answer.body))), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
@@ -143,9 +143,9 @@ final class PushRequestHandler: FrontRequestHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if error is RequestBodyTimeout, case .reading(_, _, let started) = state {
+        if error is RequestBodyTimeout, case .reading(_, _, let trace) = state {
             state = .skipping
-            answer(endpoint.bodyTimeout, since: started, context: context)
+            answer(endpoint.bodyTimeout, trace, context: context)
             return
         }
         context.fireErrorCaught(error)

@@ -121,7 +121,7 @@ func withBareServer<T: Sendable>(_ body: @Sendable @escaping (Int) async throws 
 /// The agent as `orderlive run` builds it, in a fresh state directory; returns wrk's result and how
 /// many orders and jobs the store holds afterwards (every acknowledged request must be one of them).
 func withAgent(durability: StoreDurability, tls: (certificate: String, key: String)? = nil, webhook withEndpoint: Bool,
-               http2Cleartext: Bool = false, _ body: @Sendable @escaping (Int) async throws -> LoadResult?) async throws -> (LoadResult?, stored: Int)
+               http2Cleartext: Bool = false, telemetry: AgentTelemetry = AgentTelemetry(), _ body: @Sendable @escaping (Int) async throws -> LoadResult?) async throws -> (LoadResult?, stored: Int)
 {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-ingest-bench-\(UUID().uuidString)").path
     defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -141,7 +141,7 @@ func withAgent(durability: StoreDurability, tls: (certificate: String, key: Stri
     // As `orderlive run` logs in production: JSON lines at info (nothing per accepted push), on stderr.
     var logger = Logger(label: "orderlive") { JSONLogHandler(label: $0) }
     logger.logLevel = ProcessInfo.processInfo.environment["BENCH_AGENT_LOG"] == nil ? .warning : .debug
-    let program = try AgentBuilder.build(configuration: configuration, logger: logger, environment: [:])
+    let program = try AgentBuilder.build(configuration: configuration, logger: logger, environment: [:], telemetry: telemetry)
     guard let server = program.pushServer else { return (nil, 0) }
     let webhook = try await addBenchWebhook(to: program, enabled: withEndpoint)
     defer { webhook?.kill() }
@@ -161,8 +161,8 @@ func withAgent(durability: StoreDurability, tls: (certificate: String, key: Stri
 func ingestBenchmark() async throws {
     let seconds = Int(ProcessInfo.processInfo.environment["BENCH_INGEST_SECONDS"] ?? "") ?? 10
     let connections = 50
-    // BENCH_INGEST_CASES=normal,full,tls,h2 (the default: all four) picks the agent's rows.
-    let cases = Set((ProcessInfo.processInfo.environment["BENCH_INGEST_CASES"] ?? "normal,full,tls,h2").split(separator: ",").map(String.init))
+    // BENCH_INGEST_CASES=normal,full,tls,h2,otel (the default: all five) picks the agent's rows.
+    let cases = Set((ProcessInfo.processInfo.environment["BENCH_INGEST_CASES"] ?? "normal,full,tls,h2,otel").split(separator: ",").map(String.init))
     let script = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-push-\(getpid()).lua").path
     try Data(wrkScript.utf8).write(to: URL(fileURLWithPath: script))
     defer { try? FileManager.default.removeItem(atPath: script) }
@@ -216,6 +216,7 @@ func ingestBenchmark() async throws {
         }
     }
     if cases.contains("h2") { try await pushHTTP2Benchmark(seconds: seconds, rounds: rounds) }
+    if cases.contains("otel") { try await pushTelemetryBenchmark(seconds: seconds, rounds: rounds, script: script) }
 }
 
 /// A self-signed ECDSA certificate for 127.0.0.1, made with the `openssl` tool in a temporary directory.

@@ -18,6 +18,8 @@ public struct OrderliveConfiguration: Sendable, Hashable {
     public var log = LogConfiguration()
     /// `webhooks.*`
     public var webhooks = WebhooksConfiguration()
+    /// `telemetry.*`
+    public var telemetry = TelemetryConfiguration()
     /// The file it was read from, if any.
     public var sourceFile: String?
 
@@ -36,5 +38,6 @@ public struct OrderliveConfiguration: Sendable, Hashable {
         store = try StoreConfiguration(reading: reader.scoped(to: "store"))
         log = try LogConfiguration(reading: reader.scoped(to: "log"))
         webhooks = try WebhooksConfiguration(reading: reader.scoped(to: "webhooks"))
+        telemetry = try TelemetryConfiguration(reading: reader.scoped(to: "telemetry"))
     }
 }

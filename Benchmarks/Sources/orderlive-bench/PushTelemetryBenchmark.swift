@@ -1,0 +1,69 @@
+// Push ingest with OpenTelemetry export on beside the same agent with it off (issue 58, DESIGN §14:
+// on ≥ 0.95× off). The same wrk load as the ingest rows (one-notification Gorush requests with a
+// whole order, 50 connections) against the agent as `orderlive run` builds it, once without
+// telemetry and once with traces and logs exported over OTLP/HTTP (swift-otel, every trace sampled:
+// two spans per push) to a sink in this process that answers every export 200 without decoding it,
+// as a collector on another box would cost the agent nothing more. The rounds alternate the order.
+
+import Agent
+import Foundation
+import Hummingbird
+import Telemetry
+
+/// An OTLP/HTTP sink on 127.0.0.1: `/v1/traces` and `/v1/logs` read the body and answer 200 with an
+/// empty protobuf response (a valid `Export…ServiceResponse`); counts the bytes received.
+func withOTLPSink<T: Sendable>(_ body: @Sendable @escaping (Int) async throws -> T) async throws -> T {
+    let router = Router()
+    for path in ["/v1/traces", "/v1/logs"] {
+        router.post(RouterPath(path)) { request, _ -> Response in
+            _ = try await request.body.collect(upTo: 64 << 20)
+            var headers = HTTPFields()
+            headers[.contentType] = "application/x-protobuf"
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer()))
+        }
+    }
+    let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+    let app = Application(
+        router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+        onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: quiet)
+    return try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await app.run(); return nil }
+        var iterator = ports.makeAsyncIterator()
+        let port = await iterator.next() ?? 0
+        let result = try await body(port)
+        group.cancelAll()
+        return result
+    }
+}
+
+func pushTelemetryBenchmark(seconds: Int, rounds: Int, script: String) async throws {
+    print("")
+    print("push ingest with OpenTelemetry export: wrk -t2 -c50 -d\(seconds)s, durability normal, traces (2 spans a push) and logs to an OTLP/HTTP sink")
+    print("| round | telemetry | requests/s | p50 ms | p99 ms | CPU µs/request | errors | ratio to off | process RSS MB before → after (peak) |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    for round in 1...rounds {
+        var results: [(on: Bool, LoadResult)] = []
+        for on in round % 2 == 1 ? [false, true] : [true, false] {
+            let result: LoadResult? = try await withOTLPSink { sink in
+                var telemetry = AgentTelemetry()
+                if on {
+                    var configuration = TelemetryConfiguration()
+                    configuration.endpoint = "http://127.0.0.1:\(sink)"
+                    if let export = try TelemetryExport.make(configuration, version: "bench", environment: [:]) {
+                        telemetry = AgentTelemetry(tracer: export.tracer, services: export.services)
+                    }
+                }
+                return try await withAgent(durability: .normal, webhook: false, telemetry: telemetry) { port in
+                    try runWrk(port: port, seconds: seconds, connections: 50, script: script)
+                }.0
+            }
+            if let result { results.append((on, result)) }
+        }
+        let off = results.first(where: { !$0.on })?.1.requestsPerSecond ?? 0
+        for (on, result) in results.sorted(by: { !$0.on && $1.on }) {
+            print("| \(round) | \(on ? "export on" : "off (reference)") | \(format(result.requestsPerSecond, 0)) | \(format(result.p50, 2)) "
+                + "| \(format(result.p99, 2)) | \(format(result.cpuMicrosecondsPerRequest, 1)) | \(result.errors) "
+                + "| \(off > 0 ? format(result.requestsPerSecond / off, 2) + "×" : "—") | \(result.memory) |")
+        }
+    }
+}

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""A real OTLP/HTTP receiver for the telemetry tests (DESIGN §14): it decodes what a collector would
+be sent with the OpenTelemetry protobuf definitions (PyPI's opentelemetry-proto, which `make deps`
+installs) and prints one JSON object per span or log record on stdout, for the test to wait on.
+
+    python3 Scripts/otlp-receiver.py [PORT]     # prints {"message":"listening","port":N} first
+
+Every object has "message" ("span" or "log") and string fields: trace_id, span_id, parent_span_id,
+name, kind, status, service (the resource's service.name), and each attribute as attr.<key>; a log
+record has body and severity. POST /v1/traces and /v1/logs answer 200 with an empty response;
+gzip bodies are accepted. `hold N` on stdin makes the next N seconds of requests answer 503 (a
+collector that is down), so a test can check that the agent does not wait for it.
+"""
+import gzip
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+
+lock = threading.Lock()
+down_until = [0.0]
+
+
+def emit(obj):
+    with lock:
+        sys.stdout.write(json.dumps(obj) + "\n")
+        sys.stdout.flush()
+
+
+def value(any_value):
+    kind = any_value.WhichOneof("value")
+    return "" if kind is None else str(getattr(any_value, kind))
+
+
+def resource_fields(resource):
+    attrs = {a.key: value(a.value) for a in resource.attributes}
+    return {"service": attrs.get("service.name", ""), "service_version": attrs.get("service.version", "")}
+
+
+def traces(body):
+    request = trace_service_pb2.ExportTraceServiceRequest()
+    request.ParseFromString(body)
+    for resource_spans in request.resource_spans:
+        base = resource_fields(resource_spans.resource)
+        for scope in resource_spans.scope_spans:
+            for span in scope.spans:
+                obj = {"message": "span", "trace_id": span.trace_id.hex(), "span_id": span.span_id.hex(),
+                       "parent_span_id": span.parent_span_id.hex(), "name": span.name, "kind": str(span.kind),
+                       "status": str(span.status.code), **base}
+                obj.update({"attr." + a.key: value(a.value) for a in span.attributes})
+                emit(obj)
+    return trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
+
+
+def logs(body):
+    request = logs_service_pb2.ExportLogsServiceRequest()
+    request.ParseFromString(body)
+    for resource_logs in request.resource_logs:
+        base = resource_fields(resource_logs.resource)
+        for scope in resource_logs.scope_logs:
+            for record in scope.log_records:
+                obj = {"message": "log", "body": value(record.body), "severity": record.severity_text,
+                       "trace_id": record.trace_id.hex(), "span_id": record.span_id.hex(), **base}
+                obj.update({"attr." + a.key: value(a.value) for a in record.attributes})
+                emit(obj)
+    return logs_service_pb2.ExportLogsServiceResponse().SerializeToString()
+
+
+class Handler(BaseHTTPRequestHandler):
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length)
+        if self.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+        if time.monotonic() < down_until[0]:
+            emit({"message": "refused", "path": self.path})
+            self.send_response(503)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        route = {"/v1/traces": traces, "/v1/logs": logs}.get(self.path)
+        if route is None:
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        emit({"message": "request", "path": self.path,
+              "authorization": self.headers.get("Authorization", ""), "x_api_key": self.headers.get("X-Api-Key", "")})
+        answer = route(body)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, *args):
+        pass
+
+
+def commands():
+    for line in sys.stdin:
+        words = line.split()
+        if len(words) == 2 and words[0] == "hold":
+            down_until[0] = time.monotonic() + float(words[1])
+            emit({"message": "holding", "seconds": words[1]})
+
+
+server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0), Handler)
+emit({"message": "listening", "port": str(server.server_address[1])})
+threading.Thread(target=commands, daemon=True).start()
+server.serve_forever()

@@ -1,0 +1,54 @@
+import HTTPTypes
+import Tracing
+
+/// One push request's spans (DESIGN §14): a server span that continues the sender's W3C
+/// `traceparent`/`tracestate` (a malformed one is ignored and a new trace starts), named and
+/// attributed by the HTTP semantic conventions, and a child span for the journal commit that decides
+/// the answer. Without a tracer (telemetry off) every call is a no-op and nothing is allocated.
+struct PushTrace: Sendable {
+    /// The request's span; nil when tracing is off.
+    let span: (any Span)?
+    /// When the request began (the latency metric).
+    let started: ContinuousClock.Instant
+
+    /// Starts the request span under the context `headers` carry.
+    init(_ tracer: (any Tracer)?, headers: HTTPFields, started: ContinuousClock.Instant = .now) {
+        self.started = started
+        guard let tracer else {
+            span = nil
+            return
+        }
+        var context = ServiceContext.topLevel
+        tracer.extract(headers, into: &context, using: HTTPFieldsExtractor())
+        let span = tracer.startSpan("POST /api/push", context: context, ofKind: .server)
+        span.attributes["http.request.method"] = "POST"
+        span.attributes["http.route"] = "/api/push"
+        span.attributes["url.path"] = "/api/push"
+        self.span = span
+    }
+
+    /// Starts the journal commit's span, a child of the request's.
+    func commit(tracer: (any Tracer)?, notifications: Int, jobs: Int) -> (any Span)? {
+        guard let tracer, let span else { return nil }
+        let commit = tracer.startSpan("journal commit", context: span.context, ofKind: .internal)
+        commit.attributes["orderlive.push.notifications"] = notifications
+        commit.attributes["orderlive.jobs"] = jobs
+        return commit
+    }
+
+    /// Ends the request's span with the answer's status and outcome.
+    func end(_ answer: PushAnswer) {
+        guard let span else { return }
+        span.attributes["http.response.status_code"] = Int(answer.status.code)
+        span.attributes["orderlive.push.outcome"] = answer.outcome.rawValue
+        if answer.status.code >= 500 { span.setStatus(SpanStatus(code: .error)) }
+        span.end()
+    }
+}
+
+/// Reads propagation headers (`traceparent`, `tracestate`) from a request's fields.
+struct HTTPFieldsExtractor: Extractor {
+    func extract(key: String, from carrier: HTTPFields) -> String? {
+        HTTPField.Name(key).flatMap { carrier[$0] }
+    }
+}

@@ -1,0 +1,145 @@
+public import Agent
+import Foundation
+public import Logging
+import OTel
+public import ServiceLifecycle
+public import Tracing
+
+/// What `orderlive run` exports and the services that carry it: a tracer for the components that make
+/// spans, a log handler to multiplex beside the console's, and the exporters' services, which run in
+/// the agent's service group and flush what they hold when it stops cleanly.
+public struct TelemetryExport: Sendable {
+    /// The tracer spans are made with; nil when traces are not exported.
+    public let tracer: (any Tracer)?
+    /// Log handlers that export records; nil when logs are not exported.
+    public let logHandler: (@Sendable (String) -> any LogHandler)?
+    /// The exporters' background work (batching, export, flush at shutdown).
+    public let services: [any Service]
+    /// Where records go, for the start-up log line (never the headers).
+    public let summary: String
+
+    /// The export `configuration` and `environment` ask for, or nil when it is off.
+    ///
+    /// `OTEL_*` variables override the keys (swift-otel applies them), so an operator can point a
+    /// fleet at a collector without touching its configuration files. swift-otel's own warnings (an
+    /// export that failed, records dropped from a full queue) go to `diagnostics`, the console's log,
+    /// never back into the export.
+    public static func make(
+        _ configuration: TelemetryConfiguration, version: String, environment: [String: String], diagnostics: Logger? = nil
+    ) throws(TelemetryError) -> TelemetryExport? {
+        guard configuration.isOn(environment: environment) else { return nil }
+        var otel = try otelConfiguration(configuration, version: version)
+        if let diagnostics { otel.diagnosticLogger = .custom(diagnostics) }
+        var services: [any Service] = []
+        var tracer: (any Tracer)?
+        var logHandler: (@Sendable (String) -> any LogHandler)?
+        do {
+            if otel.traces.enabled {
+                let backend = try OTel.makeTracingBackend(configuration: otel)
+                tracer = backend.factory
+                services.append(backend.service)
+            }
+            if otel.logs.enabled {
+                let backend = try OTel.makeLoggingBackend(configuration: otel)
+                logHandler = backend.factory
+                services.append(backend.service)
+            }
+        } catch {
+            throw TelemetryError("telemetry could not start: \(error); check telemetry.* and the OTEL_* variables")
+        }
+        let signals = [otel.traces.enabled ? "traces" : nil, otel.logs.enabled ? "logs" : nil].compactMap { $0 }
+        let endpoint = environment["OTEL_EXPORTER_OTLP_ENDPOINT"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? (configuration.endpoint.isEmpty ? "http://localhost:4318" : configuration.endpoint)
+        return TelemetryExport(
+            tracer: tracer, logHandler: logHandler, services: services,
+            summary: "\(signals.joined(separator: " and ")) over OTLP/HTTP to \(Self.withoutUserInfo(endpoint))")
+    }
+
+    /// swift-otel's configuration for `configuration`: OTLP/HTTP with protobuf, the signals asked for
+    /// (metrics stay on `/metrics`), a parent-based ratio sampler, bounded batch queues.
+    static func otelConfiguration(_ configuration: TelemetryConfiguration, version: String) throws(TelemetryError) -> OTel.Configuration {
+        var otel = OTel.Configuration.default
+        otel.serviceName = configuration.serviceName
+        otel.resourceAttributes["service.version"] = version
+        otel.diagnosticLogLevel = .warning
+        otel.propagators = [.traceContext]
+        otel.metrics.enabled = false
+        otel.traces.enabled = configuration.traces
+        otel.logs.enabled = configuration.logs
+        otel.logs.level = .trace  // the console's log.level already filtered what reaches this handler
+        var exporter = otel.traces.otlpExporter
+        exporter.protocol = .httpProtobuf
+        exporter.timeout = configuration.timeout
+        exporter.headers = try headers(configuration.headersFile)
+        if !configuration.caFile.isEmpty { exporter.certificateFilePath = configuration.caFile }
+        if !configuration.clientCertificateFile.isEmpty {
+            exporter.clientCertificateFilePath = configuration.clientCertificateFile
+            exporter.clientKeyFilePath = configuration.clientKeyFile
+        }
+        let base = configuration.endpoint.hasSuffix("/") ? String(configuration.endpoint.dropLast()) : configuration.endpoint
+        otel.traces.otlpExporter = exporter
+        otel.logs.otlpExporter = exporter
+        if !base.isEmpty {
+            otel.traces.otlpExporter.endpoint = base + "/v1/traces"
+            otel.logs.otlpExporter.endpoint = base + "/v1/logs"
+        }
+        let ratio = Double(configuration.samplePercent) / 100
+        otel.traces.sampler = OTel.Configuration.TracesConfiguration.SamplerConfiguration.parentBasedTraceIDRatio(ratio: ratio)
+            ?? .parentBasedAlwaysOn
+        otel.traces.batchSpanProcessor.maxQueueSize = configuration.maximumQueue
+        otel.traces.batchSpanProcessor.maxExportBatchSize = min(512, configuration.maximumQueue)
+        otel.logs.batchLogRecordProcessor.maxQueueSize = configuration.maximumQueue
+        otel.logs.batchLogRecordProcessor.maxExportBatchSize = min(512, configuration.maximumQueue)
+        return otel
+    }
+
+    /// `telemetry.headers_file`: `name=value` lines (as `OTEL_EXPORTER_OTLP_HEADERS` lists them),
+    /// blank lines and `#` comments skipped. An error names the line, never its value.
+    static func headers(_ path: String) throws(TelemetryError) -> [(String, String)] {
+        guard !path.isEmpty else { return [] }
+        guard let data = FileManager.default.contents(atPath: path), data.count <= 65_536 else {
+            throw TelemetryError("telemetry.headers_file: cannot read \(path) (or it is over 64 KiB); check the path and its permissions")
+        }
+        var headers: [(String, String)] = []
+        // "\r\n" is one Character to Swift: split on both line ends, or a CRLF file reads as one line.
+        let lines = String(decoding: data, as: UTF8.self).split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" }
+        for (index, line) in lines.enumerated() {
+            let text = line.trimmingCharacters(in: .whitespaces)
+            if text.isEmpty || text.hasPrefix("#") { continue }
+            let parts = text.split(separator: "=", maxSplits: 1)
+            let name = parts.first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+            guard parts.count == 2, !name.isEmpty, name.unicodeScalars.allSatisfy(Self.isTokenCharacter) else {
+                throw TelemetryError("telemetry.headers_file: line \(index + 1) of \(path) is not name=value with a header name")
+            }
+            let value = parts[1].trimmingCharacters(in: .whitespaces)
+            guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+                throw TelemetryError("telemetry.headers_file: line \(index + 1) of \(path) has a control character in its value")
+            }
+            headers.append((name.lowercased(), value))
+        }
+        return headers
+    }
+
+    private static func isTokenCharacter(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || "!#$%&'*+-.^_`|~".unicodeScalars.contains(scalar))
+    }
+
+    /// `url` without a `user:password@` part, for a log line.
+    static func withoutUserInfo(_ url: String) -> String {
+        guard let scheme = url.range(of: "://") else { return url }
+        let rest = url[scheme.upperBound...]
+        let authorityEnd = rest.firstIndex { $0 == "/" } ?? rest.endIndex
+        guard let at = rest[..<authorityEnd].lastIndex(of: "@") else { return url }
+        return String(url[..<scheme.upperBound]) + String(rest[rest.index(after: at)...])
+    }
+}
+
+/// Telemetry that cannot start as configured: what is wrong and what to do.
+public struct TelemetryError: Error, CustomStringConvertible, Sendable {
+    /// The message.
+    public let description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import TestKit
+
+/// `Scripts/otlp-receiver.py` as a child: a real OTLP/HTTP receiver decoding with the OpenTelemetry
+/// protobuf definitions, each span and log record it receives a JSON line on ``records`` (a
+/// ``TestKit/LogWatch``, so a test waits on a record as on a log line).
+struct OTLPReceiver {
+    let process: ChildProcess
+    let records = LogWatch()
+    let reader: Task<Void, Never>
+    /// The port it listens on, on 127.0.0.1.
+    let port: String
+
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Scripts/otlp-receiver.py").path
+
+    /// Starts it on `port` (0: a free one) and waits until it listens. Killed after `lifetime`.
+    init(port: String = "0", lifetime: Duration = .seconds(240)) async throws {
+        let process = try ChildProcess("/usr/bin/env", ["python3", Self.script, port], input: .pipe, output: .pipe, error: .inherit)
+        guard let output = process.standardOutput else { throw ChildProcessError("the receiver's stdout", EBADF) }
+        let (lines, continuation) = AsyncStream.makeStream(of: String.self)
+        Thread.detachNewThread {
+            var buffer = Data()
+            OrderliveProcess.drain(output, untilExitOf: process) { chunk in
+                buffer.append(chunk)
+                while let newline = buffer.firstIndex(of: 0x0A) {
+                    continuation.yield(String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self))
+                    buffer.removeSubrange(buffer.startIndex...newline)
+                }
+            }
+            continuation.finish()
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + Double(lifetime.components.seconds)) { process.signal(SIGKILL) }
+        let records = self.records
+        self.process = process
+        reader = Task { await records.follow(lines) }
+        guard let listening = await records.wait(within: .seconds(30), message: "listening"), let port = listening.line["port"] else {
+            process.signal(SIGKILL)
+            throw ChildProcessError("Scripts/otlp-receiver.py did not start (is opentelemetry-proto installed? make deps)", ENOENT)
+        }
+        self.port = port
+    }
+
+    /// The receiver's base URL, as `OTEL_EXPORTER_OTLP_ENDPOINT` takes it.
+    var endpoint: String { "http://127.0.0.1:\(port)" }
+
+    /// Answers 503 to every export for the next `seconds` (a collector that is down).
+    func hold(seconds: Int) {
+        process.standardInput?.write(Data("hold \(seconds)\n".utf8))
+    }
+
+    /// Stops it.
+    func stop() async {
+        process.signal(SIGKILL)
+        await reader.value
+    }
+}

@@ -1,0 +1,84 @@
+import Agent
+import Foundation
+import Testing
+@testable import Telemetry
+
+/// `telemetry.*` and the `OTEL_*` rules (DESIGN §14): when export is on, what a bad key says, and
+/// the headers file, whose values are secrets and never appear in an error.
+@Suite(.timeLimit(.minutes(1))) struct TelemetryConfigurationTests {
+    static func load(_ yaml: String) async throws -> OrderliveConfiguration {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("telemetry-\(UUID().uuidString).yaml").path
+        try yaml.write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        return try await ConfigurationLoader.load(file: file, environment: ["STATE_DIRECTORY": NSTemporaryDirectory()])
+    }
+
+    @Test func exportIsOffUntilAKeyOrAStandardVariableNamesACollector() async throws {
+        let defaults = TelemetryConfiguration()
+        #expect(!defaults.isOn(environment: [:]))
+        #expect(defaults.isOn(environment: ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"]))
+        #expect(defaults.isOn(environment: ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/v1/traces"]))
+        #expect(!defaults.isOn(environment: ["OTEL_EXPORTER_OTLP_ENDPOINT": ""]))
+        var configured = try await Self.load("telemetry:\n  endpoint: \"http://127.0.0.1:4318\"\n").telemetry
+        #expect(configured.isOn(environment: [:]))
+        #expect(!configured.isOn(environment: ["OTEL_SDK_DISABLED": "true"]), "the specification's off switch wins")
+        configured.traces = false
+        configured.logs = false
+        #expect(!configured.isOn(environment: [:]), "nothing to export")
+        #expect(try await Self.load("telemetry:\n  enabled: true\n").telemetry.isOn(environment: [:]))
+    }
+
+    @Test func aBadKeySaysWhichAndWhatToDo() async throws {
+        func problem(_ yaml: String) async -> String {
+            do {
+                _ = try await Self.load(yaml)
+                return ""
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(await problem("telemetry:\n  endpoint: \"collector:4318\"\n").contains("'telemetry.endpoint'"))
+        #expect(await problem("telemetry:\n  sample_percent: 101\n").contains("'telemetry.sample_percent' must be at most 100"))
+        #expect(await problem("telemetry:\n  max_queue: 0\n").contains("'telemetry.max_queue' must be at least 1"))
+        #expect(await problem("telemetry:\n  headers_file: \"/nonexistent/otel-headers\"\n").contains("cannot read /nonexistent/otel-headers"))
+        #expect(await problem("telemetry:\n  client_cert_file: \"/etc/hostname\"\n").contains("go together"))
+        #expect(await problem("telemetry:\n  tracess: false\n").contains("unknown key"))
+    }
+
+    @Test func theHeadersFileIsReadLineByLineAndAnErrorNeverShowsAValue() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("otel-headers-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        try "# the collector's key\nX-Api-Key = key-4242\r\n\nauthorization=Basic b3RlbDpzZWNyZXQ=\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let headers = try TelemetryExport.headers(file)
+        #expect(headers.map(\.0) == ["x-api-key", "authorization"])
+        #expect(headers.map(\.1) == ["key-4242", "Basic b3RlbDpzZWNyZXQ="])
+        for bad in ["no-equals-sign-secret-77\n", "bad name=secret-77\n", "ok=secret-77\u{7}\n"] {
+            try bad.write(toFile: file, atomically: true, encoding: .utf8)
+            #expect {
+                _ = try TelemetryExport.headers(file)
+            } throws: { error in
+                "\(error)".contains("line 1 of \(file)") && !"\(error)".contains("secret-77")
+            }
+        }
+        #expect(TelemetryExport.withoutUserInfo("https://user:pw@collector:4318/x") == "https://collector:4318/x")
+        #expect(TelemetryExport.withoutUserInfo("http://collector:4318") == "http://collector:4318")
+    }
+
+    @Test func theExportersAreOTLPHTTPWithBoundedQueuesAndTheSignalsAskedFor() throws {
+        var telemetry = TelemetryConfiguration()
+        telemetry.endpoint = "http://127.0.0.1:4318/"
+        telemetry.logs = false
+        telemetry.maximumQueue = 64
+        telemetry.samplePercent = 25
+        let otel = try TelemetryExport.otelConfiguration(telemetry, version: "9.9.9")
+        #expect(otel.traces.enabled && !otel.logs.enabled && !otel.metrics.enabled)
+        #expect(otel.traces.otlpExporter.endpoint == "http://127.0.0.1:4318/v1/traces")
+        #expect(otel.traces.batchSpanProcessor.maxQueueSize == 64)
+        #expect(otel.traces.batchSpanProcessor.maxExportBatchSize == 64)
+        #expect(otel.resourceAttributes["service.version"] == "9.9.9")
+        #expect(otel.serviceName == "orderlive")
+        let export = try #require(try TelemetryExport.make(telemetry, version: "9.9.9", environment: [:]))
+        #expect(export.tracer != nil && export.logHandler == nil && export.services.count == 1)
+        #expect(try TelemetryExport.make(TelemetryConfiguration(), version: "9.9.9", environment: [:]) == nil)
+    }
+}

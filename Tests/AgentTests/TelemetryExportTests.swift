@@ -1,0 +1,146 @@
+import CurlHTTP
+import Foundation
+import Testing
+import TestHarnesses
+import TestKit
+import WebhookSigning
+
+/// DESIGN §14 "Observable from where the operators are", on the real executable against a real OTLP
+/// receiver (`Scripts/otlp-receiver.py`, decoding with the OpenTelemetry protobuf definitions):
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` alone turns export on; a push continues its sender's `traceparent`
+/// through the journal commit; a malformed one starts a new trace and is no error; log records
+/// arrive with the headers file's key sent and no secret in them; a collector that is down costs
+/// nothing a push can see, and export resumes when it is back.
+@Suite(.serialized, .timeLimit(.minutes(5))) struct TelemetryExportTests {
+    static let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+    static let collectorKey = "otel-key-31337"
+
+    static func push(_ loop: CurlLoop, port: String, id: String, traceparent: String? = nil) async throws -> Int {
+        let body = Array(#"{"notifications":[{"tokens":["t"],"platform":2,"data":{"type":"order.status_changed","order_id":7}}]}"#.utf8)
+        let now = Int64(Date().timeIntervalSince1970)
+        let signature = try StandardWebhooks(secret: secret).sign(id: id, timestamp: now, body: body)
+        var headers: HTTPHeaders = [
+            "Content-Type": "application/json", "webhook-id": id, "webhook-timestamp": "\(now)", "webhook-signature": signature,
+        ]
+        if let traceparent { headers.add(name: "traceparent", value: traceparent) }
+        return try await loop.perform(HTTPRequest(url: "http://127.0.0.1:\(port)/api/push", method: "POST", headers: headers, body: body)).status
+    }
+
+    /// An agent exporting to `receiver`, its batches sent every 100 ms, `extra` on top.
+    static func agent(_ directory: String, _ receiver: OTLPReceiver, _ extra: [String: String] = [:]) throws -> RunningAgent {
+        let (secrets, headers) = (directory + "/push-secret", directory + "/otel-headers")
+        try (secret + "\n").write(toFile: secrets, atomically: true, encoding: .utf8)
+        try "x-api-key=\(collectorKey)\n".write(toFile: headers, atomically: true, encoding: .utf8)
+        return try RunningAgent([], environment: [
+            "ORDERLIVE_UPSTREAM_BASE_URL": "http://127.0.0.1:1", "ORDERLIVE_STORE_STATE_DIR": directory + "/state",
+            "ORDERLIVE_INGEST_LISTEN": "127.0.0.1:0", "ORDERLIVE_LOG_FORMAT": "json",
+            "ORDERLIVE_INGEST_AUTH": "standard-webhooks", "ORDERLIVE_INGEST_SECRET_FILE": secrets,
+            "ORDERLIVE_TELEMETRY_HEADERS_FILE": headers, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+            "OTEL_BSP_SCHEDULE_DELAY": "100", "OTEL_BLRP_SCHEDULE_DELAY": "100",
+        ].merging(extra) { $1 })
+    }
+
+    static func directory() throws -> String {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-otel-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    @Test func aPushContinuesItsSendersTraceThroughTheCommitAndLogsReachTheCollector() async throws {
+        let directory = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let receiver = try await OTLPReceiver()
+        let agent = try Self.agent(directory, receiver)
+        let listening = try #require(await agent.logs.wait(message: "push endpoint listening")?.line)
+        let port = try #require(listening["push.listen"]?.split(separator: ":").last.map(String.init))
+        let loop = try CurlLoop(logger: quietLogger)
+
+        // The sender's trace goes on: the request's span is its child, the commit the request's.
+        let (traceID, parentID) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7")
+        #expect(try await Self.push(loop, port: port, id: "msg-1", traceparent: "00-\(traceID)-\(parentID)-01") == 200)
+        let request = try #require(await receiver.records.wait(message: "span", ["name": "POST /api/push", "trace_id": traceID]))
+        #expect(request.line["parent_span_id"] == parentID)
+        #expect(request.line["kind"] == "2", "SPAN_KIND_SERVER")
+        #expect(request.line["attr.http.response.status_code"] == "200")
+        #expect(request.line["attr.http.request.method"] == "POST")
+        #expect(request.line["service"] == "orderlive")
+        let commit = try #require(await receiver.records.wait(message: "span", ["name": "journal commit", "trace_id": traceID]))
+        #expect(commit.line["parent_span_id"] == request.line["span_id"])
+        #expect(commit.line["attr.orderlive.push.outcome"] == "accepted")
+        #expect(commit.line["attr.orderlive.jobs"] == "1")
+
+        // A malformed traceparent is ignored: a new trace, and the push is answered as any other.
+        let malformed = "00-\(String(traceID.reversed()).uppercased())-zz-01"
+        #expect(try await Self.push(loop, port: port, id: "msg-2", traceparent: malformed) == 200)
+        let fresh = try #require(await receiver.records.wait { line in
+            line["message"] == "span" && line["name"] == "POST /api/push" && line["trace_id"] != traceID
+                && line["attr.http.response.status_code"] == "200"
+        })
+        #expect(fresh.line["parent_span_id"] == "", "a new trace has no parent")
+        // A refused push has its span too, with its status.
+        #expect(try await loop.perform(HTTPRequest(url: "http://127.0.0.1:\(port)/api/push", method: "POST", body: Array("{}".utf8))).status == 401)
+        #expect(await receiver.records.wait(message: "span", ["name": "POST /api/push", "attr.http.response.status_code": "401"]) != nil)
+
+        // Log records reach the collector, with the headers file's key on every export request.
+        let started = await receiver.records.wait(message: "log", ["body": "push endpoint listening"])
+        #expect(started?.line["service"] == "orderlive")
+        #expect(await receiver.records.wait(message: "request", ["path": "/v1/logs", "x_api_key": Self.collectorKey]) != nil)
+        #expect(receiver.records.lines.filter { $0["message"] == "request" }.allSatisfy { $0["x_api_key"] == Self.collectorKey })
+
+        await loop.shutdown()
+        let beforeStop = receiver.records.count
+        agent.child.signal(SIGTERM)
+        #expect(await agent.finish() == 0)
+        // A clean stop flushes what the exporters held: the last lines logged reach the collector.
+        let stopping = "stopping: pushes now get 503; finishing the job in hand"
+        #expect(await receiver.records.wait(from: beforeStop, within: .seconds(5), message: "log", ["body": stopping]) != nil)
+        await receiver.stop()
+        let exported = receiver.records.raw.filter { !$0.contains(#""message": "request""#) }.joined(separator: "\n")
+        let logged = agent.logs.raw.joined(separator: "\n")
+        for secret in [Self.secret, "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", Self.collectorKey] {
+            #expect(!exported.contains(secret), "no secret is exported")
+            #expect(!logged.contains(secret), "no secret is logged")
+        }
+    }
+
+    @Test func aCollectorThatIsDownCostsNoPushAnythingAndExportResumes() async throws {
+        let directory = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let receiver = try await OTLPReceiver()
+        receiver.hold(seconds: 8)
+        #expect(await receiver.records.wait(message: "holding") != nil)
+        let agent = try Self.agent(directory, receiver, ["ORDERLIVE_TELEMETRY_MAX_QUEUE": "32"])
+        let listening = try #require(await agent.logs.wait(message: "push endpoint listening")?.line)
+        let port = try #require(listening["push.listen"]?.split(separator: ":").last.map(String.init))
+        let loop = try CurlLoop(logger: quietLogger)
+
+        // Far more spans than the queue holds while every export is refused: each push is still
+        // answered at once (the exporter never sits on the request path).
+        let clock = ContinuousClock()
+        var slowest = Duration.zero
+        for index in 0..<200 {
+            let started = clock.now
+            #expect(try await Self.push(loop, port: port, id: "down-\(index)") == 200)
+            slowest = max(slowest, clock.now - started)
+        }
+        #expect(slowest < .seconds(2), "a push waited \(slowest) on a collector that is down")
+        #expect(await receiver.records.wait(message: "refused") != nil, "the agent did try to export")
+        // What was dropped is said on the console's log, with the count, not exported into the outage.
+        let dropped = await agent.logs.wait { $0["label"] == "orderlive.telemetry" && ($0["message"] ?? "").contains("dropped") }
+        #expect(Int(dropped?.line["dropped_count"] ?? "") ?? 0 > 0, "\(String(describing: dropped?.line))")
+
+        // Back: a push after the hold is exported.
+        let traceID = "0af7651916cd43dd8448eb211c80319c"
+        var exported = false
+        for attempt in 0..<30 where !exported {
+            #expect(try await Self.push(loop, port: port, id: "back-\(attempt)", traceparent: "00-\(traceID)-b7ad6b7169203331-01") == 200)
+            exported = await receiver.records.wait(
+                within: .seconds(1), for: { $0["message"] == "span" && $0["trace_id"] == traceID }) != nil
+        }
+        #expect(exported, "export resumed once the collector was back")
+        await loop.shutdown()
+        agent.child.signal(SIGTERM)
+        #expect(await agent.finish() == 0, "a collector that was down does not hold up the stop")
+        await receiver.stop()
+    }
+}
