@@ -6,7 +6,8 @@ installs) and prints one JSON object per span or log record on stdout, for the t
     python3 Scripts/otlp-receiver.py [PORT]     # prints {"message":"listening","port":N} first
 
 Every object has "message" ("span" or "log") and string fields: trace_id, span_id, parent_span_id,
-name, kind, status, service (the resource's service.name), and each attribute as attr.<key>; a log
+name, kind, status, service, service_version and instance (the resource's service.name,
+service.version and service.instance.id), and each attribute as attr.<key>; a log
 record has body and severity. POST /v1/traces and /v1/logs answer 200 with an empty response;
 gzip bodies are accepted. `hold N` on stdin makes the next N seconds of requests answer 503 (a
 collector that is down), so a test can check that the agent does not wait for it.
@@ -38,7 +39,8 @@ def value(any_value):
 
 def resource_fields(resource):
     attrs = {a.key: value(a.value) for a in resource.attributes}
-    return {"service": attrs.get("service.name", ""), "service_version": attrs.get("service.version", "")}
+    return {"service": attrs.get("service.name", ""), "service_version": attrs.get("service.version", ""),
+            "instance": attrs.get("service.instance.id", "")}
 
 
 def traces(body):

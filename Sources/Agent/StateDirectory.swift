@@ -23,6 +23,28 @@ public struct StateDirectory: Sendable, Hashable {
     /// The stream-status file the running agent keeps up to date for `status`.
     public var streamStatusPath: String { path + "/stream-status.json" }
 
+    /// The file holding the agent's `service.instance.id` for telemetry.
+    public var instanceIDPath: String { path + "/instance-id" }
+
+    /// This state directory's identity in exported telemetry (`service.instance.id`, DESIGN §14): a
+    /// random UUID made on first use and kept in `instance-id`, so it outlives restarts and host
+    /// renames, and a copied directory keeps it. Nil when it can be neither read nor written; the
+    /// telemetry then goes without one.
+    public func instanceID() -> String? {
+        if let data = FileManager.default.contents(atPath: instanceIDPath), data.count <= 64,
+           let id = UUID(uuidString: String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) {
+            return id.uuidString.lowercased()
+        }
+        let id = UUID().uuidString.lowercased()
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try Data((id + "\n").utf8).write(to: URL(fileURLWithPath: instanceIDPath), options: .atomic)
+        } catch {
+            return nil
+        }
+        return id
+    }
+
     /// Opens the order database, creating it when there is none; `busyTimeout` (seconds) is how long
     /// a write waits for another process's lock; `healthChanged` hears when writes start failing for
     /// a storage reason and when they succeed again; `immediateApply` as ``SQLiteOrderStore`` says (the

@@ -24,9 +24,12 @@ public enum ProcessCommands {
         let console = LogOutput.factory(configuration.log, standardErrorIsTerminal: isatty(2) == 1)
         let export: TelemetryExport?
         do {
+            let environment = ProcessInfo.processInfo.environment
             export = try TelemetryExport.make(
-                configuration.telemetry, version: OrderliveVersion.current, environment: ProcessInfo.processInfo.environment,
-                diagnostics: Logger(label: "orderlive.telemetry", factory: console))
+                configuration.telemetry, version: OrderliveVersion.current,
+                instanceID: configuration.telemetry.isOn(environment: environment)
+                    ? StateDirectory(configuration.store.stateDirectory).instanceID() : nil,
+                environment: environment, diagnostics: Logger(label: "orderlive.telemetry", factory: console))
         } catch {
             throw CommandFailure(error.description)
         }

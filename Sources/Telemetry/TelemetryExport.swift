@@ -18,17 +18,20 @@ public struct TelemetryExport: Sendable {
     /// Where records go, for the start-up log line (never the headers).
     public let summary: String
 
-    /// The export `configuration` and `environment` ask for, or nil when it is off.
+    /// The export `configuration` and `environment` ask for, or nil when it is off. `instanceID` is
+    /// the `service.instance.id` resource attribute (``Agent/StateDirectory/instanceID()``).
     ///
     /// `OTEL_*` variables override the keys (swift-otel applies them), so an operator can point a
     /// fleet at a collector without touching its configuration files. swift-otel's own warnings (an
     /// export that failed, records dropped from a full queue) go to `diagnostics`, the console's log,
     /// never back into the export.
     public static func make(
-        _ configuration: TelemetryConfiguration, version: String, environment: [String: String], diagnostics: Logger? = nil
+        _ configuration: TelemetryConfiguration, version: String, instanceID: String? = nil, environment: [String: String],
+        diagnostics: Logger? = nil
     ) throws(TelemetryError) -> TelemetryExport? {
         guard configuration.isOn(environment: environment) else { return nil }
         var otel = try otelConfiguration(configuration, version: version)
+        if let instanceID { otel.resourceAttributes["service.instance.id"] = instanceID }
         if let diagnostics { otel.diagnosticLogger = .custom(diagnostics) }
         var services: [any Service] = []
         var tracer: (any Tracer)?

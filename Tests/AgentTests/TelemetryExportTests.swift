@@ -64,6 +64,11 @@ import WebhookSigning
         #expect(request.line["attr.http.response.status_code"] == "200")
         #expect(request.line["attr.http.request.method"] == "POST")
         #expect(request.line["service"] == "orderlive")
+        #expect(!(request.line["service_version"] ?? "").isEmpty)
+        // service.instance.id is the state directory's, kept in its instance-id file across restarts.
+        let instance = try String(contentsOfFile: directory + "/state/instance-id", encoding: .utf8)
+        #expect(request.line["instance"] == instance.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(UUID(uuidString: request.line["instance"] ?? "") != nil)
         let commit = try #require(await receiver.records.wait(message: "span", ["name": "journal commit", "trace_id": traceID]))
         #expect(commit.line["parent_span_id"] == request.line["span_id"])
         #expect(commit.line["attr.orderlive.push.outcome"] == "accepted")
