@@ -213,7 +213,7 @@ public enum AgentBuilder {
                 if outcome == .deadLettered { deadLettered.signal() }
                 if kind == .fullSync, outcome == .completed { parts.fullSyncs.signal() }
             },
-            logger: logger)
+            tracer: parts.tracer, logger: logger)
         let stream = StreamService(
             source: streamSource(configuration), loop: parts.loop, session: parts.session, store: store, wake: wake,
             observer: AgentStreamObserver(state: state, metrics: metrics, availability: parts.availability), logger: logger)

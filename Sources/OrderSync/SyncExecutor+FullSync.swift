@@ -1,5 +1,6 @@
 import AsyncSignals
 import StoreModel
+import Tracing
 
 extension SyncExecutor {
     /// Applies every page of a full sync and returns the ids the backend returned. Pipelined in three
@@ -8,7 +9,8 @@ extension SyncExecutor {
     /// way, and applied on the executor while later ones are fetched and decoded. At most
     /// ``pagesAhead`` decoded pages wait for the store, one more is decoded and one fetched. A page
     /// that fails ends the job (the stages still running are cancelled) and the job is retried.
-    func fullSync(_ job: JobRecord) async throws -> Set<String> {
+    /// Each page's apply is a child span of the job's `span` (one trace per full sync, DESIGN §14).
+    func fullSync(_ job: JobRecord, span: (any Span)?) async throws -> Set<String> {
         let source = self.source
         let limit = configuration.pageSize
         let pages = BoundedHandOff<[OrderRecord]>(capacity: Self.pagesAhead)
@@ -27,9 +29,16 @@ extension SyncExecutor {
                     throw error
                 }
             }
+            var index = 0
             while let orders = try await pages.receive() {
+                let page = span.flatMap { tracer?.startSpan("full sync page", context: $0.context, ofKind: .internal) }
+                page?.attributes["orderlive.page"] = index
+                page?.attributes["orderlive.orders"] = orders.count
+                defer { page?.end() }
                 try await store.applyPage(orders, for: job.id)
+                index += 1
             }
+            span?.attributes["orderlive.pages"] = index
             guard let seen = try await group.next() else { throw SyncError("the full sync's fetches ended without a result") }
             return seen
         }

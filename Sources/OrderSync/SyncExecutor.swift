@@ -4,6 +4,7 @@ public import Foundation
 public import Logging
 public import StoreModel
 import Synchronization
+public import Tracing
 
 /// Applies journaled jobs strictly one at a time (DESIGN §8 "Sync"). A job's network fetch is part
 /// of the job; nothing else runs meanwhile, because there is one consumer and it awaits each job to
@@ -72,20 +73,24 @@ public final class SyncExecutor: Sendable {
     /// Whether the backend answers, shared with the stream and the session (which bring evidence).
     public let availability: BackendAvailability
     private let observe: @Sendable (JobKind, Outcome) -> Void
+    /// A span per attempt, and per page of a full sync (DESIGN §14); none when nil.
+    let tracer: (any Tracer)?
     private let running = Atomic<Int>(0)
     private let mostAtOnce = Atomic<Int>(0)
 
     /// Creates an executor over a store and an order source; `now` is the wall clock in Unix seconds,
     /// `random` a number in [0, 1] for the probes' jitter; `observe` hears every job's outcome (for
-    /// metrics); `availability` is shared with whatever brings evidence of the backend's health.
+    /// metrics); `availability` is shared with whatever brings evidence of the backend's health;
+    /// `tracer` makes a span of each attempt and of each page of a full sync.
     public init(
         store: any JobApplier, source: any OrderSource, configuration: Configuration = .init(),
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) },
         availability: BackendAvailability? = nil,
-        observe: @escaping @Sendable (JobKind, Outcome) -> Void = { _, _ in }, logger: Logger
+        observe: @escaping @Sendable (JobKind, Outcome) -> Void = { _, _ in }, tracer: (any Tracer)? = nil, logger: Logger
     ) {
         self.observe = observe
+        self.tracer = tracer
         self.store = store
         self.source = source
         self.configuration = configuration
@@ -122,6 +127,9 @@ public final class SyncExecutor: Sendable {
                 _ = mostAtOnce.max(current, ordering: .relaxed)
                 defer { running.subtract(1, ordering: .acquiringAndReleasing) }
                 let applied: Int
+                let span = tracer?.startSpan("sync apply batch", context: .topLevel, ofKind: .internal)
+                span?.attributes["orderlive.jobs"] = cheap.count
+                defer { span?.end() }
                 do {
                     applied = try await store.applyInOneTransaction(cheap)
                 } catch is JobsGone {
@@ -242,25 +250,52 @@ public final class SyncExecutor: Sendable {
             "sync.job.kind": "\(job.kind.rawValue)", "sync.job.order_id": "\(job.orderID ?? "")",
             "sync.job.probe": "\(probe)",
         ])
+        let span = startSpan(job, probe: probe)
         do {
-            try await apply(job)
+            try await apply(job, span: span)
             if !job.isLocal { availability.answered(source: "sync") }
             logger.debug("sync job applied", metadata: [
                 "sync.job.kind": "\(job.kind.rawValue)", "sync.job.order_id": "\(job.orderID ?? "")",
             ])
+            Self.end(span, .completed)
             return .completed
         } catch is JobsGone {
+            Self.end(span, nil)
             return nil
         } catch {
             if Task.isCancelled {
                 // Shutting down: the job was interrupted, not failed; it stays exactly as journaled.
+                Self.end(span, .failed, error)
                 return .failed
             }
-            return await failed(job, error)
+            let outcome = await failed(job, error)
+            Self.end(span, outcome, error)
+            return outcome
         }
     }
 
-    private func apply(_ job: JobRecord) async throws {
+    /// The span of one attempt: the job's kind and order, whether it probes an unavailable backend.
+    private func startSpan(_ job: JobRecord, probe: Bool) -> (any Span)? {
+        guard let tracer else { return nil }
+        let span = tracer.startSpan("sync apply \(job.kind.rawValue)", context: .topLevel, ofKind: .internal)
+        span.attributes["orderlive.job.kind"] = job.kind.rawValue
+        if let order = job.orderID { span.attributes["orderlive.order_id"] = order }
+        if probe { span.attributes["orderlive.job.probe"] = true }
+        return span
+    }
+
+    /// Ends an attempt's span with how it ended (nil: the job was gone).
+    private static func end(_ span: (any Span)?, _ outcome: Outcome?, _ error: (any Error)? = nil) {
+        guard let span else { return }
+        span.attributes["orderlive.job.outcome"] = outcome?.rawValue ?? "gone"
+        if let error, outcome != .completed {
+            span.recordError(error)
+            span.setStatus(SpanStatus(code: .error))
+        }
+        span.end()
+    }
+
+    private func apply(_ job: JobRecord, span: (any Span)?) async throws {
         switch job.kind {
         case .upsert:
             guard let order = job.order else { throw SyncError("the upsert job's order cannot be read") }
@@ -279,7 +314,7 @@ public final class SyncExecutor: Sendable {
                 try await store.applyDelete(orderID: id, version: nil, completing: job.id)
             }
         case .fullSync:
-            let kept = try await fullSync(job)
+            let kept = try await fullSync(job, span: span)
             // Only now, with every page in hand, may missing orders be deleted.
             let removed = try await store.completeFullSync(keeping: kept, completing: job.id)
             logger.info("full sync finished", metadata: ["sync.orders": "\(kept.count)", "sync.removed": "\(removed)"])

@@ -1,0 +1,57 @@
+import InMemoryTracing
+import OrderSync
+import StoreModel
+import TestHarnesses
+import TestKit
+import Testing
+import Tracing
+
+/// DESIGN §14: each attempt of a job is a span with its kind, order and outcome, and a full sync is
+/// one trace with a span per page, under swift-distributed-tracing's in-memory tracer.
+@Suite(.timeLimit(.minutes(2))) struct SyncTracingTests {
+    @Test func aFullSyncIsOneTraceWithASpanPerPage() async throws {
+        try await SyncHarness.run(pageSize: 2) { harness in
+            for _ in 0..<5 { harness.sandbox.orders.create(announce: .silent) }
+            let client = OrdersClient(loop: harness.loop, session: harness.session, baseURL: await harness.sandbox.baseURL)
+            let tracer = InMemoryTracer()
+            let executor = SyncExecutor(
+                store: harness.store, source: client, configuration: .init(pageSize: 2), tracer: tracer, logger: quietLogger)
+            try await harness.store.journal([NewJob(kind: .fullSync, source: "test")])
+            #expect(try await executor.runReadyJobs().completed == 1)
+
+            let spans = tracer.finishedSpans
+            let job = try #require(spans.first { $0.operationName == "sync apply full_sync" })
+            #expect(job.attributes["orderlive.job.kind"]?.toSpanAttribute() == .string("full_sync"))
+            #expect(job.attributes["orderlive.job.outcome"]?.toSpanAttribute() == .string("completed"))
+            #expect(job.attributes["orderlive.pages"]?.toSpanAttribute() == .int64(3))
+            #expect(job.parentSpanID == nil, "the full sync starts its trace")
+            let pages = spans.filter { $0.operationName == "full sync page" }
+            #expect(pages.map { $0.attributes["orderlive.page"]?.toSpanAttribute() } == [.int64(0), .int64(1), .int64(2)])
+            #expect(pages.map { $0.attributes["orderlive.orders"]?.toSpanAttribute() } == [.int64(2), .int64(2), .int64(1)])
+            #expect(pages.allSatisfy { $0.traceID == job.traceID && $0.parentSpanID == job.spanID })
+        }
+    }
+
+    @Test func anAttemptThatFailsIsAnErrorSpanWithItsOrder() async throws {
+        try await SyncHarness.run(pageSize: 2) { harness in
+            let client = OrdersClient(loop: harness.loop, session: harness.session, baseURL: await harness.sandbox.baseURL)
+            let tracer = InMemoryTracer()
+            let refusing = FullSyncPipelineTests.ScriptedStore(harness.store) { _, _, _ in throw FullSyncPipelineTests.Refused() }
+            let executor = SyncExecutor(
+                store: refusing, source: client, configuration: .init(pageSize: 2), tracer: tracer, logger: quietLogger)
+            let order = harness.sandbox.orders.create(announce: .silent)
+            try await harness.store.journal([NewJob(kind: .fetch, orderID: "\(order)", source: "test")])
+            #expect(try await executor.runReadyJobs().completed == 1)
+            try await harness.store.journal([NewJob(kind: .fullSync, source: "test")])
+            #expect(try await executor.runReadyJobs().failed == 1)
+
+            let fetch = try #require(tracer.finishedSpans.first { $0.operationName == "sync apply fetch" })
+            #expect(fetch.attributes["orderlive.order_id"]?.toSpanAttribute() == .string("\(order)"))
+            #expect(fetch.attributes["orderlive.job.outcome"]?.toSpanAttribute() == .string("completed"))
+            #expect(fetch.status == nil)
+            let sync = try #require(tracer.finishedSpans.first { $0.operationName == "sync apply full_sync" })
+            #expect(sync.attributes["orderlive.job.outcome"]?.toSpanAttribute() == .string("failed"))
+            #expect(sync.status?.code == .error)
+        }
+    }
+}
