@@ -223,6 +223,7 @@ let package = Package(
                 "AsyncSignals", "CheckedInput", "CurlHTTP", "JSONToolkit", "StoreModel", "WebhookSigning",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strict
         ),

@@ -227,7 +227,8 @@ public enum AgentBuilder {
         let recorder = StreamStatusRecorder(state: state, stateDirectory: configuration.store.stateDirectory, logger: logger)
         let webhooks = WebhookDeliverer(
             store: store, loop: parts.webhookLoop, settings: configuration.webhooks.settings, changed: parts.webhookWake,
-            observe: { endpoint, attempt, count in metrics.record(webhook: endpoint, attempt, count: count) }, logger: logger)
+            observe: { endpoint, attempt, count in metrics.record(webhook: endpoint, attempt, count: count) }, tracer: parts.tracer,
+            logger: logger)
         guard let postgres = parts.postgres else {
             return [SessionRefreshService(session: parts.session), recorder, stream, executorService, retention, webhooks]
         }

@@ -4,6 +4,7 @@ import CurlHTTP
 import Foundation
 import Logging
 import StoreModel
+import Tracing
 import WebhookSigning
 
 /// One endpoint's delivery loop: in change-log order, one change in flight; a failure waits out the
@@ -148,16 +149,22 @@ struct EndpointDelivery: Sendable {
             guard try await persist(&cursor, force: true) else { return .zero }
             return try await failed(endpoint, reason: "the endpoint's secret is not a Standard Webhooks key", retryAfter: nil)
         }
-        // Each change with its request, or none when the endpoint's filters skip it.
+        // Each change with its request, or none when the endpoint's filters skip it, and the
+        // attempt's span (whose traceparent the request carries).
+        var spans: [(any Span)?] = []
         let planned = changes.map { change in
             (seq: change.seq, request: WebhookPayload.event(for: change, to: endpoint).map {
-                request($0.body, seq: change.seq, endpoint: endpoint, signers: signers, at: signedAt)
+                var request = request($0.body, seq: change.seq, endpoint: endpoint, signers: signers, at: signedAt)
+                spans.append(WebhookAttemptSpan.start(
+                    deliverer.tracer, &request, endpoint: endpoint.id, seq: change.seq, url: Self.redacted(endpoint.url)))
+                return request
             })
         }
         let now = deliverer.now
         let results = await deliverer.loop.performSequence(planned.compactMap(\.request)) { response in
             (200..<300).contains(response.status) && now() - signedAt < 60
         }
+        for (index, span) in spans.enumerated() { WebhookAttemptSpan.end(span, index < results.count ? results[index] : nil) }
         guard var current = cursor else { return .zero }
         // The 2xx answers are counted in the metrics once per batch, however it ends.
         var delivered = 0

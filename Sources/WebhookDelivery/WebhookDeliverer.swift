@@ -5,6 +5,7 @@ public import Foundation
 public import Logging
 public import ServiceLifecycle
 public import StoreModel
+public import Tracing
 import WebhookSigning
 
 /// How outgoing webhooks are sent (`webhooks.*`).
@@ -45,6 +46,8 @@ public struct WebhookDeliverer: Service {
     let now: @Sendable () -> Double
     let random: @Sendable () -> Double
     let observe: @Sendable (Int64, WebhookAttempt, Int) -> Void
+    /// A span per attempt, whose traceparent the request carries (DESIGN §14); none when nil.
+    let tracer: (any Tracer)?
     let processorCounters: @Sendable () -> ProcessorIdleGauge.Counters?
     let logger: Logger
 
@@ -59,8 +62,9 @@ public struct WebhookDeliverer: Service {
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
         observe: @escaping @Sendable (Int64, WebhookAttempt, Int) -> Void = { _, _, _ in },
         processorCounters: @escaping @Sendable () -> ProcessorIdleGauge.Counters? = ProcessorIdleGauge.readProcStat,
-        logger: Logger
+        tracer: (any Tracer)? = nil, logger: Logger
     ) {
+        self.tracer = tracer
         self.store = store
         self.loop = loop
         self.settings = settings

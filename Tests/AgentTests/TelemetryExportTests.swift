@@ -15,8 +15,10 @@ import WebhookSigning
     static let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
     static let collectorKey = "otel-key-31337"
 
-    static func push(_ loop: CurlLoop, port: String, id: String, traceparent: String? = nil) async throws -> Int {
-        let body = Array(#"{"notifications":[{"tokens":["t"],"platform":2,"data":{"type":"order.status_changed","order_id":7}}]}"#.utf8)
+    /// A push announcing order 7 (a fetch job), or carrying it whole (an upsert, a change).
+    static func push(_ loop: CurlLoop, port: String, id: String, traceparent: String? = nil, whole: Bool = false) async throws -> Int {
+        let data = whole ? #""order":{"id":7,"status":"picked_up","version":1,"store_id":1}"# : #""order_id":7"#
+        let body = Array(#"{"notifications":[{"tokens":["t"],"platform":2,"data":{"type":"order.status_changed",\#(data)}}]}"#.utf8)
         let now = Int64(Date().timeIntervalSince1970)
         let signature = try StandardWebhooks(secret: secret).sign(id: id, timestamp: now, body: body)
         var headers: HTTPHeaders = [
@@ -106,6 +108,40 @@ import WebhookSigning
             #expect(!exported.contains(secret), "no secret is exported")
             #expect(!logged.contains(secret), "no secret is logged")
         }
+    }
+
+    @Test func aWebhookAttemptIsAClientSpanWhoseTraceparentGoesOut() async throws {
+        let directory = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let otlp = try await OTLPReceiver()
+        let agent = try Self.agent(directory, otlp)
+        let listening = try #require(await agent.logs.wait(message: "push endpoint listening")?.line)
+        let port = try #require(listening["push.listen"]?.split(separator: ":").last.map(String.init))
+        let loop = try CurlLoop(logger: quietLogger)
+        try await WebhookReceiver.withRunning(secret: Self.secret) { receiver, url in
+            let (added, said) = try await StoreFileCommandsTests.run(
+                ["webhooks", "add", url, "--secret-file", directory + "/push-secret"], in: directory + "/state")
+            #expect(added == 0, "\(said)")
+            // The endpoint is picked up within a second; a change after it is delivered.
+            var delivered: WebhookReceiver.Received?
+            for attempt in 0..<20 where delivered == nil {
+                #expect(try await Self.push(loop, port: port, id: "whole-\(attempt)", whole: true) == 200)
+                if await receiver.until(.seconds(1), { !$0.isEmpty }) { delivered = receiver.received.first }
+            }
+            let sent = try #require(delivered?.traceparent, "the attempt carries a traceparent")
+            let parts = sent.split(separator: "-").map(String.init)
+            try #require(parts.count == 4 && parts[1].count == 32 && parts[2].count == 16, "\(sent)")
+            let span = try #require(await otlp.records.wait(message: "span", ["name": "POST", "trace_id": parts[1]]))
+            #expect(span.line["span_id"] == parts[2], "the header names the attempt's own span")
+            #expect(span.line["kind"] == "3", "SPAN_KIND_CLIENT")
+            #expect(span.line["attr.http.response.status_code"] == "200")
+            #expect(span.line["attr.url.full"] == url)
+            #expect(span.line["attr.orderlive.change.seq"] != nil)
+        }
+        await loop.shutdown()
+        agent.child.signal(SIGTERM)
+        #expect(await agent.finish() == 0)
+        await otlp.stop()
     }
 
     @Test func aCollectorThatIsDownCostsNoPushAnythingAndExportResumes() async throws {

@@ -22,6 +22,8 @@ public final class WebhookReceiver: Sendable {
         public var status: Int
         /// When it was taken down, before it was answered.
         public var at = ContinuousClock.now
+        /// The W3C `traceparent` header, when one was sent.
+        public var traceparent: String?
     }
 
     private let verifier: StandardWebhooks
@@ -84,7 +86,7 @@ public final class WebhookReceiver: Sendable {
             state.received.append(Received(
                 id: header("webhook-id") ?? "", timestamp: header("webhook-timestamp") ?? "",
                 signature: header("webhook-signature") ?? "", body: String(decoding: bytes, as: UTF8.self), verified: verified,
-                status: status))
+                status: status, traceparent: header("traceparent")))
             return status
         }
         arrived.signal()
