@@ -13,6 +13,8 @@ public struct JSONLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
     /// The lowest level written.
     public var logLevel: Logger.Level = .info
+    /// Metadata read at each line (with telemetry on, the trace and span ids of the work in hand).
+    public var metadataProvider: Logger.MetadataProvider?
 
     /// Creates a handler writing lines with `write` (standard error by default).
     public init(label: String, write: @escaping @Sendable (String) -> Void = { _ = LineWriter.standardError.write(line: $0) }) {
@@ -34,7 +36,9 @@ public struct JSONLogHandler: LogHandler {
             #""label":\#(JSONText.string(label))"#,
             #""message":\#(JSONText.string(event.message.description))"#,
         ]
-        let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+        var merged = metadata
+        if let provided = metadataProvider?.get(), !provided.isEmpty { merged.merge(provided) { $1 } }
+        merged.merge(event.metadata ?? [:]) { $1 }
         for key in merged.keys.sorted() where !["time", "level", "label", "message"].contains(key) {
             fields.append("\(JSONText.string(key)):\(JSONText.string(merged[key].map { "\($0)" } ?? ""))")
         }

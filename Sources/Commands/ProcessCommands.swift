@@ -35,11 +35,21 @@ public enum ProcessCommands {
         }
         if let exported = export?.logHandler {
             let level = configuration.log.level
-            LoggingSystem.bootstrap { label in
+            LoggingSystem.bootstrap({ label, provider in
+                // The console's lines get the trace ids from the provider; exported records carry
+                // their span context themselves.
+                var printing = console(label)
+                printing.metadataProvider = provider
                 var exporting = exported(label)
                 exporting.logLevel = level
-                return MultiplexLogHandler([console(label), exporting])
-            }
+                return MultiplexLogHandler([printing, exporting])
+            }, metadataProvider: export?.metadataProvider)
+        } else if let provider = export?.metadataProvider {
+            LoggingSystem.bootstrap({ label, provider in
+                var handler = console(label)
+                handler.metadataProvider = provider
+                return handler
+            }, metadataProvider: provider)
         } else {
             LoggingSystem.bootstrap(console)
         }

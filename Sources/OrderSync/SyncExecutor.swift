@@ -250,7 +250,13 @@ public final class SyncExecutor: Sendable {
             "sync.job.kind": "\(job.kind.rawValue)", "sync.job.order_id": "\(job.orderID ?? "")",
             "sync.job.probe": "\(probe)",
         ])
-        let span = startSpan(job, probe: probe)
+        guard let span = startSpan(job, probe: probe) else { return await attempt(job, span: nil) }
+        // The attempt's log lines carry its trace id (the log handler reads the task's context).
+        return await ServiceContext.withValue(span.context) { await attempt(job, span: span) }
+    }
+
+    /// One attempt of `job` under `span`, as ``execute(_:probe:)`` says.
+    private func attempt(_ job: JobRecord, span: (any Span)?) async -> Outcome? {
         do {
             try await apply(job, span: span)
             if !job.isLocal { availability.answered(source: "sync") }

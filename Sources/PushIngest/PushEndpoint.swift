@@ -113,9 +113,12 @@ public final class PushEndpoint: Sendable {
         case .unauthorized, .unavailable:
             break  // logged where the cause is known, at the level it deserves (one line, not two)
         default:
-            refusals.log(.info, "push refused", key: "refused/\(answer.outcome.rawValue)", metadata: [
-                "push.outcome": "\(answer.outcome.rawValue)", "http.status": "\(answer.status.code)",
-            ])
+            // Under the request's context, the line carries its trace id (the log handler reads it).
+            _ = ServiceContext.withValue(trace.span?.context) {
+                refusals.log(.info, "push refused", key: "refused/\(answer.outcome.rawValue)", metadata: [
+                    "push.outcome": "\(answer.outcome.rawValue)", "http.status": "\(answer.status.code)",
+                ])
+            }
         }
     }
 

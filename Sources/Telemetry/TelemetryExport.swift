@@ -13,6 +13,9 @@ public struct TelemetryExport: Sendable {
     public let tracer: (any Tracer)?
     /// Log handlers that export records; nil when logs are not exported.
     public let logHandler: (@Sendable (String) -> any LogHandler)?
+    /// Adds `trace_id` and `span_id` to every log line written under a span's context, on the
+    /// console too, so a line leads to its trace; nil when traces are not exported.
+    public let metadataProvider: Logger.MetadataProvider?
     /// The exporters' background work (batching, export, flush at shutdown).
     public let services: [any Service]
     /// Where records go, for the start-up log line (never the headers).
@@ -54,7 +57,8 @@ public struct TelemetryExport: Sendable {
         let endpoint = environment["OTEL_EXPORTER_OTLP_ENDPOINT"].flatMap { $0.isEmpty ? nil : $0 }
             ?? (configuration.endpoint.isEmpty ? "http://localhost:4318" : configuration.endpoint)
         return TelemetryExport(
-            tracer: tracer, logHandler: logHandler, services: services,
+            tracer: tracer, logHandler: logHandler, metadataProvider: tracer == nil ? nil : OTel.makeLoggingMetadataProvider(),
+            services: services,
             summary: "\(signals.joined(separator: " and ")) over OTLP/HTTP to \(Self.withoutUserInfo(endpoint))")
     }
 

@@ -16,9 +16,11 @@ import WebhookSigning
     static let collectorKey = "otel-key-31337"
 
     /// A push announcing order 7 (a fetch job), or carrying it whole (an upsert, a change).
-    static func push(_ loop: CurlLoop, port: String, id: String, traceparent: String? = nil, whole: Bool = false) async throws -> Int {
+    static func push(
+        _ loop: CurlLoop, port: String, id: String, traceparent: String? = nil, whole: Bool = false, raw: String? = nil
+    ) async throws -> Int {
         let data = whole ? #""order":{"id":7,"status":"picked_up","version":1,"store_id":1}"# : #""order_id":7"#
-        let body = Array(#"{"notifications":[{"tokens":["t"],"platform":2,"data":{"type":"order.status_changed",\#(data)}}]}"#.utf8)
+        let body = Array((raw ?? #"{"notifications":[{"tokens":["t"],"platform":2,"data":{"type":"order.status_changed",\#(data)}}]}"#).utf8)
         let now = Int64(Date().timeIntervalSince1970)
         let signature = try StandardWebhooks(secret: secret).sign(id: id, timestamp: now, body: body)
         var headers: HTTPHeaders = [
@@ -87,6 +89,11 @@ import WebhookSigning
         // A refused push has its span too, with its status.
         #expect(try await loop.perform(HTTPRequest(url: "http://127.0.0.1:\(port)/api/push", method: "POST", body: Array("{}".utf8))).status == 401)
         #expect(await receiver.records.wait(message: "span", ["name": "POST /api/push", "attr.http.response.status_code": "401"]) != nil)
+        // A refusal's log line carries its push's trace id, on the console and in the exported record.
+        let refusedTrace = "0123456789abcdef0123456789abcdef"
+        #expect(try await Self.push(loop, port: port, id: "msg-3", traceparent: "00-\(refusedTrace)-\(parentID)-01", raw: "{}") == 400)
+        #expect(await agent.logs.wait(message: "push refused", ["trace_id": refusedTrace]) != nil)
+        #expect(await receiver.records.wait(message: "log", ["body": "push refused", "trace_id": refusedTrace]) != nil)
 
         // Log records reach the collector, with the headers file's key on every export request.
         let started = await receiver.records.wait(message: "log", ["body": "push endpoint listening"])
