@@ -302,7 +302,7 @@ let package = Package(
         .target(
             name: "Telemetry",
             dependencies: [
-                "Agent",
+                "Agent", "CoalescedLogging",
                 .product(name: "OTel", package: "swift-otel"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

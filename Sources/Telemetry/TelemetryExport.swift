@@ -35,7 +35,10 @@ public struct TelemetryExport: Sendable {
         guard configuration.isOn(environment: environment) else { return nil }
         var otel = try otelConfiguration(configuration, version: version)
         if let instanceID { otel.resourceAttributes["service.instance.id"] = instanceID }
-        if let diagnostics { otel.diagnosticLogger = .custom(diagnostics) }
+        if let diagnostics {
+            let coalesced = DiagnosticsLogHandler(logger: diagnostics)
+            otel.diagnosticLogger = .custom(Logger(label: diagnostics.label) { _ in coalesced })
+        }
         var services: [any Service] = []
         var tracer: (any Tracer)?
         var logHandler: (@Sendable (String) -> any LogHandler)?

@@ -186,6 +186,9 @@ import WebhookSigning
                 within: .seconds(1), for: { $0["message"] == "span" && $0["trace_id"] == traceID }) != nil
         }
         #expect(exported, "export resumed once the collector was back")
+        // Coalesced: one line per kind, then at most one per 10 s, however many batches overflowed.
+        let droppedLines = agent.logs.lines.filter { $0["label"] == "orderlive.telemetry" && ($0["message"] ?? "").contains("dropped") }
+        #expect(droppedLines.count <= 3, "\(droppedLines.count) lines about drops")
         await loop.shutdown()
         agent.child.signal(SIGTERM)
         #expect(await agent.finish() == 0, "a collector that was down does not hold up the stop")

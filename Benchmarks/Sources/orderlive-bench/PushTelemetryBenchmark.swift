@@ -2,12 +2,13 @@
 // on ≥ 0.95× off). The same wrk load as the ingest rows (one-notification Gorush requests with a
 // whole order, 50 connections) against the agent as `orderlive run` builds it, once without
 // telemetry and once with traces and logs exported over OTLP/HTTP (swift-otel, every trace sampled:
-// two spans per push) to a sink in this process that answers every export 200 without decoding it,
+// a request and a commit span per push, an apply span per batch) to a sink in this process that answers every export 200 without decoding it,
 // as a collector on another box would cost the agent nothing more. The rounds alternate the order.
 
 import Agent
 import Foundation
 import Hummingbird
+import Logging
 import Telemetry
 
 /// An OTLP/HTTP sink on 127.0.0.1: `/v1/traces` and `/v1/logs` read the body and answer 200 with an
@@ -37,8 +38,11 @@ func withOTLPSink<T: Sendable>(_ body: @Sendable @escaping (Int) async throws ->
 }
 
 func pushTelemetryBenchmark(seconds: Int, rounds: Int, script: String) async throws {
+    // BENCH_OTEL_SAMPLE_PERCENT: telemetry.sample_percent of the "on" rows (default 100, every push traced).
+    let samplePercent = min(100, max(0, Int(ProcessInfo.processInfo.environment["BENCH_OTEL_SAMPLE_PERCENT"] ?? "") ?? 100))
     print("")
-    print("push ingest with OpenTelemetry export: wrk -t2 -c50 -d\(seconds)s, durability normal, traces (2 spans a push) and logs to an OTLP/HTTP sink")
+    print("push ingest with OpenTelemetry export: wrk -t2 -c50 -d\(seconds)s, durability normal, traces (sample_percent \(samplePercent)) "
+        + "and logs to an OTLP/HTTP sink; swift-otel's warnings to /dev/null")
     print("| round | telemetry | requests/s | p50 ms | p99 ms | CPU µs/request | errors | ratio to off | process RSS MB before → after (peak) |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for round in 1...rounds {
@@ -49,7 +53,9 @@ func pushTelemetryBenchmark(seconds: Int, rounds: Int, script: String) async thr
                 if on {
                     var configuration = TelemetryConfiguration()
                     configuration.endpoint = "http://127.0.0.1:\(sink)"
-                    if let export = try TelemetryExport.make(configuration, version: "bench", environment: [:]) {
+                    configuration.samplePercent = samplePercent
+                    let silent = Logger(label: "bench.telemetry") { _ in SwiftLogNoOpLogHandler() }
+                    if let export = try TelemetryExport.make(configuration, version: "bench", environment: [:], diagnostics: silent) {
                         telemetry = AgentTelemetry(tracer: export.tracer, services: export.services)
                     }
                 }
