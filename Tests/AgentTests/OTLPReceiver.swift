@@ -19,17 +19,7 @@ struct OTLPReceiver {
         let process = try ChildProcess("/usr/bin/env", ["python3", Self.script, port], input: .pipe, output: .pipe, error: .inherit)
         guard let output = process.standardOutput else { throw ChildProcessError("the receiver's stdout", EBADF) }
         let (lines, continuation) = AsyncStream.makeStream(of: String.self)
-        Thread.detachNewThread {
-            var buffer = Data()
-            OrderliveProcess.drain(output, untilExitOf: process) { chunk in
-                buffer.append(chunk)
-                while let newline = buffer.firstIndex(of: 0x0A) {
-                    continuation.yield(String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self))
-                    buffer.removeSubrange(buffer.startIndex...newline)
-                }
-            }
-            continuation.finish()
-        }
+        OrderliveProcess.follow(output, of: process, into: continuation)
         DispatchQueue.global().asyncAfter(deadline: .now() + Double(lifetime.components.seconds)) { process.signal(SIGKILL) }
         let records = self.records
         self.process = process

@@ -50,10 +50,15 @@ struct OrderliveProcess {
             continuation.finish()
             return
         }
-        // A plain thread reads the child's output, so the test can wait on each line as it arrives.
+        Self.follow(reader, of: process, into: continuation)
+    }
+
+    /// Reads `handle` on a plain thread, so a test can wait on each line as it arrives, until
+    /// `process` has exited and its output is read (``drain(_:untilExitOf:_:)``); then finishes.
+    static func follow(_ handle: FileHandle, of process: ChildProcess, into continuation: AsyncStream<String>.Continuation) {
         Thread.detachNewThread {
             var buffer = Data()
-            Self.drain(reader, untilExitOf: process) { chunk in
+            drain(handle, untilExitOf: process) { chunk in
                 buffer.append(chunk)
                 while let newline = buffer.firstIndex(of: 0x0A) {
                     continuation.yield(String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self))

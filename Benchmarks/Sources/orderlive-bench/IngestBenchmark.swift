@@ -104,6 +104,11 @@ func withBareServer<T: Sendable>(_ body: @Sendable @escaping (Int) async throws 
         return Response(status: .ok, headers: headers,
                         body: ResponseBody(byteBuffer: ByteBuffer(string: #"{"counts":1,"logs":[],"success":"ok"}"#)))
     }
+    return try await withServing(router, body)
+}
+
+/// Serves `router` on a free port of 127.0.0.1 for the length of `body`, which gets the port.
+func withServing<T: Sendable>(_ router: Router<BasicRequestContext>, _ body: @Sendable @escaping (Int) async throws -> T) async throws -> T {
     let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
     let app = Application(
         router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),

@@ -12,7 +12,7 @@ import Logging
 import Telemetry
 
 /// An OTLP/HTTP sink on 127.0.0.1: `/v1/traces` and `/v1/logs` read the body and answer 200 with an
-/// empty protobuf response (a valid `Export…ServiceResponse`); counts the bytes received.
+/// empty protobuf response (a valid `Export…ServiceResponse`), decoding nothing.
 func withOTLPSink<T: Sendable>(_ body: @Sendable @escaping (Int) async throws -> T) async throws -> T {
     let router = Router()
     for path in ["/v1/traces", "/v1/logs"] {
@@ -23,18 +23,7 @@ func withOTLPSink<T: Sendable>(_ body: @Sendable @escaping (Int) async throws ->
             return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer()))
         }
     }
-    let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-    let app = Application(
-        router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-        onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: quiet)
-    return try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await app.run(); return nil }
-        var iterator = ports.makeAsyncIterator()
-        let port = await iterator.next() ?? 0
-        let result = try await body(port)
-        group.cancelAll()
-        return result
-    }
+    return try await withServing(router, body)
 }
 
 func pushTelemetryBenchmark(seconds: Int, rounds: Int, script: String) async throws {
