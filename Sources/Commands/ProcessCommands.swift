@@ -33,26 +33,17 @@ public enum ProcessCommands {
         } catch {
             throw CommandFailure(error.description)
         }
-        if let exported = export?.logHandler {
-            let level = configuration.log.level
-            LoggingSystem.bootstrap({ label, provider in
-                // The console's lines get the trace ids from the provider; exported records carry
-                // their span context themselves.
-                var printing = console(label)
-                printing.metadataProvider = provider
-                var exporting = exported(label)
-                exporting.logLevel = level
-                return MultiplexLogHandler([printing, exporting])
-            }, metadataProvider: export?.metadataProvider)
-        } else if let provider = export?.metadataProvider {
-            LoggingSystem.bootstrap({ label, provider in
-                var handler = console(label)
-                handler.metadataProvider = provider
-                return handler
-            }, metadataProvider: provider)
-        } else {
-            LoggingSystem.bootstrap(console)
-        }
+        // One bootstrap for every case: the console's lines get the trace ids from the provider (with
+        // traces on); exported records (with logs on) carry their span context themselves.
+        let (exported, level) = (export?.logHandler, configuration.log.level)
+        LoggingSystem.bootstrap({ label, provider in
+            var printing = console(label)
+            if provider != nil { printing.metadataProvider = provider }
+            guard let exported else { return printing }
+            var exporting = exported(label)
+            exporting.logLevel = level
+            return MultiplexLogHandler([printing, exporting])
+        }, metadataProvider: export?.metadataProvider)
         let logger = Logger(label: "orderlive")
         if let export { logger.info("telemetry exported", metadata: ["telemetry.export": "\(export.summary)"]) }
         let program: AgentProgram
