@@ -304,6 +304,7 @@ let package = Package(
             dependencies: [
                 "Agent", "CoalescedLogging",
                 .product(name: "OTel", package: "swift-otel"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """A real OTLP/HTTP receiver for the telemetry tests (DESIGN §14): it decodes what a collector would
 be sent with the OpenTelemetry protobuf definitions (PyPI's opentelemetry-proto, which `make deps`
-installs) and prints one JSON object per span or log record on stdout, for the test to wait on.
+installs) and prints one JSON object per span, log record or metric data point on stdout, for the
+test to wait on.
 
     python3 Scripts/otlp-receiver.py [PORT]     # prints {"message":"listening","port":N} first
 
-Every object has "message" ("span" or "log") and string fields: trace_id, span_id, parent_span_id,
+Every object has "message" ("span", "log" or "metric") and string fields: trace_id, span_id, parent_span_id,
 name, kind, status, service, service_version and instance (the resource's service.name,
 service.version and service.instance.id), and each attribute as attr.<key>; a log
-record has body and severity. POST /v1/traces and /v1/logs answer 200 with an empty response;
+record has body and severity; a metric data point has name, type (sum, gauge or histogram), value (a
+histogram's sum), count (a histogram's), buckets (a histogram's upper bounds, comma-separated) and its
+attributes as attr.<key>. POST /v1/traces, /v1/logs and /v1/metrics answer 200 with an empty response;
 gzip bodies are accepted. `hold N` on stdin makes the next N seconds of requests answer 503 (a
 collector that is down), so a test can check that the agent does not wait for it.
 """
@@ -20,6 +23,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
+from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 lock = threading.Lock()
@@ -72,6 +76,30 @@ def logs(body):
     return logs_service_pb2.ExportLogsServiceResponse().SerializeToString()
 
 
+def number(point):
+    return str(point.as_int) if point.WhichOneof("value") == "as_int" else repr(point.as_double)
+
+
+def metrics(body):
+    request = metrics_service_pb2.ExportMetricsServiceRequest()
+    request.ParseFromString(body)
+    for resource_metrics in request.resource_metrics:
+        base = resource_fields(resource_metrics.resource)
+        for scope in resource_metrics.scope_metrics:
+            for metric in scope.metrics:
+                kind = metric.WhichOneof("data")
+                for point in getattr(metric, kind).data_points:
+                    obj = {"message": "metric", "name": metric.name, "type": kind, **base}
+                    if kind == "histogram":
+                        obj.update({"value": repr(point.sum), "count": str(point.count),
+                                    "buckets": ",".join(repr(b) for b in point.explicit_bounds)})
+                    else:
+                        obj["value"] = number(point)
+                    obj.update({"attr." + a.key: value(a.value) for a in point.attributes})
+                    emit(obj)
+    return metrics_service_pb2.ExportMetricsServiceResponse().SerializeToString()
+
+
 class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
@@ -84,7 +112,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
-        route = {"/v1/traces": traces, "/v1/logs": logs}.get(self.path)
+        route = {"/v1/traces": traces, "/v1/logs": logs, "/v1/metrics": metrics}.get(self.path)
         if route is None:
             self.send_response(404)
             self.send_header("Content-Length", "0")

@@ -25,8 +25,11 @@ public enum AgentBuilder {
         environment: [String: String] = ProcessInfo.processInfo.environment, telemetry: AgentTelemetry = AgentTelemetry()
     ) throws(AgentStartError) -> AgentProgram {
         let listeners = try Listeners(configuration, logger: logger)
-        let parts = try Parts(configuration: configuration, logger: logger, environment: environment, tracer: telemetry.tracer)
+        let parts = try Parts(configuration: configuration, logger: logger, environment: environment, telemetry: telemetry)
         var services: [any Service] = telemetry.services
+        if telemetry.metrics != nil {
+            services.append(MetricsRefresh(operations: parts.operations, interval: telemetry.metricsInterval))
+        }
         services += [CurlLoopService(loop: parts.loop), CurlLoopService(loop: parts.webhookLoop)]
         services += syncServices(parts)
         services.append(StoreHealthProbe(store: parts.store, changed: parts.healthWake, logger: logger))
@@ -107,7 +110,7 @@ public enum AgentBuilder {
     struct Parts {
         let configuration: OrderliveConfiguration
         let logger: Logger
-        let metrics = AgentMetrics()
+        let metrics: AgentMetrics
         let state = AgentState()
         /// Signalled when jobs were journaled: the executor wakes.
         let wake = WakeSignal()
@@ -139,12 +142,18 @@ public enum AgentBuilder {
         /// Spans of pushes and commits, when traces are exported.
         let tracer: (any Tracer)?
 
+        /// Readiness, status and `/metrics` as these parts answer them.
+        var operations: AgentOperations {
+            AgentOperations(session: session, observation: observation, state: state, metrics: metrics)
+        }
+
         init(
-            configuration: OrderliveConfiguration, logger: Logger, environment: [String: String], tracer: (any Tracer)?
+            configuration: OrderliveConfiguration, logger: Logger, environment: [String: String], telemetry: AgentTelemetry
         ) throws(AgentStartError) {
             self.configuration = configuration
             self.logger = logger
-            self.tracer = tracer
+            self.tracer = telemetry.tracer
+            metrics = AgentMetrics(export: telemetry.metrics)
             let sessions = SessionFactory(configuration: configuration, environment: environment)
             do {
                 try sessions.credentialStore().ensureDirectory()
@@ -280,7 +289,7 @@ public enum AgentBuilder {
                 host: push.host, port: push.port, readTimeout: ingest.readTimeout, maximumBodyBytes: ingest.maximumBodyBytes,
                 maximumConnections: ingest.maximumConnections, allowFrom: ingest.allowFrom, tls: push.tls, http2: ingest.http2),
             endpoint: endpoint,
-            operations: AgentOperations(session: parts.session, observation: parts.observation, state: parts.state, metrics: parts.metrics),
+            operations: parts.operations,
             listenerMetrics: ListenerMetrics(listener: "push", factory: parts.metrics.factory),
             logger: parts.logger)
     }

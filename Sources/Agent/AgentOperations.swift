@@ -80,10 +80,17 @@ public struct AgentOperations: OperationsProvider {
 
     /// `/metrics`, with the store's counts as last seen.
     public func metricsText() async -> String {
+        await refreshMetrics()
+        return metrics.text()
+    }
+
+    /// Brings the gauges that mirror the store and the agent's state up to date: before `/metrics`
+    /// answers, and on every OTLP export interval (``MetricsRefresh``), where nothing scrapes.
+    public func refreshMetrics() async {
         let auth = await session.snapshot
         let seen = await observation.seen(waiting: Self.metricsWait)
         metrics.record(webhooks: seen.webhooks.map { ($0.endpoint, $0.backlog, $0.oldestAge) })
-        return metrics.text(
+        metrics.refresh(
             counts: seen.status?.counts, health: store.writeHealth, now: Date().timeIntervalSince1970,
             authenticated: auth.state == .authenticated || auth.state == .refreshing, state: state.snapshot)
     }

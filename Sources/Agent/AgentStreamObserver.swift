@@ -1,6 +1,6 @@
 import CheckedInput
 import OrderSync
-import Prometheus
+import CoreMetrics
 
 /// Carries what the stream service reports into the agent's state (for `/readyz`, `status` and the
 /// stream-status file) and its metrics.
@@ -14,7 +14,7 @@ struct AgentStreamObserver: StreamObserver {
 
     func streamStateChanged(_ stream: StreamState) {
         state.update { $0.stream = stream }
-        metrics.streamOpen.set(Int64(stream == .open ? 1 : 0))
+        metrics.streamOpen.record(stream == .open ? 1 : 0)
         if stream == .open { availability.answered(source: "stream") }
     }
 
@@ -24,12 +24,12 @@ struct AgentStreamObserver: StreamObserver {
             state.reconnects += 1
             state.lastStreamError = reason
         }
-        metrics.streamOpen.set(Int64(0))
+        metrics.streamOpen.record(0)
         metrics.streamReconnects.increment()
     }
 
     func streamClosed() {
-        metrics.streamOpen.set(Int64(0))
+        metrics.streamOpen.record(0)
     }
 
     func eventsJournaled(count: Int, commitLag: Duration?, at: Double) {

@@ -1,6 +1,6 @@
 package import AsyncSignals
 package import Logging
-package import Prometheus
+package import CoreMetrics
 public import ServiceLifecycle
 package import StoreModel
 
@@ -13,11 +13,11 @@ public struct DeadLetterRetention: Service {
     let store: any DeadLetterRepair
     let limit: Int
     let made: WakeSignal
-    let pruned: Prometheus.Counter
+    let pruned: Counter
     let logger: Logger
 
     /// Retention of `store`'s dead letters at `limit`, woken by `made`, counting into `pruned`.
-    package init(store: any DeadLetterRepair, limit: Int, made: WakeSignal, pruned: Prometheus.Counter, logger: Logger) {
+    package init(store: any DeadLetterRepair, limit: Int, made: WakeSignal, pruned: Counter, logger: Logger) {
         self.store = store
         self.limit = limit
         self.made = made

@@ -50,7 +50,9 @@ public enum ProcessCommands {
         do {
             program = try AgentBuilder.build(
                 configuration: configuration, logger: logger,
-                telemetry: AgentTelemetry(tracer: export?.tracer, services: export?.services ?? []))
+                telemetry: AgentTelemetry(
+                    tracer: export?.tracer, metrics: export?.metricsFactory, metricsInterval: export?.metricsInterval ?? .seconds(60),
+                    services: export?.services ?? []))
         } catch {
             throw CommandFailure(error.description)
         }

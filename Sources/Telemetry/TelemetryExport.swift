@@ -1,4 +1,5 @@
 public import Agent
+public import CoreMetrics
 import Foundation
 public import Logging
 import OTel
@@ -6,7 +7,8 @@ public import ServiceLifecycle
 public import Tracing
 
 /// What `orderlive run` exports and the services that carry it: a tracer for the components that make
-/// spans, a log handler to multiplex beside the console's, and the exporters' services, which run in
+/// spans, a log handler to multiplex beside the console's, a metrics factory to multiplex beside
+/// `/metrics`' registry, and the exporters' services, which run in
 /// the agent's service group and flush what they hold when it stops cleanly.
 public struct TelemetryExport: Sendable {
     /// The tracer spans are made with; nil when traces are not exported.
@@ -16,6 +18,10 @@ public struct TelemetryExport: Sendable {
     /// Adds `trace_id` and `span_id` to every log line written under a span's context, on the
     /// console too, so a line leads to its trace; nil when traces are not exported.
     public let metadataProvider: Logger.MetadataProvider?
+    /// The factory every metric series is also made with; nil when metrics are not exported.
+    public let metricsFactory: (any MetricsFactory)?
+    /// How often metrics are exported (`telemetry.metrics_interval_s`, or `OTEL_METRIC_EXPORT_INTERVAL`).
+    public let metricsInterval: Duration
     /// The exporters' background work (batching, export, flush at shutdown).
     public let services: [any Service]
     /// Where records go, for the start-up log line (never the headers).
@@ -42,6 +48,7 @@ public struct TelemetryExport: Sendable {
         var services: [any Service] = []
         var tracer: (any Tracer)?
         var logHandler: (@Sendable (String) -> any LogHandler)?
+        var metricsFactory: (any MetricsFactory)?
         do {
             if otel.traces.enabled {
                 let backend = try OTel.makeTracingBackend(configuration: otel)
@@ -53,27 +60,46 @@ public struct TelemetryExport: Sendable {
                 logHandler = backend.factory
                 services.append(backend.service)
             }
+            if otel.metrics.enabled {
+                let backend = try OTel.makeMetricsBackend(configuration: otel)
+                metricsFactory = backend.factory
+                services.append(backend.service)
+            }
         } catch {
             throw TelemetryError("telemetry could not start: \(error); check telemetry.* and the OTEL_* variables")
         }
-        let signals = [otel.traces.enabled ? "traces" : nil, otel.logs.enabled ? "logs" : nil].compactMap { $0 }
+        let signals = [otel.metrics.enabled ? "metrics" : nil, otel.traces.enabled ? "traces" : nil, otel.logs.enabled ? "logs" : nil]
+            .compactMap { $0 }
         let endpoint = environment["OTEL_EXPORTER_OTLP_ENDPOINT"].flatMap { $0.isEmpty ? nil : $0 }
             ?? (configuration.endpoint.isEmpty ? "http://localhost:4318" : configuration.endpoint)
         return TelemetryExport(
             tracer: tracer, logHandler: logHandler, metadataProvider: tracer == nil ? nil : OTel.makeLoggingMetadataProvider(),
+            metricsFactory: metricsFactory, metricsInterval: metricsInterval(configuration, environment: environment),
             services: services,
-            summary: "\(signals.joined(separator: " and ")) over OTLP/HTTP to \(Self.withoutUserInfo(endpoint))")
+            summary: "\(signals.dropLast().joined(separator: ", "))\(signals.count > 1 ? " and " : "")\(signals.last ?? "") over OTLP/HTTP to \(Self.withoutUserInfo(endpoint))")
     }
 
-    /// swift-otel's configuration for `configuration`: OTLP/HTTP with protobuf, the signals asked for
-    /// (metrics stay on `/metrics`), a parent-based ratio sampler, bounded batch queues.
+    /// How often metrics go out: `OTEL_METRIC_EXPORT_INTERVAL` (milliseconds) as swift-otel reads it,
+    /// else `telemetry.metrics_interval_s`.
+    static func metricsInterval(_ configuration: TelemetryConfiguration, environment: [String: String]) -> Duration {
+        guard let text = environment["OTEL_METRIC_EXPORT_INTERVAL"], let milliseconds = Int(text), milliseconds > 0 else {
+            return configuration.metricsInterval
+        }
+        return .milliseconds(milliseconds)
+    }
+
+    /// swift-otel's configuration for `configuration`: OTLP/HTTP with protobuf, the signals asked for,
+    /// a parent-based ratio sampler, bounded batch queues, and the histogram buckets of `/metrics`.
     static func otelConfiguration(_ configuration: TelemetryConfiguration, version: String) throws(TelemetryError) -> OTel.Configuration {
         var otel = OTel.Configuration.default
         otel.serviceName = configuration.serviceName
         otel.resourceAttributes["service.version"] = version
         otel.diagnosticLogLevel = .warning
         otel.propagators = [.traceContext]
-        otel.metrics.enabled = false
+        otel.metrics.enabled = configuration.metrics
+        otel.metrics.exportInterval = configuration.metricsInterval
+        otel.metrics.exportTimeout = min(configuration.timeout, configuration.metricsInterval)
+        otel.metrics.defaultDurationHistogramBuckets = AgentMetrics.latencyBuckets
         otel.traces.enabled = configuration.traces
         otel.logs.enabled = configuration.logs
         otel.logs.level = .trace  // the console's log.level already filtered what reaches this handler
@@ -89,9 +115,11 @@ public struct TelemetryExport: Sendable {
         let base = configuration.endpoint.hasSuffix("/") ? String(configuration.endpoint.dropLast()) : configuration.endpoint
         otel.traces.otlpExporter = exporter
         otel.logs.otlpExporter = exporter
+        otel.metrics.otlpExporter = exporter
         if !base.isEmpty {
             otel.traces.otlpExporter.endpoint = base + "/v1/traces"
             otel.logs.otlpExporter.endpoint = base + "/v1/logs"
+            otel.metrics.otlpExporter.endpoint = base + "/v1/metrics"
         }
         let ratio = Double(configuration.samplePercent) / 100
         otel.traces.sampler = OTel.Configuration.TracesConfiguration.SamplerConfiguration.parentBasedTraceIDRatio(ratio: ratio)

@@ -24,7 +24,10 @@ import Testing
         #expect(!configured.isOn(environment: ["OTEL_SDK_DISABLED": "true"]), "the specification's off switch wins")
         configured.traces = false
         configured.logs = false
+        #expect(configured.isOn(environment: [:]), "metrics alone are worth exporting")
+        configured.metrics = false
         #expect(!configured.isOn(environment: [:]), "nothing to export")
+        #expect(defaults.isOn(environment: ["OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://collector:4318/v1/metrics"]))
         #expect(try await Self.load("telemetry:\n  enabled: true\n").telemetry.isOn(environment: [:]))
     }
 
@@ -40,6 +43,8 @@ import Testing
         #expect(await problem("telemetry:\n  endpoint: \"collector:4318\"\n").contains("'telemetry.endpoint'"))
         #expect(await problem("telemetry:\n  sample_percent: 101\n").contains("'telemetry.sample_percent' must be at most 100"))
         #expect(await problem("telemetry:\n  max_queue: 0\n").contains("'telemetry.max_queue' must be at least 1"))
+        #expect(await problem("telemetry:\n  metrics_interval_s: 0\n").contains("'telemetry.metrics_interval_s' must be at least 1"))
+        #expect(await problem("telemetry:\n  metrics: maybe\n").contains("'telemetry.metrics'"))
         #expect(await problem("telemetry:\n  headers_file: \"/nonexistent/otel-headers\"\n").contains("cannot read /nonexistent/otel-headers"))
         #expect(await problem("telemetry:\n  client_cert_file: \"/etc/hostname\"\n").contains("go together"))
         #expect(await problem("telemetry:\n  tracess: false\n").contains("unknown key"))
@@ -68,6 +73,7 @@ import Testing
         var telemetry = TelemetryConfiguration()
         telemetry.endpoint = "http://127.0.0.1:4318/"
         telemetry.logs = false
+        telemetry.metrics = false
         telemetry.maximumQueue = 64
         telemetry.samplePercent = 25
         let otel = try TelemetryExport.otelConfiguration(telemetry, version: "9.9.9")
@@ -79,6 +85,24 @@ import Testing
         #expect(otel.serviceName == "orderlive")
         let export = try #require(try TelemetryExport.make(telemetry, version: "9.9.9", environment: [:]))
         #expect(export.tracer != nil && export.logHandler == nil && export.services.count == 1)
+        #expect(export.metricsFactory == nil)
         #expect(try TelemetryExport.make(TelemetryConfiguration(), version: "9.9.9", environment: [:]) == nil)
+    }
+
+    @Test func metricsGoOutWithTheBucketsOfMetricsAndTheirIntervalFromTheKeyOrTheStandardVariable() async throws {
+        var telemetry = try await Self.load("telemetry:\n  endpoint: \"http://127.0.0.1:4318\"\n  metrics_interval_s: 15\n").telemetry
+        #expect(telemetry.metrics && telemetry.metricsInterval == .seconds(15))
+        let otel = try TelemetryExport.otelConfiguration(telemetry, version: "9.9.9")
+        #expect(otel.metrics.enabled && otel.metrics.exportInterval == .seconds(15))
+        #expect(otel.metrics.otlpExporter.endpoint == "http://127.0.0.1:4318/v1/metrics")
+        #expect(otel.metrics.defaultDurationHistogramBuckets == AgentMetrics.latencyBuckets, "the buckets /metrics shows")
+        #expect(TelemetryExport.metricsInterval(telemetry, environment: [:]) == .seconds(15))
+        #expect(TelemetryExport.metricsInterval(telemetry, environment: ["OTEL_METRIC_EXPORT_INTERVAL": "2500"]) == .milliseconds(2500))
+        #expect(TelemetryExport.metricsInterval(telemetry, environment: ["OTEL_METRIC_EXPORT_INTERVAL": "soon"]) == .seconds(15))
+        telemetry.traces = false
+        telemetry.logs = false
+        let export = try #require(try TelemetryExport.make(telemetry, version: "9.9.9", environment: [:]))
+        #expect(export.metricsFactory != nil && export.tracer == nil && export.logHandler == nil && export.services.count == 1)
+        #expect(export.summary == "metrics over OTLP/HTTP to http://127.0.0.1:4318")
     }
 }

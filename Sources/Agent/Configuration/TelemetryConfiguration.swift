@@ -1,6 +1,6 @@
 import Foundation
 
-/// `telemetry.*`: OTLP export of the agent's logs and traces (DESIGN §14 "Observable from where the
+/// `telemetry.*`: OTLP export of the agent's metrics, logs and traces (DESIGN §14 "Observable from where the
 /// operators are"). Off by default. The standard `OTEL_*` variables (`OTEL_EXPORTER_OTLP_ENDPOINT`,
 /// `…_HEADERS`, `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`/`…_ARG`, the
 /// per-signal endpoints) override these keys, as the OpenTelemetry specification has them do; the
@@ -22,6 +22,10 @@ public struct TelemetryConfiguration: Sendable, Hashable {
     public var traces = true
     /// Export log records (the console keeps getting every line as before).
     public var logs = true
+    /// Export metrics: the series of `/metrics`, same names and labels (which keeps answering).
+    public var metrics = true
+    /// How often metrics are exported (`OTEL_METRIC_EXPORT_INTERVAL` overrides it, in milliseconds).
+    public var metricsInterval = Duration.seconds(60)
     /// Spans or log records held while the collector is slow or down; beyond it they are dropped.
     public var maximumQueue = 2048
     /// One export request's deadline.
@@ -51,6 +55,8 @@ public struct TelemetryConfiguration: Sendable, Hashable {
         samplePercent = try section.integer("sample_percent", minimum: 0, maximum: 100, default: samplePercent)
         traces = try section.boolean("traces", default: traces)
         logs = try section.boolean("logs", default: logs)
+        metrics = try section.boolean("metrics", default: metrics)
+        metricsInterval = try section.seconds("metrics_interval_s", minimum: 1, maximum: 3_600, default: metricsInterval)
         maximumQueue = try section.integer("max_queue", minimum: 1, maximum: 1_000_000, default: maximumQueue)
         timeout = try section.milliseconds("timeout_ms", minimum: 1, maximum: 600_000, default: timeout)
         caFile = try section.readableFile("ca_file", default: caFile)
@@ -64,13 +70,14 @@ public struct TelemetryConfiguration: Sendable, Hashable {
     /// The environment variables that turn export on by naming a collector.
     public static let endpointVariables = [
         "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
     ]
 
     /// Whether anything is exported: `enabled`, an `endpoint`, or a collector named in `environment`,
-    /// unless `OTEL_SDK_DISABLED=true` or both signals are off.
+    /// unless `OTEL_SDK_DISABLED=true` or every signal is off.
     public func isOn(environment: [String: String]) -> Bool {
         if environment["OTEL_SDK_DISABLED"]?.lowercased() == "true" { return false }
-        guard traces || logs else { return false }
+        guard traces || logs || metrics else { return false }
         return enabled || !endpoint.isEmpty || Self.endpointVariables.contains { !(environment[$0] ?? "").isEmpty }
     }
 }
