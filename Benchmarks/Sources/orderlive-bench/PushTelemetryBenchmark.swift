@@ -1,8 +1,9 @@
 // Push ingest with OpenTelemetry export on beside the same agent with it off (issue 58, DESIGN §14:
 // on ≥ 0.95× off). The same wrk load as the ingest rows (one-notification Gorush requests with a
 // whole order, 50 connections) against the agent as `orderlive run` builds it, once without
-// telemetry and once with traces and logs exported over OTLP/HTTP (swift-otel, every trace sampled:
-// a request and a commit span per push, an apply span per batch) to a sink in this process that answers every export 200 without decoding it,
+// telemetry and once with metrics, traces and logs exported over OTLP/HTTP (swift-otel, every trace
+// sampled: a request and a commit span per push, an apply span per batch; BENCH_OTEL_SIGNALS picks
+// fewer) to a sink in this process that answers every export 200 without decoding it,
 // as a collector on another box would cost the agent nothing more. The rounds alternate the order.
 
 import Agent
@@ -11,11 +12,11 @@ import Hummingbird
 import Logging
 import Telemetry
 
-/// An OTLP/HTTP sink on 127.0.0.1: `/v1/traces` and `/v1/logs` read the body and answer 200 with an
+/// An OTLP/HTTP sink on 127.0.0.1: `/v1/metrics`, `/v1/traces` and `/v1/logs` read the body and answer 200 with an
 /// empty protobuf response (a valid `Export…ServiceResponse`), decoding nothing.
 func withOTLPSink<T: Sendable>(_ body: @Sendable @escaping (Int) async throws -> T) async throws -> T {
     let router = Router()
-    for path in ["/v1/traces", "/v1/logs"] {
+    for path in ["/v1/metrics", "/v1/traces", "/v1/logs"] {
         router.post(RouterPath(path)) { request, _ -> Response in
             _ = try await request.body.collect(upTo: 64 << 20)
             var headers = HTTPFields()
@@ -29,9 +30,11 @@ func withOTLPSink<T: Sendable>(_ body: @Sendable @escaping (Int) async throws ->
 func pushTelemetryBenchmark(seconds: Int, rounds: Int, script: String) async throws {
     // BENCH_OTEL_SAMPLE_PERCENT: telemetry.sample_percent of the "on" rows (default 100, every push traced).
     let samplePercent = min(100, max(0, Int(ProcessInfo.processInfo.environment["BENCH_OTEL_SAMPLE_PERCENT"] ?? "") ?? 100))
+    // BENCH_OTEL_SIGNALS: the signals exported, comma-separated (default metrics,traces,logs).
+    let signals = Set((ProcessInfo.processInfo.environment["BENCH_OTEL_SIGNALS"] ?? "metrics,traces,logs").split(separator: ",").map(String.init))
     print("")
-    print("push ingest with OpenTelemetry export: wrk -t2 -c50 -d\(seconds)s, durability normal, traces (sample_percent \(samplePercent)) "
-        + "and logs to an OTLP/HTTP sink; swift-otel's warnings to /dev/null")
+    print("push ingest with OpenTelemetry export: wrk -t2 -c50 -d\(seconds)s, durability normal, \(signals.sorted().joined(separator: "+")) "
+        + "(sample_percent \(samplePercent)) to an OTLP/HTTP sink; swift-otel's warnings to /dev/null")
     print("| round | telemetry | requests/s | p50 ms | p99 ms | CPU µs/request | errors | ratio to off | process RSS MB before → after (peak) |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for round in 1...rounds {
@@ -43,9 +46,13 @@ func pushTelemetryBenchmark(seconds: Int, rounds: Int, script: String) async thr
                     var configuration = TelemetryConfiguration()
                     configuration.endpoint = "http://127.0.0.1:\(sink)"
                     configuration.samplePercent = samplePercent
+                    (configuration.metrics, configuration.traces, configuration.logs) =
+                        (signals.contains("metrics"), signals.contains("traces"), signals.contains("logs"))
                     let silent = Logger(label: "bench.telemetry") { _ in SwiftLogNoOpLogHandler() }
                     if let export = try TelemetryExport.make(configuration, version: "bench", environment: [:], diagnostics: silent) {
-                        telemetry = AgentTelemetry(tracer: export.tracer, services: export.services)
+                        telemetry = AgentTelemetry(
+                            tracer: export.tracer, metrics: export.metricsFactory, metricsInterval: export.metricsInterval,
+                            services: export.services)
                     }
                 }
                 return try await withAgent(durability: .normal, webhook: false, telemetry: telemetry) { port in
