@@ -7,6 +7,7 @@ test to wait on.
     python3 Scripts/otlp-receiver.py [PORT]     # prints {"message":"listening","port":N} first
 
 Every object has "message" ("span", "log" or "metric") and string fields: trace_id, span_id, parent_span_id,
+links (a span's linked trace ids, comma-separated),
 name, kind, status, service, service_version and instance (the resource's service.name,
 service.version and service.instance.id), and each attribute as attr.<key>; a log
 record has body and severity; a metric data point has name, type (sum, gauge or histogram), value (a
@@ -56,7 +57,8 @@ def traces(body):
             for span in scope.spans:
                 obj = {"message": "span", "trace_id": span.trace_id.hex(), "span_id": span.span_id.hex(),
                        "parent_span_id": span.parent_span_id.hex(), "name": span.name, "kind": str(span.kind),
-                       "status": str(span.status.code), **base}
+                       "status": str(span.status.code), "links": ",".join(link.trace_id.hex() for link in span.links),
+                       **base}
                 obj.update({"attr." + a.key: value(a.value) for a in span.attributes})
                 emit(obj)
     return trace_service_pb2.ExportTraceServiceResponse().SerializeToString()

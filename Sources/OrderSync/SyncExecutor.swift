@@ -127,8 +127,7 @@ public final class SyncExecutor: Sendable {
                 _ = mostAtOnce.max(current, ordering: .relaxed)
                 defer { running.subtract(1, ordering: .acquiringAndReleasing) }
                 let applied: Int
-                let span = tracer?.startSpan("sync apply batch", context: .topLevel, ofKind: .internal)
-                span?.attributes["orderlive.jobs"] = cheap.count
+                let span = startSpan(batch: cheap)
                 defer { span?.end() }
                 do {
                     applied = try await store.applyInOneTransaction(cheap)
@@ -280,14 +279,36 @@ public final class SyncExecutor: Sendable {
         }
     }
 
-    /// The span of one attempt: the job's kind and order, whether it probes an unavailable backend.
+    /// The span of one attempt, in the trace of the push or event that journaled the job (DESIGN §14):
+    /// the job's kind and order, whether it probes an unavailable backend.
     private func startSpan(_ job: JobRecord, probe: Bool) -> (any Span)? {
         guard let tracer else { return nil }
-        let span = tracer.startSpan("sync apply \(job.kind.rawValue)", context: .topLevel, ofKind: .internal)
+        let span = tracer.startSpan("sync apply \(job.kind.rawValue)", context: journaled(job, tracer), ofKind: .internal)
         span.attributes["orderlive.job.kind"] = job.kind.rawValue
         if let order = job.orderID { span.attributes["orderlive.order_id"] = order }
         if probe { span.attributes["orderlive.job.probe"] = true }
         return span
+    }
+
+    /// The span of a batch of whole-order jobs applied in one transaction: a trace of its own, linked
+    /// to the trace of each job's push or event (a span has one parent; the jobs came from many).
+    private func startSpan(batch jobs: [JobRecord]) -> (any Span)? {
+        guard let tracer else { return nil }
+        let span = tracer.startSpan("sync apply batch", context: .topLevel, ofKind: .internal)
+        span.attributes["orderlive.jobs"] = jobs.count
+        for job in jobs where job.traceContext != nil {
+            span.addLink(SpanLink(context: journaled(job, tracer), attributes: ["orderlive.order_id": "\(job.orderID ?? "")"]))
+        }
+        return span
+    }
+
+    /// The context the job was journaled under; top-level when it kept none.
+    private func journaled(_ job: JobRecord, _ tracer: any Tracer) -> ServiceContext {
+        var context = ServiceContext.topLevel
+        if let stored = job.traceContext {
+            tracer.extract(StoredTraceContext.fields(stored), into: &context, using: TraceFieldsExtractor())
+        }
+        return context
     }
 
     /// Ends an attempt's span with how it ended (nil: the job was gone).
@@ -325,5 +346,12 @@ public final class SyncExecutor: Sendable {
             let removed = try await store.completeFullSync(keeping: kept, completing: job.id)
             logger.info("full sync finished", metadata: ["sync.orders": "\(kept.count)", "sync.removed": "\(removed)"])
         }
+    }
+}
+
+/// Reads propagation fields from a job's stored trace context.
+struct TraceFieldsExtractor: Extractor {
+    func extract(key: String, from carrier: [String: String]) -> String? {
+        carrier[key]
     }
 }

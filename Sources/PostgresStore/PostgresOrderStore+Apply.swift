@@ -18,18 +18,19 @@ extension PostgresOrderStore: JobApplier {
             var jobs: [JobRecord] = []
             let rows = try await connection.query("""
                 SELECT id, kind, order_id, version, payload, source, attempts, not_before, last_error, created_at,
-                       status, store_id, courier_id, updated_at
+                       status, store_id, courier_id, updated_at, trace_context
                 FROM orderlive_job WHERE account = \(account) AND id > \(id) ORDER BY id LIMIT \(max(1, limit))
                 """, logger: logger)
             for try await row in rows {
                 let (id, kind, orderID, version, payload, source, attempts, notBefore, lastError, createdAt, status,
-                     storeID, courierID, updatedAt) = try row.decode(
+                     storeID, courierID, updatedAt, traceContext) = try row.decode(
                     (Int64, String, String?, Int64?, String?, String, Int64, Double, String?, Double, String?, String?,
-                     String?, String?).self)
+                     String?, String?, String?).self)
                 jobs.append(JobRecord(
                     id: id, kind: JobKind(rawValue: kind) ?? .fullSync, orderID: orderID, version: version, payload: payload,
                     source: source, attempts: Int(clamping: attempts), notBefore: notBefore, lastError: lastError,
-                    createdAt: createdAt, status: status, storeID: storeID, courierID: courierID, updatedAt: updatedAt))
+                    createdAt: createdAt, status: status, storeID: storeID, courierID: courierID, updatedAt: updatedAt,
+                    traceContext: traceContext))
             }
             return jobs
         }

@@ -147,10 +147,10 @@ extension PostgresOrderStore: JobJournal {
         let order = job.order
         try await connection.query("""
             INSERT INTO orderlive_job (account, kind, order_id, version, payload, source, attempts, not_before,
-                                       last_error, created_at, status, store_id, courier_id, updated_at)
+                                       last_error, created_at, status, store_id, courier_id, updated_at, trace_context)
             VALUES (\(account), \(job.kind.rawValue), \(job.orderID ?? order?.id), \(order?.version ?? job.version),
                     \(order?.body), \(job.source), 0, 0, NULL, \(now), \(order?.status), \(order?.storeID),
-                    \(order?.courierID), \(order?.updatedAt))
+                    \(order?.courierID), \(order?.updatedAt), \(job.traceContext))
             """, logger: logger)
         return true
     }
@@ -168,11 +168,13 @@ extension PostgresOrderStore: JobJournal {
 }
 
 /// New jobs as the columns of one `unnest`, a NULL mask per row (PostgresNIO binds no arrays that
-/// hold NULLs): bit 1 order id, 2 version, 4 payload, 8 status, 16 store, 32 courier, 64 updated at.
+/// hold NULLs): bit 1 order id, 2 version, 4 payload, 8 status, 16 store, 32 courier, 64 updated at,
+/// 128 trace context.
 struct JobColumns {
     var kinds: [String] = [], sources: [String] = []
     var orderIDs: [String] = [], versions: [Int64] = [], payloads: [String] = []
     var statuses: [String] = [], storeIDs: [String] = [], courierIDs: [String] = [], updatedAts: [String] = []
+    var traceContexts: [String] = []
     var masks: [Int32] { nullable.masks }
     private var nullable = NullableColumns()
 
@@ -188,6 +190,7 @@ struct JobColumns {
             nullable.add(order?.storeID, to: &storeIDs, empty: "")
             nullable.add(order?.courierID, to: &courierIDs, empty: "")
             nullable.add(order?.updatedAt, to: &updatedAts, empty: "")
+            nullable.add(job.traceContext, to: &traceContexts, empty: "")
             nullable.endRow()
         }
     }

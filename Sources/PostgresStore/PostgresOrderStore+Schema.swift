@@ -111,6 +111,10 @@ extension PostgresOrderStore {
         Migration(version: "6", statements: [
             "ALTER TABLE orderlive_webhook_endpoint ADD COLUMN revision bigint NOT NULL DEFAULT 0",
         ]),
+        // DESIGN §14: the trace of the push or event that journaled a job, so its apply joins it.
+        Migration(version: "7", statements: [
+            "ALTER TABLE orderlive_job ADD COLUMN trace_context text",
+        ]),
     ]
 
     /// The key of the advisory lock migrations run under ("orderliv" in ASCII).

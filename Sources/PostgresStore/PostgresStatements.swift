@@ -78,18 +78,19 @@ struct WriteJournal: PostgresPreparedStatement {
             ON CONFLICT (account, id) DO UPDATE SET response = excluded.response, accepted_at = excluded.accepted_at
         ), jobs AS (
             INSERT INTO orderlive_job (account, kind, order_id, version, payload, source, attempts, not_before,
-                                       last_error, created_at, status, store_id, courier_id, updated_at)
+                                       last_error, created_at, status, store_id, courier_id, updated_at, trace_context)
             SELECT $1, kind, CASE WHEN mask & 1 <> 0 THEN order_id END, CASE WHEN mask & 2 <> 0 THEN version END,
                    CASE WHEN mask & 4 <> 0 THEN payload END, source, 0, 0, NULL, $2,
                    CASE WHEN mask & 8 <> 0 THEN status END, CASE WHEN mask & 16 <> 0 THEN store_id END,
-                   CASE WHEN mask & 32 <> 0 THEN courier_id END, CASE WHEN mask & 64 <> 0 THEN updated_at END
+                   CASE WHEN mask & 32 <> 0 THEN courier_id END, CASE WHEN mask & 64 <> 0 THEN updated_at END,
+                   CASE WHEN mask & 128 <> 0 THEN trace_context END
             FROM unnest($5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[],
-                        $12::text[], $13::text[], $14::int4[])
+                        $12::text[], $13::text[], $14::text[], $15::int4[])
                  WITH ORDINALITY AS job(kind, order_id, version, payload, source, status, store_id, courier_id,
-                                        updated_at, mask, n)
+                                        updated_at, trace_context, mask, n)
             ORDER BY n
         )
-        SELECT COUNT(*) FROM (SELECT pg_notify($15, $16) WHERE $17) AS wake
+        SELECT COUNT(*) FROM (SELECT pg_notify($16, $17) WHERE $18) AS wake
         """
     typealias Row = Int64
     let account: String
@@ -102,7 +103,8 @@ struct WriteJournal: PostgresPreparedStatement {
 
     func makeBindings() -> PostgresBindings {
         .of(account, now, keyIDs, keyResponses, jobs.kinds, jobs.orderIDs, jobs.versions, jobs.payloads, jobs.sources,
-            jobs.statuses, jobs.storeIDs, jobs.courierIDs, jobs.updatedAts, jobs.masks, channel, account + ":", notify)
+            jobs.statuses, jobs.storeIDs, jobs.courierIDs, jobs.updatedAts, jobs.traceContexts, jobs.masks, channel, account + ":",
+            notify)
     }
 
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int64.self) }

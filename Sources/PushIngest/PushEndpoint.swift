@@ -138,12 +138,12 @@ public final class PushEndpoint: Sendable {
             // The bounds handler ends a body that does not arrive within the read timeout.
             return bodyTimeout
         }
-        let prepared: PreparedPush
+        var prepared: PreparedPush
         switch prepare(body, webhook: webhook) {
         case .proceed(let push): prepared = push
         case .refused(let refusal): return refusal
         }
-        let commit = trace.commit(tracer: tracer, notifications: prepared.notifications, jobs: prepared.jobs)
+        let commit = trace.commit(tracer: tracer, &prepared)
         let outcome = await journal.submit(prepared.submission)
         let answer = closing(outcome, prepared)
         Self.end(commit, answer)
@@ -156,8 +156,9 @@ public final class PushEndpoint: Sendable {
         switch prepare(body, webhook: webhook) {
         case .refused(let refusal):
             reply(refusal)
-        case .proceed(let prepared):
-            let commit = trace.commit(tracer: tracer, notifications: prepared.notifications, jobs: prepared.jobs)
+        case .proceed(var traced):
+            let commit = trace.commit(tracer: tracer, &traced)
+            let prepared = traced
             journal.submit(prepared.submission) { [self] outcome in
                 let answer = closing(outcome, prepared)
                 Self.end(commit, answer)

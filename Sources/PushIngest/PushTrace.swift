@@ -1,4 +1,5 @@
 import HTTPTypes
+import StoreModel
 import Tracing
 
 /// One push request's spans (DESIGN §14): a server span that continues the sender's W3C
@@ -27,12 +28,20 @@ struct PushTrace: Sendable {
         self.span = span
     }
 
-    /// Starts the journal commit's span, a child of the request's.
-    func commit(tracer: (any Tracer)?, notifications: Int, jobs: Int) -> (any Span)? {
+    /// Starts the journal commit's span, a child of the request's, and writes its context into every
+    /// job of `push`, so that a job's apply, however long it waits, joins this trace.
+    func commit(tracer: (any Tracer)?, _ push: inout PreparedPush) -> (any Span)? {
         guard let tracer, let span else { return nil }
         let commit = tracer.startSpan("journal commit", context: span.context, ofKind: .internal)
-        commit.attributes["orderlive.push.notifications"] = notifications
-        commit.attributes["orderlive.jobs"] = jobs
+        commit.attributes["orderlive.push.notifications"] = push.notifications
+        commit.attributes["orderlive.jobs"] = push.jobs
+        var fields: [String: String] = [:]
+        tracer.inject(commit.context, into: &fields, using: TraceFieldsInjector())
+        if let stored = StoredTraceContext.text(fields) {
+            for part in push.submission.parts.indices {
+                for job in push.submission.parts[part].jobs.indices { push.submission.parts[part].jobs[job].traceContext = stored }
+            }
+        }
         return commit
     }
 
@@ -50,5 +59,12 @@ struct PushTrace: Sendable {
 struct HTTPFieldsExtractor: Extractor {
     func extract(key: String, from carrier: HTTPFields) -> String? {
         HTTPField.Name(key).flatMap { carrier[$0] }
+    }
+}
+
+/// Writes propagation fields into the dictionary a job's trace context is stored from.
+struct TraceFieldsInjector: Injector {
+    func inject(_ value: String, forKey key: String, into carrier: inout [String: String]) {
+        carrier[key] = value
     }
 }

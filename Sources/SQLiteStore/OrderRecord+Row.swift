@@ -51,14 +51,15 @@ extension JobRecord: FetchableRecord, PersistableRecord, TableRecord {
             orderID: try row.decode(atIndex: 2), version: try row.decode(atIndex: 3), payload: try row.decode(atIndex: 4),
             source: try row.decode(atIndex: 5), attempts: try row.decode(atIndex: 6), notBefore: try row.decode(atIndex: 7),
             lastError: try row.decode(atIndex: 8), createdAt: try row.decode(atIndex: 9), status: try row.decode(atIndex: 10),
-            storeID: try row.decode(atIndex: 11), courierID: try row.decode(atIndex: 12), updatedAt: try row.decode(atIndex: 13))
+            storeID: try row.decode(atIndex: 11), courierID: try row.decode(atIndex: 12), updatedAt: try row.decode(atIndex: 13),
+            traceContext: row.count > 14 ? try row.decode(atIndex: 14) : nil)
     }
 
     /// The columns in ``init(row:)``'s order.
     public static var databaseSelection: [any SQLSelectable] {
         [Column("id"), Column("kind"), Column("order_id"), Column("version"), Column("payload"), Column("source"),
          Column("attempts"), Column("not_before"), Column("last_error"), Column("created_at"), Column("status"),
-         Column("store_id"), Column("courier_id"), Column("updated_at")]
+         Column("store_id"), Column("courier_id"), Column("updated_at"), Column("trace_context")]
     }
 
     /// Encodes the record's columns.
@@ -77,6 +78,7 @@ extension JobRecord: FetchableRecord, PersistableRecord, TableRecord {
         container["store_id"] = storeID
         container["courier_id"] = courierID
         container["updated_at"] = updatedAt
+        container["trace_context"] = traceContext
     }
 }
 

@@ -24,7 +24,7 @@ extension SQLiteOrderStore {
     }
 
     private static let headJobsSQL = "SELECT id, kind, order_id, version, payload, source, attempts, not_before, "
-        + "last_error, created_at, status, store_id, courier_id, updated_at FROM job WHERE id > ? ORDER BY id LIMIT ?"
+        + "last_error, created_at, status, store_id, courier_id, updated_at, trace_context FROM job WHERE id > ? ORDER BY id LIMIT ?"
 
     /// Up to `limit` jobs from the head of the journal, in order.
     public func headJobs(limit: Int) throws -> [JobRecord] {
@@ -243,8 +243,8 @@ extension SQLiteOrderStore {
 
     private static let insertJobSQL = """
         INSERT INTO job (kind, order_id, version, payload, source, attempts, not_before, last_error,
-                         created_at, status, store_id, courier_id, updated_at)
-        VALUES (?, ?, ?, ?, ?, 0, 0, NULL, ?, ?, ?, ?, ?)
+                         created_at, status, store_id, courier_id, updated_at, trace_context)
+        VALUES (?, ?, ?, ?, ?, 0, 0, NULL, ?, ?, ?, ?, ?, ?)
         """
 
     /// Journals one job inside a transaction. Pending fetches of one order collapse into one (its
@@ -273,6 +273,7 @@ extension SQLiteOrderStore {
             try values.bind(order?.storeID)
             try values.bind(order?.courierID)
             try values.bind(order?.updatedAt)
+            try values.bind(job.traceContext)
         }
         return true
     }

@@ -169,5 +169,9 @@ extension SQLiteOrderStore {
             // changes or goes, when the body is copied into the change first.
             try db.execute(sql: #"ALTER TABLE "order" ADD COLUMN body_change INTEGER"#)
         }
+        migrator.registerMigration("v10-job-trace-context") { db in
+            // DESIGN §14: the trace of the push or event that journaled a job, so its apply joins it.
+            try db.execute(sql: "ALTER TABLE job ADD COLUMN trace_context TEXT")
+        }
     }
 }

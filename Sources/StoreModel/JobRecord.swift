@@ -22,14 +22,20 @@ public struct NewJob: Sendable, Hashable {
     public var order: OrderRecord?
     /// Where it came from, for diagnostics: `stream` or `push`.
     public var source: String
+    /// The trace of the work that journaled it (``StoredTraceContext``); nil when tracing is off.
+    public var traceContext: String?
 
     /// Creates a job.
-    public init(kind: JobKind, orderID: String? = nil, version: Int64? = nil, order: OrderRecord? = nil, source: String) {
+    public init(
+        kind: JobKind, orderID: String? = nil, version: Int64? = nil, order: OrderRecord? = nil, source: String,
+        traceContext: String? = nil
+    ) {
         self.kind = kind
         self.orderID = orderID
         self.version = version
         self.order = order
         self.source = source
+        self.traceContext = traceContext
     }
 }
 
@@ -64,12 +70,14 @@ public struct JobRecord: Sendable, Hashable {
     public var courierID: String?
     /// The order's `updated_at`.
     public var updatedAt: String?
+    /// The trace of the work that journaled it (``StoredTraceContext``), which its apply joins.
+    public var traceContext: String?
 
     /// Creates a job record.
     public init(
         id: Int64?, kind: JobKind, orderID: String?, version: Int64?, payload: String?, source: String, attempts: Int,
         notBefore: Double, lastError: String?, createdAt: Double, status: String? = nil, storeID: String? = nil,
-        courierID: String? = nil, updatedAt: String? = nil
+        courierID: String? = nil, updatedAt: String? = nil, traceContext: String? = nil
     ) {
         self.id = id
         self.kind = kind
@@ -85,6 +93,7 @@ public struct JobRecord: Sendable, Hashable {
         self.storeID = storeID
         self.courierID = courierID
         self.updatedAt = updatedAt
+        self.traceContext = traceContext
     }
 
     /// Whether this job can be applied without the network: a delete, or an upsert whose order reads.

@@ -77,6 +77,11 @@ import WebhookSigning
         #expect(commit.line["parent_span_id"] == request.line["span_id"])
         #expect(commit.line["attr.orderlive.push.outcome"] == "accepted")
         #expect(commit.line["attr.orderlive.jobs"] == "1")
+        // The job waits in the journal for the executor (the backend is unreachable here); its apply
+        // still joins the push's trace, under the commit that journaled it.
+        let apply = try #require(await receiver.records.wait(message: "span", ["name": "sync apply fetch", "trace_id": traceID]))
+        #expect(apply.line["parent_span_id"] == commit.line["span_id"])
+        #expect(apply.line["attr.orderlive.order_id"] == "7")
 
         // A malformed traceparent is ignored: a new trace, and the push is answered as any other.
         let malformed = "00-\(String(traceID.reversed()).uppercased())-zz-01"

@@ -54,4 +54,42 @@ import Tracing
             #expect(sync.status?.code == .error)
         }
     }
+
+    /// A job keeps the trace of the push or event that journaled it: its attempt is a child of that
+    /// span, however long it waited; a batch of whole-order jobs links to each job's trace.
+    @Test func anAppliedJobJoinsTheTraceItWasJournaledUnder() async throws {
+        try await SyncHarness.run(pageSize: 2) { harness in
+            let client = OrdersClient(loop: harness.loop, session: harness.session, baseURL: await harness.sandbox.baseURL)
+            let tracer = InMemoryTracer()
+            let executor = SyncExecutor(
+                store: harness.store, source: client, configuration: .init(pageSize: 2), tracer: tracer, logger: quietLogger)
+            let push = tracer.startSpan("journal commit")
+            var fields: [String: String] = [:]
+            tracer.inject(push.context, into: &fields, using: FieldsInjector())
+            let stored = try #require(StoredTraceContext.text(fields))
+            push.end()
+            let announced = harness.sandbox.orders.create(announce: .silent)
+            try await harness.store.journal([NewJob(kind: .fetch, orderID: "\(announced)", source: "push", traceContext: stored)])
+            #expect(try await executor.runReadyJobs().completed == 1)
+            let fetch = try #require(tracer.finishedSpans.first { $0.operationName == "sync apply fetch" })
+            #expect(fetch.traceID == push.traceID && fetch.parentSpanID == push.spanID)
+
+            // Two whole orders applied together in one transaction.
+            try await harness.store.journal([
+                NewJob(kind: .upsert, order: try order(91, version: 1), source: "push", traceContext: stored),
+                NewJob(kind: .upsert, order: try order(92, version: 1), source: "stream"),
+            ])
+            #expect(try await executor.runReadyJobs().completed == 2)
+            let batch = try #require(tracer.finishedSpans.first { $0.operationName == "sync apply batch" })
+            #expect(batch.parentSpanID == nil, "a batch of many pushes' jobs starts its own trace")
+            #expect(batch.links.compactMap { $0.context.inMemorySpanContext?.traceID } == [push.traceID])
+        }
+    }
+}
+
+/// Writes propagation fields into a dictionary, as the push endpoint stores them with a job.
+private struct FieldsInjector: Injector {
+    func inject(_ value: String, forKey key: String, into carrier: inout [String: String]) {
+        carrier[key] = value
+    }
 }

@@ -293,4 +293,29 @@ import Testing
         }
         try await withStore(engine, body)
     }
+
+    /// DESIGN §14: a job keeps the trace context it was journaled with, through either write path
+    /// (the stream's journal, a push's accepted submission), so its apply joins that trace.
+    @Test(arguments: StoreEngine.allCases)
+    func aJobKeepsTheTraceContextItWasJournaledWith(_ engine: StoreEngine) async throws {
+        let traced = "traceparent=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\ntracestate=vendor=a"
+        func body(_ store: any AnyOrderStore) async throws {
+            _ = try await store.journal([
+                NewJob(kind: .fetch, orderID: "1", source: "stream", traceContext: traced),
+                NewJob(kind: .upsert, order: try order(2, version: 1), source: "stream"),
+                NewJob(kind: .delete, orderID: "3", source: "stream", traceContext: traced),
+            ], cursor: nil, deadLetters: [])
+            let pushed = NewJob(kind: .fetch, orderID: "4", source: "push", traceContext: traced)
+            let outcome = await store.accept(
+                [IdempotentSubmission(requestKey: "msg_1", parts: [.init(key: nil, jobs: [pushed])], response: "{}")],
+                policy: SubmissionPolicy(dedupeSince: 0, highWaterJobs: 100))
+            #expect(outcome == [.accepted(jobs: 1, duplicateParts: 0)])
+            let jobs = try await store.headJobs(limit: 10)
+            #expect(jobs.map(\.traceContext) == [traced, nil, traced, traced])
+            #expect(StoredTraceContext.fields(jobs[0].traceContext) == [
+                "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tracestate": "vendor=a",
+            ])
+        }
+        try await withStore(engine, body)
+    }
 }
