@@ -225,7 +225,8 @@ public enum AgentBuilder {
             tracer: parts.tracer, logger: logger)
         let stream = StreamService(
             source: streamSource(configuration), loop: parts.loop, session: parts.session, store: store, wake: wake,
-            observer: AgentStreamObserver(state: state, metrics: metrics, availability: parts.availability), logger: logger)
+            observer: AgentStreamObserver(state: state, metrics: metrics, availability: parts.availability), tracer: parts.tracer,
+            logger: logger)
         // On SQLite another process (`orderlive dead-letters retry`) can journal jobs and cannot wake
         // this executor: it looks at the journal four times a second while idle. On PostgreSQL
         // every journal write notifies the jobs channel, which wakes it.

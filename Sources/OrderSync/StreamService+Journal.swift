@@ -51,7 +51,9 @@ extension StreamService {
             case .jobs, .heartbeat:
                 break
             }
-            batch.jobs += translation.jobs
+            var jobs = translation.jobs
+            if let tracer, !jobs.isEmpty { batch.traces.append(StreamEventTrace(tracer, event: event, jobs: &jobs)) }
+            batch.jobs += jobs
             if let letter = translation.deadLetter { batch.deadLetters.append(letter) }
             if !event.lastEventID.isEmpty { batch.cursor = event.lastEventID }
             batch.dispositions.append(translation.disposition)
@@ -79,13 +81,21 @@ public struct TranslatedBatch: Sendable {
     package var cursor: String?
     /// How each event was read.
     package var dispositions: [EventTranslation.Disposition] = []
+    /// The spans of the events that made jobs, ended with the commit (traces exported only).
+    var traces: [StreamEventTrace] = []
 
     /// An empty batch.
     package init() {}
 
     /// Journals the jobs and dead letters with the cursor, in one transaction.
     func journal(into store: any JobJournal) async throws {
-        try await store.journal(jobs, cursor: cursor, deadLetters: deadLetters)
+        do {
+            try await store.journal(jobs, cursor: cursor, deadLetters: deadLetters)
+        } catch {
+            for trace in traces { trace.end(error) }
+            throw error
+        }
+        for trace in traces { trace.end(nil) }
     }
 }
 

@@ -9,6 +9,7 @@ public import Logging
 public import StoreModel
 import ServerSentEvents
 public import ServiceLifecycle
+public import Tracing
 
 /// The order stream as a service: one authenticated SSE stream after another, resumed from the
 /// stored cursor, each parser batch journaled in one transaction (group commit, see
@@ -26,6 +27,8 @@ public struct StreamService<C: Clock>: Service where C.Duration == Duration {
     let observer: any StreamObserver
     let clock: C
     let now: @Sendable () -> Double
+    /// Spans of the events that make jobs (``StreamEventTrace``); nil when traces are not exported.
+    let tracer: (any Tracer)?
     let logger: Logger
 
     /// Creates the service. `clock` times reconnect waits, idle timeouts and the commit lag; `now`
@@ -33,7 +36,7 @@ public struct StreamService<C: Clock>: Service where C.Duration == Duration {
     public init(
         source: EventSourceConfiguration, loop: CurlLoop, session: Session, store: any JobJournal, wake: WakeSignal,
         observer: any StreamObserver = NoStreamObserver(), clock: C,
-        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }, logger: Logger
+        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }, tracer: (any Tracer)? = nil, logger: Logger
     ) {
         self.source = source
         self.loop = loop
@@ -43,6 +46,7 @@ public struct StreamService<C: Clock>: Service where C.Duration == Duration {
         self.observer = observer
         self.clock = clock
         self.now = now
+        self.tracer = tracer
         self.logger = logger
     }
 
@@ -204,10 +208,10 @@ extension StreamService where C == ContinuousClock {
     public init(
         source: EventSourceConfiguration, loop: CurlLoop, session: Session, store: any JobJournal, wake: WakeSignal,
         observer: any StreamObserver = NoStreamObserver(),
-        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }, logger: Logger
+        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }, tracer: (any Tracer)? = nil, logger: Logger
     ) {
         self.init(source: source, loop: loop, session: session, store: store, wake: wake, observer: observer,
-                  clock: ContinuousClock(), now: now, logger: logger)
+                  clock: ContinuousClock(), now: now, tracer: tracer, logger: logger)
     }
 }
 

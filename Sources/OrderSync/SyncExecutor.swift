@@ -348,10 +348,3 @@ public final class SyncExecutor: Sendable {
         }
     }
 }
-
-/// Reads propagation fields from a job's stored trace context.
-struct TraceFieldsExtractor: Extractor {
-    func extract(key: String, from carrier: [String: String]) -> String? {
-        carrier[key]
-    }
-}

@@ -1,5 +1,8 @@
+import AsyncSignals
+import EventStream
 import InMemoryTracing
 import OrderSync
+import ServerSentEvents
 import StoreModel
 import TestHarnesses
 import TestKit
@@ -83,6 +86,40 @@ import Tracing
             let batch = try #require(tracer.finishedSpans.first { $0.operationName == "sync apply batch" })
             #expect(batch.parentSpanID == nil, "a batch of many pushes' jobs starts its own trace")
             #expect(batch.links.compactMap { $0.context.inMemorySpanContext?.traceID } == [push.traceID])
+        }
+    }
+}
+
+extension SyncTracingTests {
+    /// A stream event that makes a job starts a trace (its id, type and order) with a `journal commit`
+    /// child; its job's apply joins that trace, as a push's does. An event that makes no job has none.
+    @Test func aStreamEventStartsATraceThroughTheJournalToTheApply() async throws {
+        try await SyncHarness.run(pageSize: 2) { harness in
+            let base = await harness.sandbox.baseURL
+            let tracer = InMemoryTracer()
+            let stream = StreamService(
+                source: EventSourceConfiguration(url: base + "/v1/events"), loop: harness.loop, session: harness.session,
+                store: harness.store, wake: WakeSignal(), tracer: tracer, logger: quietLogger)
+            let announced = harness.sandbox.orders.create(announce: .silent)
+            try await stream.journal(batch: [
+                ServerSentEvent(type: "order.status_changed", data: #"{"order_id":\#(announced)}"#, lastEventID: "e-41"),
+                ServerSentEvent(type: "courier.moved", data: "{}", lastEventID: "e-42"),
+            ])
+            let event = try #require(tracer.finishedSpans.first { $0.operationName == "stream event" })
+            #expect(event.kind == .consumer && event.parentSpanID == nil)
+            #expect(event.attributes["orderlive.event.id"]?.toSpanAttribute() == .string("e-41"))
+            #expect(event.attributes["orderlive.event.type"]?.toSpanAttribute() == .string("order.status_changed"))
+            #expect(event.attributes["orderlive.order_id"]?.toSpanAttribute() == .string("\(announced)"))
+            #expect(tracer.finishedSpans.filter { $0.operationName == "stream event" }.count == 1, "no job, no span")
+            let commit = try #require(tracer.finishedSpans.first { $0.operationName == "journal commit" })
+            #expect(commit.traceID == event.traceID && commit.parentSpanID == event.spanID)
+
+            let client = OrdersClient(loop: harness.loop, session: harness.session, baseURL: base)
+            let executor = SyncExecutor(
+                store: harness.store, source: client, configuration: .init(pageSize: 2), tracer: tracer, logger: quietLogger)
+            #expect(try await executor.runReadyJobs().completed == 1)
+            let apply = try #require(tracer.finishedSpans.first { $0.operationName == "sync apply fetch" })
+            #expect(apply.traceID == event.traceID && apply.parentSpanID == commit.spanID)
         }
     }
 }
