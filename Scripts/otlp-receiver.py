@@ -8,8 +8,8 @@ test to wait on.
 
 Every object has "message" ("span", "log" or "metric") and string fields: trace_id, span_id, parent_span_id,
 links (a span's linked trace ids, comma-separated),
-name, kind, status, service, service_version and instance (the resource's service.name,
-service.version and service.instance.id), and each attribute as attr.<key>; a log
+name, kind, status, service, service_version, instance, backend and account (the resource's
+service.name, service.version, service.instance.id, orderlive.store.backend and orderlive.account), and each attribute as attr.<key>; a log
 record has body and severity; a metric data point has name, type (sum, gauge or histogram), value (a
 histogram's sum), count (a histogram's), buckets (a histogram's upper bounds, comma-separated) and its
 attributes as attr.<key>. POST /v1/traces, /v1/logs and /v1/metrics answer 200 with an empty response;
@@ -45,7 +45,8 @@ def value(any_value):
 def resource_fields(resource):
     attrs = {a.key: value(a.value) for a in resource.attributes}
     return {"service": attrs.get("service.name", ""), "service_version": attrs.get("service.version", ""),
-            "instance": attrs.get("service.instance.id", "")}
+            "instance": attrs.get("service.instance.id", ""), "backend": attrs.get("orderlive.store.backend", ""),
+            "account": attrs.get("orderlive.account", "")}
 
 
 def traces(body):

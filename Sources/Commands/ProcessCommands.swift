@@ -29,7 +29,7 @@ public enum ProcessCommands {
                 configuration.telemetry, version: OrderliveVersion.current,
                 instanceID: configuration.telemetry.isOn(environment: environment)
                     ? StateDirectory(configuration.store.stateDirectory).instanceID() : nil,
-                environment: environment, diagnostics: Logger(label: "orderlive.telemetry", factory: console))
+                attributes: configuration.telemetryResourceAttributes, environment: environment, diagnostics: Logger(label: "orderlive.telemetry", factory: console))
         } catch {
             throw CommandFailure(error.description)
         }

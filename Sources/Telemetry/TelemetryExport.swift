@@ -28,19 +28,22 @@ public struct TelemetryExport: Sendable {
     public let summary: String
 
     /// The export `configuration` and `environment` ask for, or nil when it is off. `instanceID` is
-    /// the `service.instance.id` resource attribute (``Agent/StateDirectory/instanceID()``).
+    /// the `service.instance.id` resource attribute (``Agent/StateDirectory/instanceID()``);
+    /// `attributes` are more (``Agent/OrderliveConfiguration/telemetryResourceAttributes``).
     ///
     /// `OTEL_*` variables override the keys (swift-otel applies them), so an operator can point a
     /// fleet at a collector without touching its configuration files. swift-otel's own warnings (an
     /// export that failed, records dropped from a full queue) go to `diagnostics`, the console's log,
     /// never back into the export.
     public static func make(
-        _ configuration: TelemetryConfiguration, version: String, instanceID: String? = nil, environment: [String: String],
+        _ configuration: TelemetryConfiguration, version: String, instanceID: String? = nil, attributes: [String: String] = [:],
+        environment: [String: String],
         diagnostics: Logger? = nil
     ) throws(TelemetryError) -> TelemetryExport? {
         guard configuration.isOn(environment: environment) else { return nil }
         var otel = try otelConfiguration(configuration, version: version)
         if let instanceID { otel.resourceAttributes["service.instance.id"] = instanceID }
+        otel.resourceAttributes.merge(attributes) { _, given in given }
         if let diagnostics {
             let coalesced = DiagnosticsLogHandler(logger: diagnostics)
             otel.diagnosticLogger = .custom(Logger(label: diagnostics.label) { _ in coalesced })

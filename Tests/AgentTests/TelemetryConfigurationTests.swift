@@ -105,4 +105,14 @@ import Testing
         #expect(export.metricsFactory != nil && export.tracer == nil && export.logHandler == nil && export.services.count == 1)
         #expect(export.summary == "metrics over OTLP/HTTP to http://127.0.0.1:4318")
     }
+
+    @Test func theResourceNamesTheStoresEngineAndOnPostgreSQLTheAccount() {
+        var configuration = OrderliveConfiguration()
+        #expect(configuration.telemetryResourceAttributes == ["orderlive.store.backend": "sqlite"])
+        configuration.store.backend = .postgres
+        configuration.auth.identifier = "depot-7"
+        #expect(configuration.telemetryResourceAttributes == ["orderlive.store.backend": "postgres", "orderlive.account": "depot-7"])
+        configuration.store.account = "north"
+        #expect(configuration.telemetryResourceAttributes["orderlive.account"] == "north", "store.account wins over auth.identifier")
+    }
 }

@@ -73,6 +73,7 @@ import WebhookSigning
         let instance = try String(contentsOfFile: directory + "/state/instance-id", encoding: .utf8)
         #expect(request.line["instance"] == instance.trimmingCharacters(in: .whitespacesAndNewlines))
         #expect(UUID(uuidString: request.line["instance"] ?? "") != nil)
+        #expect(request.line["backend"] == "sqlite" && request.line["account"] == "", "an account only on PostgreSQL")
         let commit = try #require(await receiver.records.wait(message: "span", ["name": "journal commit", "trace_id": traceID]))
         #expect(commit.line["parent_span_id"] == request.line["span_id"])
         #expect(commit.line["attr.orderlive.push.outcome"] == "accepted")

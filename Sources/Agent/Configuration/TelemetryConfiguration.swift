@@ -81,3 +81,17 @@ public struct TelemetryConfiguration: Sendable, Hashable {
         return enabled || !endpoint.isEmpty || Self.endpointVariables.contains { !(environment[$0] ?? "").isEmpty }
     }
 }
+
+extension OrderliveConfiguration {
+    /// The resource attributes beside `service.*` that name what this agent serves (DESIGN §14): the
+    /// store's engine and, on PostgreSQL, the account it shares the database under. The role (leader or
+    /// follower) changes while the agent runs, so it is the exported `orderlive_cluster_leader` gauge.
+    public var telemetryResourceAttributes: [String: String] {
+        var attributes = ["orderlive.store.backend": store.backend.rawValue]
+        if store.backend == .postgres {
+            let account = store.account.isEmpty ? auth.identifier : store.account
+            if !account.isEmpty { attributes["orderlive.account"] = account }
+        }
+        return attributes
+    }
+}
