@@ -29,6 +29,7 @@ let package = Package(
                 .product(name: "PostgresStore", package: "orderlive"),
                 .product(name: "OrderSync", package: "orderlive"),
                 .product(name: "Agent", package: "orderlive"),
+                .product(name: "Commands", package: "orderlive"),
                 .product(name: "Telemetry", package: "orderlive"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),

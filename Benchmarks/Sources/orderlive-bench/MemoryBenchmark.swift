@@ -7,6 +7,7 @@
 // `memory-agent`, loading the same file with `orderlive run`'s own loader and builder.
 
 import Agent
+import Commands
 import CurlHTTP
 import Foundation
 import Logging
@@ -16,18 +17,15 @@ import Sandbox
 import Glibc
 #endif
 
-/// `orderlive-bench memory-agent CONFIG_FILE`: an agent as `orderlive run --config CONFIG_FILE` loads
-/// and builds it (the same loader and builder), JSON logs at info on stderr.
+/// `orderlive-bench memory-agent CONFIG_FILE`: an agent as `orderlive run --config CONFIG_FILE` runs it
+/// (the same loader, logging, telemetry and builder: `OTEL_EXPORTER_OTLP_ENDPOINT` in the environment
+/// turns export on, as for `orderlive run`), JSON logs at info on stderr.
 func runMemoryAgent(_ arguments: [String]) async throws {
     guard arguments.count == 1 else {
         throw BenchFailure("usage: orderlive-bench memory-agent CONFIG_FILE")
     }
     let configuration = try await ConfigurationLoader.load(file: arguments[0], environment: [:])
-    LoggingSystem.bootstrap { JSONLogHandler(label: $0) }
-    var logger = Logger(label: "orderlive")
-    logger.logLevel = .info
-    let program = try AgentBuilder.build(configuration: configuration, logger: logger, environment: [:])
-    try await program.run(handlingSignals: true)
+    try await ProcessCommands.runAgent(configuration)
 }
 
 /// The agent's settings, both ways it is run: the defaults but for both listeners on free loopback
