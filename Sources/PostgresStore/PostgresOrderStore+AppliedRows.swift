@@ -50,6 +50,7 @@ extension PostgresOrderStore {
         return try await applying(ids, at: now, on: connection, changes: &changes) { rows in
             var completed: [Int64] = []
             for job in jobs {
+                rows.traceContext = job.traceContext
                 switch job.kind {
                 case .upsert:
                     guard let order = job.order else { continue }
@@ -164,6 +165,8 @@ struct AppliedRows {
     let ids: [String]
     var slots: [String: Slot] = [:]
     private(set) var changes: [PostgresChangeAppender.Pending] = []
+    /// The trace context the next changes carry: the job's being applied (nil for a full sync's page).
+    var traceContext: String?
 
     init(ids: [String]) {
         var unique: [String] = []
@@ -195,7 +198,7 @@ struct AppliedRows {
         slot.written = order
         slot.orderChanged = true
         changes.append(.init(kind: .upserted, orderID: order.id, version: order.version, body: order.body, after: after,
-                             before: before))
+                             before: before, traceContext: traceContext))
         return .applied
     }
 
@@ -218,7 +221,7 @@ struct AppliedRows {
         slot.written = nil
         slot.orderChanged = true
         changes.append(.init(kind: .deleted, orderID: id, version: version ?? current.version, body: nil, after: nil,
-                             before: current.fields))
+                             before: current.fields, traceContext: traceContext))
         return .deleted
     }
 }
@@ -256,6 +259,7 @@ extension PostgresChangeAppender {
         var body: String?
         var after: OrderChange.Fields?
         var before: OrderChange.Fields?
+        var traceContext: String?
     }
 
     /// Appends `pending` with the next seqs, in order, in one statement.
@@ -268,6 +272,7 @@ extension PostgresChangeAppender {
         var seqs: [Int64] = [], kinds: [String] = [], orderIDs: [String] = [], versions: [Int64] = [], bodies: [String] = []
         var status: [String] = [], storeID: [String] = [], courierID: [String] = []
         var beforeStatus: [String] = [], beforeStoreID: [String] = [], beforeCourierID: [String] = []
+        var traceContexts: [String] = []
         for (offset, change) in pending.enumerated() {
             seqs.append(head + Int64(offset) + 1)
             kinds.append(change.kind.rawValue)
@@ -280,21 +285,22 @@ extension PostgresChangeAppender {
             nullable.add(change.before?.status, to: &beforeStatus, empty: "")
             nullable.add(change.before?.storeID, to: &beforeStoreID, empty: "")
             nullable.add(change.before?.courierID, to: &beforeCourierID, empty: "")
+            nullable.add(change.traceContext, to: &traceContexts, empty: "")
             nullable.endRow()
         }
         try await connection.query("""
             INSERT INTO orderlive_order_change (account, seq, order_id, kind, version, body, at, status, store_id,
-                courier_id, before_status, before_store_id, before_courier_id)
+                courier_id, before_status, before_store_id, before_courier_id, trace_context)
             SELECT \(account), seq, order_id, kind, CASE WHEN mask & 1 <> 0 THEN version END,
                    CASE WHEN mask & 2 <> 0 THEN body END, \(now), CASE WHEN mask & 4 <> 0 THEN status END,
                    CASE WHEN mask & 8 <> 0 THEN store_id END, CASE WHEN mask & 16 <> 0 THEN courier_id END,
                    CASE WHEN mask & 32 <> 0 THEN before_status END, CASE WHEN mask & 64 <> 0 THEN before_store_id END,
-                   CASE WHEN mask & 128 <> 0 THEN before_courier_id END
+                   CASE WHEN mask & 128 <> 0 THEN before_courier_id END, CASE WHEN mask & 256 <> 0 THEN trace_context END
             FROM unnest(\(seqs)::bigint[], \(orderIDs)::text[], \(kinds)::text[], \(versions)::bigint[], \(bodies)::text[],
                         \(status)::text[], \(storeID)::text[], \(courierID)::text[], \(beforeStatus)::text[],
-                        \(beforeStoreID)::text[], \(beforeCourierID)::text[], \(nullable.masks)::int4[])
+                        \(beforeStoreID)::text[], \(beforeCourierID)::text[], \(traceContexts)::text[], \(nullable.masks)::int4[])
                  AS c(seq, order_id, kind, version, body, status, store_id, courier_id, before_status, before_store_id,
-                      before_courier_id, mask)
+                      before_courier_id, trace_context, mask)
             """, logger: logger)
         last = end
     }

@@ -51,11 +51,11 @@ extension PostgresOrderStore: JobApplier {
     @discardableResult
     public func applyUpsert(_ order: OrderRecord, completing jobID: Int64? = nil) async throws -> UpsertOutcome {
         try await changeWrite { [self] connection, changes, now in
-            let outcome = try await self.applying([order.id], at: now, on: connection, changes: &changes) {
-                $0.upsert(order, at: now)
+            let traced = try await self.completeTraced(job: jobID, at: now, on: connection)
+            return try await self.applying([order.id], at: now, on: connection, changes: &changes) {
+                $0.traceContext = traced
+                return $0.upsert(order, at: now)
             }
-            if let jobID { try await self.complete(jobs: [jobID], at: now, on: connection) }
-            return outcome
         }
     }
 
@@ -63,11 +63,11 @@ extension PostgresOrderStore: JobApplier {
     @discardableResult
     public func applyDelete(orderID: String, version: Int64?, completing jobID: Int64? = nil) async throws -> DeleteOutcome {
         try await changeWrite { [self] connection, changes, now in
-            let outcome = try await self.applying([orderID], at: now, on: connection, changes: &changes) {
-                $0.delete(orderID: orderID, version: version, at: now)
+            let traced = try await self.completeTraced(job: jobID, at: now, on: connection)
+            return try await self.applying([orderID], at: now, on: connection, changes: &changes) {
+                $0.traceContext = traced
+                return $0.delete(orderID: orderID, version: version, at: now)
             }
-            if let jobID { try await self.complete(jobs: [jobID], at: now, on: connection) }
-            return outcome
         }
     }
 
@@ -162,6 +162,24 @@ extension PostgresOrderStore: JobApplier {
             FROM gone RETURNING job_id
             """, logger: logger)
         guard try await Self.count(completed) == ids.count else { throw JobsGone() }
+    }
+
+    /// Completes one job as ``complete(jobs:at:on:)`` does (first in its apply's transaction, which
+    /// rolls back whole if the job is gone), returning its trace context for the changes the apply makes.
+    private func completeTraced(job id: Int64?, at now: Double, on connection: PostgresConnection) async throws -> String? {
+        guard let id else { return nil }
+        let rows = try await connection.query("""
+            WITH gone AS (DELETE FROM orderlive_job WHERE account = \(account) AND id = \(id) RETURNING id, trace_context),
+            applied AS (
+                INSERT INTO orderlive_job_applied (account, job_id, epoch, applied_at)
+                SELECT \(account), id, (SELECT epoch FROM orderlive_leadership WHERE account = \(account)), \(now)
+                FROM gone RETURNING job_id)
+            SELECT gone.trace_context FROM gone JOIN applied ON applied.job_id = gone.id
+            """, logger: logger)
+        var found: [String?] = []
+        for try await traceContext in rows.decode(String?.self) { found.append(traceContext) }
+        guard found.count == 1 else { throw JobsGone() }
+        return found[0]
     }
 
     /// The number of rows in `rows`, read to their end.

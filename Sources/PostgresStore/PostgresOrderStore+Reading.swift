@@ -240,12 +240,12 @@ extension PostgresOrderStore: OrderReader, ChangeFeedSource {
         var changes: [OrderChange] = []
         let rows = try await connection.query("""
             SELECT seq, order_id, kind, version, body, at, status, store_id, courier_id, before_status,
-                   before_store_id, before_courier_id
+                   before_store_id, before_courier_id, trace_context
             FROM orderlive_order_change WHERE account = \(account) AND seq > \(seq) ORDER BY seq LIMIT \(max(1, limit))
             """, logger: logger)
         for try await (seq, orderID, kindText, version, body, at, status, storeID, courierID, beforeStatus,
-                       beforeStoreID, beforeCourierID) in rows.decode(
-            (Int64, String, String, Int64?, String?, Double, String?, String?, String?, String?, String?, String?).self) {
+                       beforeStoreID, beforeCourierID, traceContext) in rows.decode(
+            (Int64, String, String, Int64?, String?, Double, String?, String?, String?, String?, String?, String?, String?).self) {
             guard let kind = OrderChange.Kind(rawValue: kindText) else {
                 throw PostgresStoreError("change \(seq) has an unknown kind '\(kindText)'")
             }
@@ -254,7 +254,7 @@ extension PostgresOrderStore: OrderReader, ChangeFeedSource {
                 after: status.map { OrderChange.Fields(status: $0, storeID: storeID, courierID: courierID) },
                 before: beforeStatus.map {
                     OrderChange.Fields(status: $0, storeID: beforeStoreID, courierID: beforeCourierID)
-                }))
+                }, traceContext: traceContext))
         }
         return changes
     }

@@ -111,9 +111,11 @@ extension PostgresOrderStore {
         Migration(version: "6", statements: [
             "ALTER TABLE orderlive_webhook_endpoint ADD COLUMN revision bigint NOT NULL DEFAULT 0",
         ]),
-        // DESIGN §14: the trace of the push or event that journaled a job, so its apply joins it.
+        // DESIGN §14: the trace of the push or event that journaled a job, so its apply joins it, kept
+        // on the changes the job makes, so their webhook attempts continue it.
         Migration(version: "7", statements: [
             "ALTER TABLE orderlive_job ADD COLUMN trace_context text",
+            "ALTER TABLE orderlive_order_change ADD COLUMN trace_context text",
         ]),
     ]
 

@@ -9,7 +9,7 @@ extension OrderChange {
         seq, order_id, kind, version,
         CASE WHEN body IS NULL AND kind = 'upserted' THEN (SELECT o.body FROM "order" o
             WHERE o.id = order_change.order_id AND o.body_change = order_change.seq) ELSE body END,
-        at, status, store_id, courier_id, before_status, before_store_id, before_courier_id
+        at, status, store_id, courier_id, before_status, before_store_id, before_courier_id, trace_context
         """
 
     /// Decodes a row of ``columns``; a hand-edited row is an error, never a trap.
@@ -27,7 +27,8 @@ extension OrderChange {
             after: try status.map { Fields(status: $0, storeID: try row.decode(atIndex: 7), courierID: try row.decode(atIndex: 8)) },
             before: try beforeStatus.map {
                 Fields(status: $0, storeID: try row.decode(atIndex: 10), courierID: try row.decode(atIndex: 11))
-            })
+            },
+            traceContext: try row.decode(atIndex: 12))
     }
 }
 
@@ -39,11 +40,13 @@ struct ChangeAppender {
     private(set) var last: Int64?
     /// The transaction's per-order statements (shared by the copies a savepoint makes).
     let statements = TransactionStatements()
+    /// The trace context the next changes carry: the job's being applied (nil for a full sync's page).
+    var traceContext: String?
 
     static let insertSQL = """
         INSERT INTO order_change (seq, order_id, kind, version, body, at, status, store_id, courier_id,
-                                  before_status, before_store_id, before_courier_id)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                  before_status, before_store_id, before_courier_id, trace_context)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
 
     /// Records that `count` changes were inserted from `first` on, which must be ``nextSeq(in:)``.
@@ -74,6 +77,7 @@ struct ChangeAppender {
         let seq = try nextSeq(in: db)
         try DirectStatement(.changeInsert, of: statements, in: db).execute { values in
             try Self.bind(seq, kind, orderID: orderID, version: version, body: body, at: now, after: after, before: before, to: &values)
+            try values.bind(traceContext)
         }
         next = seq == .max ? nil : seq + 1
         last = seq

@@ -45,6 +45,7 @@ struct JobIntake {
     /// it. False when it collapsed into a pending job (neither journaled nor applied).
     mutating func take(_ job: NewJob, at now: Double, in db: Database) throws -> Bool {
         if applying {
+            changes.traceContext = job.traceContext
             switch job.kind {
             case .upsert:
                 if var order = job.order {

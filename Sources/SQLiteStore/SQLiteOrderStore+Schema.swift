@@ -169,9 +169,11 @@ extension SQLiteOrderStore {
             // changes or goes, when the body is copied into the change first.
             try db.execute(sql: #"ALTER TABLE "order" ADD COLUMN body_change INTEGER"#)
         }
-        migrator.registerMigration("v10-job-trace-context") { db in
-            // DESIGN §14: the trace of the push or event that journaled a job, so its apply joins it.
+        migrator.registerMigration("v10-trace-context") { db in
+            // DESIGN §14: the trace of the push or event that journaled a job, so its apply joins it,
+            // kept on the changes the job makes, so their webhook attempts continue it.
             try db.execute(sql: "ALTER TABLE job ADD COLUMN trace_context TEXT")
+            try db.execute(sql: "ALTER TABLE order_change ADD COLUMN trace_context TEXT")
         }
     }
 }

@@ -46,10 +46,13 @@ public struct OrderChange: Sendable, Hashable {
     public var after: Fields?
     /// The filter fields before the change (nil when the order was not stored).
     public var before: Fields?
+    /// The trace of the push or event whose job made the change (``StoredTraceContext``), which its
+    /// webhook attempts continue; nil for a full sync's change, or with tracing off.
+    public var traceContext: String?
 
     /// Creates a change.
     public init(seq: Int64, orderID: String, kind: Kind, version: Int64?, body: String?, at: Double,
-                after: Fields?, before: Fields?) {
+                after: Fields?, before: Fields?, traceContext: String? = nil) {
         self.seq = seq
         self.orderID = orderID
         self.kind = kind
@@ -58,6 +61,7 @@ public struct OrderChange: Sendable, Hashable {
         self.at = at
         self.after = after
         self.before = before
+        self.traceContext = traceContext
     }
 }
 

@@ -156,7 +156,8 @@ struct EndpointDelivery: Sendable {
             (seq: change.seq, request: WebhookPayload.event(for: change, to: endpoint).map {
                 var request = request($0.body, seq: change.seq, endpoint: endpoint, signers: signers, at: signedAt)
                 spans.append(WebhookAttemptSpan.start(
-                    deliverer.tracer, &request, endpoint: endpoint.id, seq: change.seq, url: Self.redacted(endpoint.url)))
+                    deliverer.tracer, &request, endpoint: endpoint.id, seq: change.seq, url: Self.redacted(endpoint.url),
+                    traceContext: change.traceContext))
                 return request
             })
         }

@@ -1,16 +1,23 @@
 import CurlHTTP
+import StoreModel
 import Tracing
 
 /// The span of one webhook attempt (DESIGN §14), a client span named by the HTTP semantic conventions,
-/// whose W3C `traceparent` goes out with the request, so an integrator can join its own trace to the
-/// attempt. Without a tracer nothing is made and no header is added.
+/// in the trace of the push or event whose job made the change (the change keeps it), and whose W3C
+/// `traceparent` goes out with the request, so an integrator's trace runs from its push through the
+/// agent to the webhook it receives. Without a tracer nothing is made and no header is added.
 enum WebhookAttemptSpan {
-    /// Starts the span of `request` (change `seq` to endpoint `endpoint`) and adds its `traceparent`.
+    /// Starts the span of `request` (change `seq` to endpoint `endpoint`, made under the stored
+    /// `traceContext`) and adds its `traceparent`.
     static func start(
-        _ tracer: (any Tracer)?, _ request: inout HTTPRequest, endpoint: Int64, seq: Int64, url: String
+        _ tracer: (any Tracer)?, _ request: inout HTTPRequest, endpoint: Int64, seq: Int64, url: String, traceContext: String?
     ) -> (any Span)? {
         guard let tracer else { return nil }
-        let span = tracer.startSpan("POST", context: .topLevel, ofKind: .client)
+        var context = ServiceContext.topLevel
+        if traceContext != nil {
+            tracer.extract(StoredTraceContext.fields(traceContext), into: &context, using: StoredFieldsExtractor())
+        }
+        let span = tracer.startSpan("POST", context: context, ofKind: .client)
         span.attributes["http.request.method"] = "POST"
         span.attributes["url.full"] = url
         span.attributes["orderlive.webhook.endpoint"] = Int(endpoint)
@@ -34,6 +41,11 @@ enum WebhookAttemptSpan {
         }
         span.end()
     }
+}
+
+/// Reads a change's stored propagation fields.
+struct StoredFieldsExtractor: Extractor {
+    func extract(key: String, from carrier: [String: String]) -> String? { carrier[key] }
 }
 
 /// Writes propagation headers into a libcurl request's headers.

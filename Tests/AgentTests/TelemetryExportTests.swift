@@ -136,16 +136,24 @@ import WebhookSigning
                 ["webhooks", "add", url, "--secret-file", directory + "/push-secret"], in: directory + "/state")
             #expect(added == 0, "\(said)")
             // The endpoint is picked up within a second; a change after it is delivered.
+            // The pushes continue the integrator's trace; the change each makes keeps it, and so
+            // does the webhook attempt that carries it out.
+            let traceID = "5b8aa5a2d2c872e8321cf37308d69df2"
             var delivered: WebhookReceiver.Received?
             for attempt in 0..<20 where delivered == nil {
-                #expect(try await Self.push(loop, port: port, id: "whole-\(attempt)", whole: true) == 200)
+                #expect(try await Self.push(
+                    loop, port: port, id: "whole-\(attempt)", traceparent: "00-\(traceID)-051581bf3cb55c13-01", whole: true) == 200)
                 if await receiver.until(.seconds(1), { !$0.isEmpty }) { delivered = receiver.received.first }
             }
             let sent = try #require(delivered?.traceparent, "the attempt carries a traceparent")
             let parts = sent.split(separator: "-").map(String.init)
             try #require(parts.count == 4 && parts[1].count == 32 && parts[2].count == 16, "\(sent)")
-            let span = try #require(await otlp.records.wait(message: "span", ["name": "POST", "trace_id": parts[1]]))
-            #expect(span.line["span_id"] == parts[2], "the header names the attempt's own span")
+            #expect(parts[1] == traceID, "the webhook is in the push's trace")
+            let span = try #require(await otlp.records.wait(message: "span", ["name": "POST", "span_id": parts[2]]))
+            #expect(span.line["trace_id"] == traceID)
+            let parent = try #require(span.line["parent_span_id"])
+            let commit = await otlp.records.wait(message: "span", ["name": "journal commit", "span_id": parent])
+            #expect(commit?.line["trace_id"] == traceID, "under the commit that made the change")
             #expect(span.line["kind"] == "3", "SPAN_KIND_CLIENT")
             #expect(span.line["attr.http.response.status_code"] == "200")
             #expect(span.line["attr.url.full"] == url)

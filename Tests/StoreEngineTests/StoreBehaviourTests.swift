@@ -315,6 +315,38 @@ import Testing
             #expect(StoredTraceContext.fields(jobs[0].traceContext) == [
                 "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tracestate": "vendor=a",
             ])
+
+            // Applied, each job's changes keep its trace (one by one, or a run in one transaction).
+            let head = try await store.changeHead()
+            _ = try await store.applyUpsert(try order(1, version: 1), completing: jobs[0].id)
+            #expect(try await store.applyInOneTransaction(Array(jobs[1...2])) == 2)
+            _ = try await store.applyUpsert(try order(5, version: 1), completing: nil)
+            let changes = try await store.appendedChanges(after: head, limit: 10)
+            #expect(changes.map(\.orderID) == ["1", "2", "5"], "order 3 was not stored: its delete changes nothing")
+            #expect(changes.map(\.traceContext) == [traced, nil, nil])
+        }
+        try await withStore(engine, body)
+    }
+
+    @Test(arguments: StoreEngine.allCases)
+    func aChangeKeepsTheTraceOfTheJobThatMadeIt(_ engine: StoreEngine) async throws {
+        let traced = "traceparent=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        func body(_ store: any AnyOrderStore) async throws {
+            try await store.applyUpsert(try order(8, version: 1), completing: nil)
+            _ = try await store.journal([
+                NewJob(kind: .upsert, order: try order(7, version: 1), source: "push", traceContext: traced),
+                NewJob(kind: .delete, orderID: "8", source: "stream", traceContext: traced),
+            ], cursor: nil, deadLetters: [])
+            let head = try await store.changeHead()
+            #expect(try await store.applyInOneTransaction(try await store.headJobs(limit: 10)) == 2)
+            let changes = try await store.appendedChanges(after: head, limit: 10)
+            #expect(changes.map(\.kind) == [.upserted, .deleted])
+            #expect(changes.allSatisfy { $0.traceContext == traced })
+            guard case .changes(let fed) = try await store.changes(after: head, limit: 10) else {
+                Issue.record("the feed reset")
+                return
+            }
+            #expect(fed.map(\.traceContext) == [traced, traced], "the webhook outbox reads it")
         }
         try await withStore(engine, body)
     }
