@@ -49,33 +49,37 @@ def resource_fields(resource):
             "account": attrs.get("orderlive.account", "")}
 
 
+def items(request, resources, scopes, field):
+    """Each (resource fields, item) of an export request: its resources' scopes' spans, records or metrics."""
+    for resource in getattr(request, resources):
+        base = resource_fields(resource.resource)
+        for scope in getattr(resource, scopes):
+            for item in getattr(scope, field):
+                yield base, item
+
+
+def emit_with(obj, attributes):
+    obj.update({"attr." + a.key: value(a.value) for a in attributes})
+    emit(obj)
+
+
 def traces(body):
     request = trace_service_pb2.ExportTraceServiceRequest()
     request.ParseFromString(body)
-    for resource_spans in request.resource_spans:
-        base = resource_fields(resource_spans.resource)
-        for scope in resource_spans.scope_spans:
-            for span in scope.spans:
-                obj = {"message": "span", "trace_id": span.trace_id.hex(), "span_id": span.span_id.hex(),
-                       "parent_span_id": span.parent_span_id.hex(), "name": span.name, "kind": str(span.kind),
-                       "status": str(span.status.code), "links": ",".join(link.trace_id.hex() for link in span.links),
-                       **base}
-                obj.update({"attr." + a.key: value(a.value) for a in span.attributes})
-                emit(obj)
+    for base, span in items(request, "resource_spans", "scope_spans", "spans"):
+        emit_with({"message": "span", "trace_id": span.trace_id.hex(), "span_id": span.span_id.hex(),
+                   "parent_span_id": span.parent_span_id.hex(), "name": span.name, "kind": str(span.kind),
+                   "status": str(span.status.code), "links": ",".join(link.trace_id.hex() for link in span.links),
+                   **base}, span.attributes)
     return trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
 
 
 def logs(body):
     request = logs_service_pb2.ExportLogsServiceRequest()
     request.ParseFromString(body)
-    for resource_logs in request.resource_logs:
-        base = resource_fields(resource_logs.resource)
-        for scope in resource_logs.scope_logs:
-            for record in scope.log_records:
-                obj = {"message": "log", "body": value(record.body), "severity": record.severity_text,
-                       "trace_id": record.trace_id.hex(), "span_id": record.span_id.hex(), **base}
-                obj.update({"attr." + a.key: value(a.value) for a in record.attributes})
-                emit(obj)
+    for base, record in items(request, "resource_logs", "scope_logs", "log_records"):
+        emit_with({"message": "log", "body": value(record.body), "severity": record.severity_text,
+                   "trace_id": record.trace_id.hex(), "span_id": record.span_id.hex(), **base}, record.attributes)
     return logs_service_pb2.ExportLogsServiceResponse().SerializeToString()
 
 
@@ -86,20 +90,16 @@ def number(point):
 def metrics(body):
     request = metrics_service_pb2.ExportMetricsServiceRequest()
     request.ParseFromString(body)
-    for resource_metrics in request.resource_metrics:
-        base = resource_fields(resource_metrics.resource)
-        for scope in resource_metrics.scope_metrics:
-            for metric in scope.metrics:
-                kind = metric.WhichOneof("data")
-                for point in getattr(metric, kind).data_points:
-                    obj = {"message": "metric", "name": metric.name, "type": kind, **base}
-                    if kind == "histogram":
-                        obj.update({"value": repr(point.sum), "count": str(point.count),
-                                    "buckets": ",".join(repr(b) for b in point.explicit_bounds)})
-                    else:
-                        obj["value"] = number(point)
-                    obj.update({"attr." + a.key: value(a.value) for a in point.attributes})
-                    emit(obj)
+    for base, metric in items(request, "resource_metrics", "scope_metrics", "metrics"):
+        kind = metric.WhichOneof("data")
+        for point in getattr(metric, kind).data_points:
+            obj = {"message": "metric", "name": metric.name, "type": kind, **base}
+            if kind == "histogram":
+                obj.update({"value": repr(point.sum), "count": str(point.count),
+                            "buckets": ",".join(repr(b) for b in point.explicit_bounds)})
+            else:
+                obj["value"] = number(point)
+            emit_with(obj, point.attributes)
     return metrics_service_pb2.ExportMetricsServiceResponse().SerializeToString()
 
 
