@@ -152,34 +152,30 @@ extension PostgresOrderStore: JobApplier {
     /// Completes applied jobs: removed from the journal, and recorded with the epoch this transaction
     /// holds. The fence checked that epoch under a share lock in this transaction, so the account's
     /// row is the epoch the jobs were applied under (null when no agent has led the account). Throws
-    /// ``JobsGone`` (rolling the apply back) when any of them is no longer journaled.
-    private func complete(jobs ids: [Int64], at now: Double, on connection: PostgresConnection) async throws {
-        guard !ids.isEmpty else { return }
-        let completed = try await connection.query("""
-            WITH gone AS (DELETE FROM orderlive_job WHERE account = \(account) AND id = ANY(\(ids)) RETURNING id)
-            INSERT INTO orderlive_job_applied (account, job_id, epoch, applied_at)
-            SELECT \(account), id, (SELECT epoch FROM orderlive_leadership WHERE account = \(account)), \(now)
-            FROM gone RETURNING job_id
-            """, logger: logger)
-        guard try await Self.count(completed) == ids.count else { throw JobsGone() }
-    }
-
-    /// Completes one job as ``complete(jobs:at:on:)`` does (first in its apply's transaction, which
-    /// rolls back whole if the job is gone), returning its trace context for the changes the apply makes.
-    private func completeTraced(job id: Int64?, at now: Double, on connection: PostgresConnection) async throws -> String? {
-        guard let id else { return nil }
+    /// ``JobsGone`` (rolling the apply back) when any of them is no longer journaled. Returns their
+    /// trace contexts (``StoredTraceContext``), in no particular order.
+    @discardableResult
+    private func complete(jobs ids: [Int64], at now: Double, on connection: PostgresConnection) async throws -> [String?] {
+        guard !ids.isEmpty else { return [] }
         let rows = try await connection.query("""
-            WITH gone AS (DELETE FROM orderlive_job WHERE account = \(account) AND id = \(id) RETURNING id, trace_context),
+            WITH gone AS (DELETE FROM orderlive_job WHERE account = \(account) AND id = ANY(\(ids)) RETURNING id, trace_context),
             applied AS (
                 INSERT INTO orderlive_job_applied (account, job_id, epoch, applied_at)
                 SELECT \(account), id, (SELECT epoch FROM orderlive_leadership WHERE account = \(account)), \(now)
                 FROM gone RETURNING job_id)
             SELECT gone.trace_context FROM gone JOIN applied ON applied.job_id = gone.id
             """, logger: logger)
-        var found: [String?] = []
-        for try await traceContext in rows.decode(String?.self) { found.append(traceContext) }
-        guard found.count == 1 else { throw JobsGone() }
-        return found[0]
+        var contexts: [String?] = []
+        for try await traceContext in rows.decode(String?.self) { contexts.append(traceContext) }
+        guard contexts.count == ids.count else { throw JobsGone() }
+        return contexts
+    }
+
+    /// Completes the job an apply is for, first in the apply's transaction (which rolls back whole if
+    /// the job is gone), returning its trace context for the changes the apply makes.
+    private func completeTraced(job id: Int64?, at now: Double, on connection: PostgresConnection) async throws -> String? {
+        guard let id else { return nil }
+        return try await complete(jobs: [id], at: now, on: connection).first ?? nil
     }
 
     /// The number of rows in `rows`, read to their end.

@@ -52,7 +52,7 @@ extension JobRecord: FetchableRecord, PersistableRecord, TableRecord {
             source: try row.decode(atIndex: 5), attempts: try row.decode(atIndex: 6), notBefore: try row.decode(atIndex: 7),
             lastError: try row.decode(atIndex: 8), createdAt: try row.decode(atIndex: 9), status: try row.decode(atIndex: 10),
             storeID: try row.decode(atIndex: 11), courierID: try row.decode(atIndex: 12), updatedAt: try row.decode(atIndex: 13),
-            traceContext: row.count > 14 ? try row.decode(atIndex: 14) : nil)
+            traceContext: try row.decode(atIndex: 14))
     }
 
     /// The columns in ``init(row:)``'s order.

@@ -8,7 +8,7 @@ extension SQLiteOrderStore {
     public func applyUpsert(_ order: OrderRecord, completing jobID: Int64? = nil) throws -> UpsertOutcome {
         let now = self.now()
         return try changeWrite { db, changes in
-            changes.traceContext = try Self.completeTraced(jobID, in: db)
+            changes.traceContext = try Self.complete(jobID, in: db)
             return try Self.upsert(order, at: now, in: db, changes: &changes)
         }
     }
@@ -18,7 +18,7 @@ extension SQLiteOrderStore {
     public func applyDelete(orderID: String, version: Int64?, completing jobID: Int64? = nil) throws -> DeleteOutcome {
         let now = self.now()
         return try changeWrite { db, changes in
-            changes.traceContext = try Self.completeTraced(jobID, in: db)
+            changes.traceContext = try Self.complete(jobID, in: db)
             return try Self.delete(orderID: orderID, version: version, at: now, in: db, changes: &changes)
         }
     }
@@ -279,24 +279,15 @@ extension SQLiteOrderStore {
         return true
     }
 
-    /// Completes (deletes) the job an apply was for, in the apply's transaction; throws ``JobsGone``
-    /// when it is no longer journaled, which rolls the whole apply back.
-    static func complete(_ jobID: Int64?, in db: Database) throws {
-        guard let jobID else { return }
-        try deleteJob(jobID, in: db)
-        guard db.changesCount == 1 else { throw JobsGone() }
-    }
-
-    /// ``complete(_:in:)``, returning the job's trace context for the changes its apply makes.
-    static func completeTraced(_ jobID: Int64?, in db: Database) throws -> String? {
+    /// Completes (deletes) the job an apply was for, in the apply's transaction, returning its trace
+    /// context for the changes the apply makes; throws ``JobsGone`` when it is no longer journaled,
+    /// which rolls the whole apply back.
+    @discardableResult
+    static func complete(_ jobID: Int64?, in db: Database) throws -> String? {
         guard let jobID else { return nil }
         let statement = try db.cachedStatement(sql: "DELETE FROM job WHERE id = ? RETURNING trace_context")
         guard let row = try Row.fetchOne(statement, arguments: [jobID]) else { throw JobsGone() }
         return row[0]
-    }
-
-    static func deleteJob(_ id: Int64, in db: Database) throws {
-        try db.cachedStatement(sql: "DELETE FROM job WHERE id = ?").execute(arguments: [id])
     }
 
     /// A delete that removed an order is appended to the change log with the order's last filter fields.
