@@ -54,8 +54,7 @@ import TestKit
         let agent = try TelemetryExportTests.agent(directory, receiver, [
             "ORDERLIVE_TELEMETRY_TRACES": "false", "ORDERLIVE_TELEMETRY_LOGS": "false", "OTEL_METRIC_EXPORT_INTERVAL": "300",
         ])
-        let listening = try #require(await agent.logs.wait(message: "push endpoint listening")?.line)
-        let port = try #require(listening["push.listen"]?.split(separator: ":").last.map(String.init))
+        let port = try await TelemetryExportTests.pushPort(agent)
         let exporting = await agent.logs.wait(message: "telemetry exported")
         #expect(exporting?.line["telemetry.export"] == "metrics over OTLP/HTTP to \(receiver.endpoint)")
         let loop = try CurlLoop(logger: quietLogger)

@@ -44,6 +44,12 @@ import WebhookSigning
         ].merging(extra) { $1 })
     }
 
+    /// The push listener's port, once `agent` says it listens.
+    static func pushPort(_ agent: RunningAgent) async throws -> String {
+        let listening = try #require(await agent.logs.wait(message: "push endpoint listening")?.line)
+        return try #require(listening["push.listen"]?.split(separator: ":").last.map(String.init))
+    }
+
     static func directory() throws -> String {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-otel-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -55,8 +61,7 @@ import WebhookSigning
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let receiver = try await OTLPReceiver()
         let agent = try Self.agent(directory, receiver)
-        let listening = try #require(await agent.logs.wait(message: "push endpoint listening")?.line)
-        let port = try #require(listening["push.listen"]?.split(separator: ":").last.map(String.init))
+        let port = try await Self.pushPort(agent)
         let loop = try CurlLoop(logger: quietLogger)
 
         // The sender's trace goes on: the request's span is its child, the commit the request's.
@@ -128,8 +133,7 @@ import WebhookSigning
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let otlp = try await OTLPReceiver()
         let agent = try Self.agent(directory, otlp)
-        let listening = try #require(await agent.logs.wait(message: "push endpoint listening")?.line)
-        let port = try #require(listening["push.listen"]?.split(separator: ":").last.map(String.init))
+        let port = try await Self.pushPort(agent)
         let loop = try CurlLoop(logger: quietLogger)
         try await WebhookReceiver.withRunning(secret: Self.secret) { receiver, url in
             let (added, said) = try await StoreFileCommandsTests.run(
@@ -172,8 +176,7 @@ import WebhookSigning
         receiver.hold(seconds: 8)
         #expect(await receiver.records.wait(message: "holding") != nil)
         let agent = try Self.agent(directory, receiver, ["ORDERLIVE_TELEMETRY_MAX_QUEUE": "32"])
-        let listening = try #require(await agent.logs.wait(message: "push endpoint listening")?.line)
-        let port = try #require(listening["push.listen"]?.split(separator: ":").last.map(String.init))
+        let port = try await Self.pushPort(agent)
         let loop = try CurlLoop(logger: quietLogger)
 
         // Far more spans than the queue holds while every export is refused: each push is still
