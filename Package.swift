@@ -103,6 +103,7 @@ let package = Package(
             dependencies: [
                 "AsyncSignals",
                 "CCurl",
+                "CheckedInput",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict,
@@ -336,7 +337,7 @@ let package = Package(
             name: "TestHarnesses",
             dependencies: [
                 "AsyncSignals", "StoreModel", "AuthSession", "CurlHTTP", "EventStream", "SQLiteStore", "OrderSync", "PushIngest", "Sandbox",
-                "OrdersAPI", "ServerSentEvents", "TestKit", "LocalHTTP", "WebhookSigning", "JSONToolkit",
+                "OrdersAPI", "ServerSentEvents", "TestKit", "LocalHTTP", "WebhookSigning", "JSONToolkit", "CheckedInput",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Hummingbird", package: "hummingbird"),
             ],
@@ -374,7 +375,7 @@ let package = Package(
         .testTarget(
             name: "CurlHTTPTests",
             dependencies: [
-                "AsyncSignals", "CurlHTTP", "Sandbox", "TestHarnesses", "TestKit", .product(name: "Logging", package: "swift-log"),
+                "AsyncSignals", "CheckedInput", "CurlHTTP", "Sandbox", "TestHarnesses", "TestKit", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
@@ -444,7 +445,7 @@ let package = Package(
             // The listener floor's NIO handlers on embedded channels (STYLE: no sockets needed).
             name: "LocalHTTPTests",
             dependencies: [
-                "LocalHTTP",
+                "CheckedInput", "LocalHTTP",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),

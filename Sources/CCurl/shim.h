@@ -36,6 +36,13 @@ static inline CURLcode orderlive_easy_setopt_data_callback(CURL *handle, CURLopt
     return curl_easy_setopt(handle, option, value);
 }
 
+/// For CURLOPT_OPENSOCKETFUNCTION.
+static inline CURLcode orderlive_easy_setopt_opensocket(CURL *handle, curl_opensocket_callback value) {
+    return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, value);
+}
+
+static inline curl_socket_t orderlive_socket_bad(void) { return CURL_SOCKET_BAD; }
+
 static inline CURLcode orderlive_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
 }

@@ -46,11 +46,16 @@ extension OperatorCommands {
     }
 
     /// Adds an endpoint that receives the changes made from now on; writes its id.
-    public func addWebhook(url: String, secretFile: String?, events: String?, storeIDs: String?) async throws {
+    public func addWebhook(
+        url: String, secretFile: String?, events: String?, storeIDs: String?, options input: WebhookOptionsInput = WebhookOptionsInput()
+    ) async throws {
+        let options: WebhookDeliveryOptions
         do {
             _ = try WebhookAdministration.checkedURL(url)
+            try WebhookAdministration.checkedReach(url, configuration.webhooks.addressGuard)
             _ = try WebhookAdministration.checkedEvents(events)
             if let secretFile { _ = try WebhookAdministration.secret(from: secretFile) }
+            options = try input.applied(to: WebhookDeliveryOptions())
         } catch {
             throw CommandFailure(error.description)
         }
@@ -58,12 +63,27 @@ extension OperatorCommands {
             var (secret, written) = try signingKey(secretFile)
             let endpoint = try await store.addWebhookEndpoint(NewWebhookEndpoint(
                 url: url, secret: secret, events: try WebhookAdministration.checkedEvents(events),
-                storeIDs: WebhookEndpoint.split(storeIDs?.replacingOccurrences(of: " ", with: ""))))
+                storeIDs: WebhookEndpoint.split(storeIDs?.replacingOccurrences(of: " ", with: "")), options: options))
             secret = ""
             return (endpoint, written)
         }
         console.write("\(endpoint.id)")
         noteWritten(written)
+    }
+
+    /// Changes how an endpoint is sent its changes (`webhooks update`): the options given, the others kept.
+    public func updateWebhook(_ id: Int64, options input: WebhookOptionsInput) async throws {
+        guard !input.isEmpty else {
+            throw CommandFailure("nothing to update: give --max-in-flight, --batch-size, --batch-ms, --rate, --header, --header-file, "
+                + "--remove-header, --client-certificate or --client-key")
+        }
+        let options = try await withOutbox { store -> WebhookDeliveryOptions in
+            guard let endpoint = try await store.webhookEndpoints().first(where: { $0.id == id }) else { throw Self.unknownWebhook(id) }
+            let options = try input.applied(to: endpoint.options)
+            guard try await store.updateWebhookEndpoint(id: id, options: options) else { throw Self.unknownWebhook(id) }
+            return options
+        }
+        console.write("Updated webhook endpoint \(id): \(WebhookOutput.delivery(options)); running agents apply it within a second.")
     }
 
     /// The endpoints: state, filters, progress, last error.

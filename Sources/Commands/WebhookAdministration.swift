@@ -1,5 +1,6 @@
 public import Agent
 public import CurlHTTP
+import CheckedInput
 import Foundation
 import SQLiteStore
 public import StoreModel
@@ -26,6 +27,19 @@ public enum WebhookAdministration {
             throw Refusal("'\(url)' is not an http:// or https:// URL with a host")
         }
         return url
+    }
+
+    /// Refuses `url` when its host is, or resolves to, an address `addressGuard` does not permit (a
+    /// link-local or cloud metadata address); a host that does not resolve now is let through (the
+    /// guard checks again at every connection).
+    public static func checkedReach(_ url: String, _ addressGuard: AddressGuard) throws(Refusal) {
+        guard let host = URLComponents(string: url)?.host else { return }
+        for address in AddressGuard.resolve(host) where !addressGuard.permits(address) {
+            throw Refusal("""
+                \(host) is \(AddressRange.text(address) == host ? "" : "at ")\(AddressRange.text(address)), a link-local or cloud \
+                metadata address, which webhooks may not reach; list it in webhooks.allow_private to allow it
+                """)
+        }
     }
 
     /// The event types of `--events`, each one the change feed names.
@@ -73,11 +87,21 @@ public enum WebhookAdministration {
         let id = "msg_\(endpoint.id)_test_\(now)"
         let body = Array(#"{"type":"webhook.test","endpoint":\#(endpoint.id)}"#.utf8)
         let signature = try StandardWebhooks(secret: endpoint.secret).sign(id: id, timestamp: now, body: body)
+        var headers: HTTPHeaders = [
+            "Content-Type": "application/json", "webhook-id": id, "webhook-timestamp": "\(now)", "webhook-signature": signature,
+        ]
+        for header in endpoint.options.headers {
+            let value = header.file.flatMap { FileManager.default.contents(atPath: $0) }
+                .map { String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) } ?? header.value ?? ""
+            headers.add(name: header.name, value: value)
+        }
         let response = try await loop.perform(HTTPRequest(
-            url: endpoint.url, method: "POST",
-            headers: ["Content-Type": "application/json", "webhook-id": id, "webhook-timestamp": "\(now)", "webhook-signature": signature],
+            url: endpoint.url, method: "POST", headers: headers,
             body: body, connectTimeout: min(settings.timeout, .seconds(10)), timeout: settings.timeout,
-            tls: TLSOptions(caFile: settings.caFile), maximumRedirects: 0, maximumResponseBytes: 1 << 20))
+            tls: TLSOptions(caFile: settings.caFile, clientCertificate: endpoint.options.clientCertificate,
+                            clientKey: endpoint.options.clientKey),
+            maximumRedirects: 0, maximumResponseBytes: 1 << 20, proxy: ProxyRoute(url: settings.proxy, bypass: settings.noProxy),
+            addressGuard: settings.addressGuard))
         return (response.status, String(decoding: response.body.prefix(500), as: UTF8.self))
     }
 }

@@ -62,11 +62,16 @@ public struct TLSOptions: Sendable, Hashable {
     public var caFile: String
     /// A public-key pin in libcurl's `sha256//<base64>` form (several joined with `;`); empty for none.
     public var pinnedPublicKey: String
+    /// A PEM client certificate presented to the server (mutual TLS), and its key; empty for none.
+    public var clientCertificate: String
+    public var clientKey: String
 
-    /// Creates options; the defaults trust the system store and pin nothing.
-    public init(caFile: String = "", pinnedPublicKey: String = "") {
+    /// Creates options; the defaults trust the system store, pin nothing and present no certificate.
+    public init(caFile: String = "", pinnedPublicKey: String = "", clientCertificate: String = "", clientKey: String = "") {
         self.caFile = caFile
         self.pinnedPublicKey = pinnedPublicKey
+        self.clientCertificate = clientCertificate
+        self.clientKey = clientKey
     }
 }
 
@@ -90,6 +95,11 @@ public struct HTTPRequest: Sendable {
     public var maximumRedirects: Int
     /// The largest response body `perform` accepts, in bytes.
     public var maximumResponseBytes: Int
+    /// The proxy, set on the transfer with libcurl's proxy environment variables ignored; nil leaves
+    /// libcurl's own handling (which reads `http_proxy`, `HTTPS_PROXY`, `NO_PROXY`).
+    public var proxy: ProxyRoute?
+    /// Addresses the transfer refuses to connect to; nil for none refused.
+    public var addressGuard: AddressGuard?
 
     /// The connect deadline of a request that names none (and of `upstream.connect_timeout_ms`).
     public static let standardConnectTimeout = Duration.seconds(10)
@@ -106,7 +116,9 @@ public struct HTTPRequest: Sendable {
         timeout: Duration? = HTTPRequest.standardTimeout,
         tls: TLSOptions = .init(),
         maximumRedirects: Int = 5,
-        maximumResponseBytes: Int = 64 << 20
+        maximumResponseBytes: Int = 64 << 20,
+        proxy: ProxyRoute? = nil,
+        addressGuard: AddressGuard? = nil
     ) {
         self.url = url
         self.method = method
@@ -117,5 +129,21 @@ public struct HTTPRequest: Sendable {
         self.tls = tls
         self.maximumRedirects = maximumRedirects
         self.maximumResponseBytes = maximumResponseBytes
+        self.proxy = proxy
+        self.addressGuard = addressGuard
+    }
+}
+
+/// A transfer's proxy, as configured rather than as the environment says.
+public struct ProxyRoute: Sendable, Hashable {
+    /// The proxy's URL (`http://host:port`); empty: no proxy.
+    public var url: String
+    /// Hosts reached directly, `NO_PROXY`'s syntax (comma-separated names, domains, addresses, `*`).
+    public var bypass: String
+
+    /// Creates a route; the defaults are no proxy at all.
+    public init(url: String = "", bypass: String = "") {
+        self.url = url
+        self.bypass = bypass
     }
 }

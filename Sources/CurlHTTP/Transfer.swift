@@ -48,6 +48,8 @@ final class Transfer: @unchecked Sendable {
     var body: [UInt8] = []
     var bodyTooLarge = false
     var paused = false
+    /// The address the ``HTTPRequest/addressGuard`` refused, when it refused one.
+    var refusedAddress: String?
 
     init(id: Int, request: HTTPRequest, sink: TransferSink) {
         self.id = id
@@ -94,6 +96,20 @@ final class Transfer: @unchecked Sendable {
         }
         if !request.tls.pinnedPublicKey.isEmpty {
             set(orderlive_easy_setopt_string(handle, CURLOPT_PINNEDPUBLICKEY, request.tls.pinnedPublicKey))
+        }
+        if !request.tls.clientCertificate.isEmpty {
+            set(orderlive_easy_setopt_string(handle, CURLOPT_SSLCERT, request.tls.clientCertificate))
+            if !request.tls.clientKey.isEmpty { set(orderlive_easy_setopt_string(handle, CURLOPT_SSLKEY, request.tls.clientKey)) }
+        }
+        if let proxy = request.proxy {
+            // Both set, even empty: an empty proxy means none and an empty bypass list means none, and
+            // either set stops libcurl reading its environment variables.
+            set(orderlive_easy_setopt_string(handle, CURLOPT_PROXY, proxy.url))
+            set(orderlive_easy_setopt_string(handle, CURLOPT_NOPROXY, proxy.bypass))
+        }
+        if request.addressGuard != nil {
+            set(orderlive_easy_setopt_opensocket(handle, curlOpenSocketCallback))
+            set(orderlive_easy_setopt_pointer(handle, CURLOPT_OPENSOCKETDATA, context))
         }
 
         let method = request.method.uppercased()
@@ -252,6 +268,9 @@ final class Transfer: @unchecked Sendable {
             return .failure(CurlError(
                 kind: .responseTooLarge,
                 message: "the response body is larger than \(request.maximumResponseBytes) bytes"))
+        }
+        if code == CURLE_COULDNT_CONNECT, let refusedAddress, let addressGuard = request.addressGuard {
+            return .failure(CurlError(kind: .couldNotConnect, message: addressGuard.refusal(refusedAddress), code: Int(code.rawValue)))
         }
         guard code == CURLE_OK else {
             var message = String(cString: errorBuffer)

@@ -1,4 +1,5 @@
 import AsyncSignals
+public import CheckedInput
 public import NIOCore
 
 /// Why a listener closed a connection itself; the `reason` label of

@@ -1,3 +1,5 @@
+public import CheckedInput
+
 /// What one listener is: where it binds, how it bounds its connections, whether it speaks TLS.
 /// Both the push listener and the orders API are built from one of these by ``LocalListener``.
 public struct ListenerSettings: Sendable {

@@ -1,4 +1,5 @@
 import AsyncSignals
+public import CheckedInput
 public import CoreMetrics
 import HTTPTypes
 import Hummingbird

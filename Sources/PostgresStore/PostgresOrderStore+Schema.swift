@@ -117,6 +117,11 @@ extension PostgresOrderStore {
             "ALTER TABLE orderlive_job ADD COLUMN trace_context text",
             "ALTER TABLE orderlive_order_change ADD COLUMN trace_context text",
         ]),
+        // DESIGN §14: how each endpoint is sent its changes (in flight, batches, rate, headers, client
+        // certificate) as one JSON document; '{}' is the original one change at a time.
+        Migration(version: "8", statements: [
+            "ALTER TABLE orderlive_webhook_endpoint ADD COLUMN delivery text NOT NULL DEFAULT '{}'",
+        ]),
     ]
 
     /// The key of the advisory lock migrations run under ("orderliv" in ASCII).

@@ -7,7 +7,7 @@ public import StoreModel
 extension PostgresOrderStore: WebhookOutbox {
     private static let columns = """
         id, url, secret, events, store_ids, enabled, disabled_reason, cursor, attempts, next_attempt_at, last_error,
-        last_error_at, last_success_at, created_at, previous_secret, rotated_at, revision
+        last_error_at, last_success_at, created_at, previous_secret, rotated_at, revision, delivery
         """
 
     public func webhookEndpoints() async throws -> [WebhookEndpoint] {
@@ -28,9 +28,10 @@ extension PostgresOrderStore: WebhookOutbox {
             for text in [account, endpoint.url, endpoint.secret, events, stores] { bindings.append(text) }
             bindings.append(head)
             bindings.append(now)
+            bindings.append(endpoint.options.stored)
             let rows = try await connection.query(PostgresQuery(unsafeSQL: """
-                INSERT INTO orderlive_webhook_endpoint (account, url, secret, events, store_ids, cursor, created_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING \(Self.columns)
+                INSERT INTO orderlive_webhook_endpoint (account, url, secret, events, store_ids, cursor, created_at, delivery)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING \(Self.columns)
                 """, binds: bindings), logger: logger)
             guard let added = try await Self.endpoints(rows).first else { throw PostgresStoreError("the new webhook endpoint was not stored") }
             return added
@@ -56,6 +57,15 @@ extension PostgresOrderStore: WebhookOutbox {
                     UPDATE orderlive_webhook_endpoint SET enabled = false, disabled_reason = \(reason)
                     WHERE account = \(account) AND id = \(id) RETURNING id
                     """, logger: logger)
+        }
+    }
+
+    public func updateWebhookEndpoint(id: Int64, options: WebhookDeliveryOptions) async throws -> Bool {
+        let stored = options.stored
+        return try await changed { [self] connection in
+            try await connection.query("""
+                UPDATE orderlive_webhook_endpoint SET delivery = \(stored) WHERE account = \(account) AND id = \(id) RETURNING id
+                """, logger: logger)
         }
     }
 
@@ -131,12 +141,13 @@ extension PostgresOrderStore: WebhookOutbox {
         var endpoints: [WebhookEndpoint] = []
         for try await row in rows {
             let value = try row.decode((Int64, String, String, String, String, Bool, String?, Int64, Int64, Double, String?,
-                                        Double?, Double?, Double, String?, Double?, Int64).self)
+                                        Double?, Double?, Double, String?, Double?, Int64, String).self)
             endpoints.append(WebhookEndpoint(
                 id: value.0, url: value.1, secret: value.2, events: WebhookEndpoint.split(value.3),
                 storeIDs: WebhookEndpoint.split(value.4), enabled: value.5, disabledReason: value.6, cursor: value.7,
                 attempts: Int(clamping: value.8), nextAttemptAt: value.9, lastError: value.10, lastErrorAt: value.11,
-                lastSuccessAt: value.12, createdAt: value.13, previousSecret: value.14, rotatedAt: value.15, revision: value.16))
+                lastSuccessAt: value.12, createdAt: value.13, previousSecret: value.14, rotatedAt: value.15, revision: value.16,
+                options: WebhookDeliveryOptions.stored(value.17)))
         }
         return endpoints
     }

@@ -1,6 +1,6 @@
 import AsyncSignals
 public import CoreMetrics
-import CheckedInput
+public import CheckedInput
 import Hummingbird
 import HummingbirdCore
 public import LocalHTTP

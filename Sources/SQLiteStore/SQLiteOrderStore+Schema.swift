@@ -125,7 +125,8 @@ extension SQLiteOrderStore {
         }
     }
 
-    /// v6–v9: outgoing webhooks, the orders API's indexes, the webhook revision, bodies kept once.
+    /// v6–v11: outgoing webhooks, the orders API's indexes, the webhook revision, bodies kept once, trace
+    /// contexts, webhook delivery options.
     private static func registerWebhookAndIndexMigrations(in migrator: inout DatabaseMigrator) {
         migrator.registerMigration("v6-webhooks") { db in
             // Outgoing webhooks (DESIGN §13): each endpoint's cursor in the change log, which is the outbox.
@@ -174,6 +175,11 @@ extension SQLiteOrderStore {
             // kept on the changes the job makes, so their webhook attempts continue it.
             try db.execute(sql: "ALTER TABLE job ADD COLUMN trace_context TEXT")
             try db.execute(sql: "ALTER TABLE order_change ADD COLUMN trace_context TEXT")
+        }
+        migrator.registerMigration("v11-webhook-delivery-options") { db in
+            // DESIGN §14: how each endpoint is sent its changes (in flight, batches, rate, headers, client
+            // certificate) as one JSON document; '{}' is the original one change at a time.
+            try db.execute(sql: "ALTER TABLE webhook_endpoint ADD COLUMN delivery TEXT NOT NULL DEFAULT '{}'")
         }
     }
 }

@@ -12,9 +12,9 @@ extension SQLiteOrderStore: WebhookOutbox {
         return try await recordedWrite { db in
             let head = try Self.changeHead(in: db)
             try db.execute(sql: """
-                INSERT INTO webhook_endpoint (url, secret, events, store_ids, cursor, created_at) VALUES (?, ?, ?, ?, ?, ?)
+                INSERT INTO webhook_endpoint (url, secret, events, store_ids, cursor, created_at, delivery) VALUES (?, ?, ?, ?, ?, ?, ?)
                 """, arguments: [endpoint.url, endpoint.secret, WebhookEndpoint.joined(endpoint.events),
-                                 WebhookEndpoint.joined(endpoint.storeIDs), head, now])
+                                 WebhookEndpoint.joined(endpoint.storeIDs), head, now, endpoint.options.stored])
             let id = db.lastInsertedRowID
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM webhook_endpoint WHERE id = ?", arguments: [id]) else {
                 throw DatabaseError(resultCode: .SQLITE_INTERNAL, message: "the new webhook endpoint was not stored")
@@ -34,6 +34,10 @@ extension SQLiteOrderStore: WebhookOutbox {
                     revision = revision + 1 WHERE id = ?
                 """, [id])
             : try await changed("UPDATE webhook_endpoint SET enabled = 0, disabled_reason = ? WHERE id = ?", [reason, id])
+    }
+
+    public func updateWebhookEndpoint(id: Int64, options: WebhookDeliveryOptions) async throws -> Bool {
+        try await changed("UPDATE webhook_endpoint SET delivery = ? WHERE id = ?", [options.stored, id])
     }
 
     public func rotateWebhookSecret(id: Int64, to secret: String) async throws -> Bool {
@@ -88,6 +92,7 @@ extension SQLiteOrderStore: WebhookOutbox {
             storeIDs: WebhookEndpoint.split(row["store_ids"]), enabled: row["enabled"], disabledReason: row["disabled_reason"],
             cursor: row["cursor"], attempts: row["attempts"], nextAttemptAt: row["next_attempt_at"], lastError: row["last_error"],
             lastErrorAt: row["last_error_at"], lastSuccessAt: row["last_success_at"], createdAt: row["created_at"],
-            previousSecret: row["previous_secret"], rotatedAt: row["rotated_at"], revision: row["revision"])
+            previousSecret: row["previous_secret"], rotatedAt: row["rotated_at"], revision: row["revision"],
+            options: WebhookDeliveryOptions.stored(row["delivery"]))
     }
 }

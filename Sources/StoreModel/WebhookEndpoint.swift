@@ -37,13 +37,15 @@ public struct WebhookEndpoint: Sendable, Hashable {
     /// deliverer's next store tells one apart from no move even when it put the cursor exactly where
     /// the deliverer last left it.
     public var revision: Int64
+    /// How it is sent its changes: parallelism, batches, rate, extra headers, client certificate.
+    public var options: WebhookDeliveryOptions
 
     /// Creates an endpoint record.
     public init(
         id: Int64, url: String, secret: String, events: Set<String>, storeIDs: Set<String>, enabled: Bool,
         disabledReason: String?, cursor: Int64, attempts: Int, nextAttemptAt: Double, lastError: String?,
         lastErrorAt: Double?, lastSuccessAt: Double?, createdAt: Double, previousSecret: String? = nil, rotatedAt: Double? = nil,
-        revision: Int64 = 0
+        revision: Int64 = 0, options: WebhookDeliveryOptions = WebhookDeliveryOptions()
     ) {
         self.id = id
         self.url = url
@@ -62,6 +64,7 @@ public struct WebhookEndpoint: Sendable, Hashable {
         self.previousSecret = previousSecret
         self.rotatedAt = rotatedAt
         self.revision = revision
+        self.options = options
     }
 
     /// The secrets that sign a request at `now`: the current one, and the previous one for 24 hours
@@ -89,13 +92,16 @@ public struct NewWebhookEndpoint: Sendable, Hashable {
     public var secret: String
     public var events: Set<String>
     public var storeIDs: Set<String>
+    public var options: WebhookDeliveryOptions
 
     /// Creates it.
-    public init(url: String, secret: String, events: Set<String> = [], storeIDs: Set<String> = []) {
+    public init(url: String, secret: String, events: Set<String> = [], storeIDs: Set<String> = [],
+                options: WebhookDeliveryOptions = WebhookDeliveryOptions()) {
         self.url = url
         self.secret = secret
         self.events = events
         self.storeIDs = storeIDs
+        self.options = options
     }
 }
 
@@ -110,6 +116,8 @@ public protocol WebhookOutbox: Sendable {
     /// Enables (attempts reset, due at once, the revision moved on) or disables (with `reason`) an
     /// endpoint; false when unknown.
     func setWebhookEndpoint(id: Int64, enabled: Bool, reason: String?) async throws -> Bool
+    /// Replaces an endpoint's delivery options (`webhooks update`); false when unknown.
+    func updateWebhookEndpoint(id: Int64, options: WebhookDeliveryOptions) async throws -> Bool
     /// Replaces an endpoint's secret; the old one keeps signing beside it for 24 hours. False when unknown.
     func rotateWebhookSecret(id: Int64, to secret: String) async throws -> Bool
     /// Moves an endpoint's cursor to `seq` (a replay: the changes after it are sent again) and its

@@ -32,6 +32,10 @@ struct EndpointDelivery: Sendable {
         var storedAt: Double
         /// When the last 2xx since the last store came, if one did.
         var succeeded: Double?
+        /// Changes above ``handled`` already answered 2xx (several in flight: they wait for the ones
+        /// below them), and batches that failed, sent again as they were (``DeliveryPlan``).
+        var answered: Set<Int64> = []
+        var held: [Int64: [Int64]] = [:]
     }
 
     /// Under this share of the processor idle, the machine is busy to its last core.
@@ -110,6 +114,9 @@ struct EndpointDelivery: Sendable {
                 try await disable(endpoint, "\(behind) changes behind, over webhooks.max_backlog (\(deliverer.settings.maximumBacklog))")
                 return nil
             }
+            guard endpoint.options.isSequential else {
+                return try await sendParallel(changes, atHead: changes.count < limit, to: endpoint, cursor: &cursor)
+            }
             return try await send(changes, to: endpoint, cursor: &cursor)
         }
     }
@@ -117,7 +124,7 @@ struct EndpointDelivery: Sendable {
     /// Stores the cursor when it moved and `force` is set or 100 ms have passed since the last store.
     /// False when the store refused because the cursor was moved meanwhile (`cursor` is then nil, so
     /// the next turn starts from the store's).
-    private func persist(_ cursor: inout DeliveryCursor?, force: Bool) async throws -> Bool {
+    func persist(_ cursor: inout DeliveryCursor?, force: Bool) async throws -> Bool {
         guard var current = cursor else { return true }
         let now = deliverer.now()
         guard current.handled != current.stored, force || now - current.storedAt >= 0.1 else { return true }
@@ -140,21 +147,21 @@ struct EndpointDelivery: Sendable {
     /// sent much older than its `webhook-timestamp`; what it did not reach is signed again next turn.
     private func send(_ changes: [OrderChange], to endpoint: WebhookEndpoint, cursor: inout DeliveryCursor?) async throws -> Duration? {
         let signedAt = deliverer.now()
-        let signers: [StandardWebhooks]
+        let signing: Signing
         do {
-            signers = try endpoint.signingSecrets(at: signedAt).map { secret throws(StandardWebhooksSecretError) in
-                try StandardWebhooks(secret: secret)
-            }
+            signing = try self.signing(for: endpoint, at: signedAt)
         } catch {
             guard try await persist(&cursor, force: true) else { return .zero }
-            return try await failed(endpoint, reason: "the endpoint's secret is not a Standard Webhooks key", retryAfter: nil)
+            return try await failed(endpoint, reason: error.reason, retryAfter: nil)
         }
         // Each change with its request, or none when the endpoint's filters skip it, and the
         // attempt's span (whose traceparent the request carries).
         var spans: [(any Span)?] = []
         let planned = changes.map { change in
             (seq: change.seq, request: WebhookPayload.event(for: change, to: endpoint).map {
-                var request = request($0.body, seq: change.seq, endpoint: endpoint, signers: signers, at: signedAt)
+                var request = request(
+                    Array($0.body.utf8), messageID: WebhookPayload.messageID(endpoint: endpoint.id, seq: change.seq), endpoint: endpoint,
+                    signing: signing)
                 spans.append(WebhookAttemptSpan.start(
                     deliverer.tracer, &request, endpoint: endpoint.id, seq: change.seq, url: Self.redacted(endpoint.url),
                     traceContext: change.traceContext))
@@ -195,46 +202,9 @@ struct EndpointDelivery: Sendable {
         return .zero
     }
 
-    private enum Outcome {
-        case delivered
-        case gone(Int)
-        case failed(String, retryAfter: Double?)
-    }
-
-    /// One change's POST, signed by each of `signers` at `at` (Unix seconds).
-    private func request(_ body: String, seq: Int64, endpoint: WebhookEndpoint, signers: [StandardWebhooks], at: Double) -> HTTPRequest {
-        let bytes = Array(body.utf8)
-        let messageID = WebhookPayload.messageID(endpoint: endpoint.id, seq: seq)
-        let timestamp = Int64(clamping: Checked.int64(clamping: at))
-        let signature = signers.map { $0.sign(id: messageID, timestamp: timestamp, body: bytes) }.joined(separator: " ")
-        let settings = deliverer.settings
-        return HTTPRequest(
-            url: endpoint.url, method: "POST",
-            headers: ["Content-Type": "application/json", "webhook-id": messageID, "webhook-timestamp": "\(timestamp)",
-                      "webhook-signature": signature],
-            body: bytes, connectTimeout: min(settings.timeout, .seconds(10)), timeout: settings.timeout,
-            tls: TLSOptions(caFile: settings.caFile), maximumRedirects: 0, maximumResponseBytes: 1 << 20)
-    }
-
-    /// What an attempt's result means for the endpoint.
-    private static func outcome(_ result: Result<HTTPResponse, CurlError>) -> Outcome {
-        switch result {
-        case .success(let response):
-            switch response.status {
-            case 200..<300: return .delivered
-            case 410: return .gone(410)
-            default:
-                let retryAfter = response.head.headers["Retry-After"].flatMap { Checked.nonNegative(decimal: $0) }.map(Double.init)
-                return .failed("the endpoint answered \(response.status)", retryAfter: retryAfter)
-            }
-        case .failure(let error):
-            return .failed("\(error)", retryAfter: nil)
-        }
-    }
-
     /// Keeps the change for a retry on the schedule (jittered ±20 %, or `Retry-After` when longer), or
     /// disables the endpoint when the schedule is spent.
-    private func failed(_ endpoint: WebhookEndpoint, reason: String, retryAfter: Double?) async throws -> Duration? {
+    func failed(_ endpoint: WebhookEndpoint, reason: String, retryAfter: Double?) async throws -> Duration? {
         let attempts = endpoint.attempts + 1
         let schedule = deliverer.settings.retrySchedule
         let now = deliverer.now()
@@ -260,20 +230,11 @@ struct EndpointDelivery: Sendable {
         return Checked.duration(seconds: wait, maximum: .seconds(1))
     }
 
-    private func disable(_ endpoint: WebhookEndpoint, _ reason: String) async throws {
+    func disable(_ endpoint: WebhookEndpoint, _ reason: String) async throws {
         _ = try await deliverer.store.setWebhookEndpoint(id: id, enabled: false, reason: reason)
         deliverer.observe(id, .disabled, 1)
         deliverer.logger.error("a webhook endpoint was disabled", metadata: [
             "webhook.endpoint": "\(id)", "webhook.url": "\(Self.redacted(endpoint.url))", "webhook.reason": "\(reason)",
         ])
-    }
-
-    /// The URL without its query or user information, which may hold a token.
-    static func redacted(_ url: String) -> String {
-        guard var parts = URLComponents(string: url) else { return "(unreadable URL)" }
-        parts.user = nil
-        parts.password = nil
-        parts.query = nil
-        return parts.string ?? "(unreadable URL)"
     }
 }

@@ -18,14 +18,22 @@ public struct WebhookSettings: Sendable, Hashable {
     public var caFile: String
     /// Changes an endpoint may fall behind before it is disabled.
     public var maximumBacklog: Int64
+    /// The proxy every delivery goes through (or none), as configured: libcurl's environment variables
+    /// are not read.
+    public var proxy: ProxyRoute
+    /// Addresses no delivery connects to: link-local and metadata, less what `webhooks.allow_private` lists.
+    public var addressGuard: AddressGuard
 
     /// Creates settings.
     public init(timeout: Duration = .seconds(10), retrySchedule: [Duration] = WebhookSettings.standardSchedule,
-                caFile: String = "", maximumBacklog: Int64 = 1_000_000) {
+                caFile: String = "", maximumBacklog: Int64 = 1_000_000, proxy: ProxyRoute = ProxyRoute(),
+                addressGuard: AddressGuard = AddressGuard()) {
         self.timeout = timeout
         self.retrySchedule = retrySchedule
         self.caFile = caFile
         self.maximumBacklog = maximumBacklog
+        self.proxy = proxy
+        self.addressGuard = addressGuard
     }
 
     /// Standard Webhooks' schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h.

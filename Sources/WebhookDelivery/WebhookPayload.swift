@@ -39,4 +39,8 @@ public enum WebhookPayload {
 
     /// The `webhook-id` of a change for an endpoint: the same on every attempt, different per endpoint.
     public static func messageID(endpoint: Int64, seq: Int64) -> String { "msg_\(endpoint)_\(seq)" }
+
+    /// The `webhook-id` of a batch of changes `first` through `last` (in change-log order) for an
+    /// endpoint: the same on every attempt of that batch.
+    public static func batchID(endpoint: Int64, first: Int64, last: Int64) -> String { "msg_\(endpoint)_\(first)-\(last)" }
 }

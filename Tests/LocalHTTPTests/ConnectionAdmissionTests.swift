@@ -1,3 +1,4 @@
+import CheckedInput
 import HTTPTypes
 import LocalHTTP
 import NIOCore

@@ -83,4 +83,42 @@ import Testing
             try await body(try #require(store as? any AnyOrderStore & WebhookOutbox))
         }
     }
+
+    /// Delivery options (issue 59) are stored with the endpoint on each engine, replaced by an update,
+    /// and an endpoint stored before they existed (`{}`) reads as one change at a time.
+    @Test(arguments: StoreEngine.allCases)
+    func deliveryOptionsAreKeptAndUpdated(_ engine: StoreEngine) async throws {
+        try await withStore(engine, now: { 1_000 }) { any in
+            let store = try #require(any as? any AnyOrderStore & WebhookOutbox)
+            let options = WebhookDeliveryOptions(
+                maxInFlight: 8, batchSize: 50, batchMilliseconds: 200, ratePerSecond: 12.5,
+                headers: [WebhookHeader(name: "X-Api-Key", file: "/etc/orderlive/key"), WebhookHeader(name: "X-Tenant", value: "north")],
+                clientCertificate: "/etc/orderlive/client.pem", clientKey: "/etc/orderlive/client.key")
+            let added = try await store.addWebhookEndpoint(NewWebhookEndpoint(
+                url: "https://example.com/hook", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", options: options))
+            #expect(added.options == options)
+            #expect(try await store.webhookEndpoints().first?.options == options)
+            var changed = options
+            changed.maxInFlight = 1
+            changed.headers = []
+            #expect(try await store.updateWebhookEndpoint(id: added.id, options: changed))
+            #expect(try await store.webhookEndpoints().first?.options == changed)
+            #expect(try await store.updateWebhookEndpoint(id: 999_999, options: changed) == false)
+            let plain = try await store.addWebhookEndpoint(NewWebhookEndpoint(url: "https://example.com/b", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"))
+            #expect(plain.options == WebhookDeliveryOptions() && plain.options.isSequential)
+        }
+    }
+
+    /// A stored document an older agent or a hand wrote: missing keys take their defaults, values out
+    /// of bounds are brought inside them, and an unreadable one is the defaults.
+    @Test func storedOptionsAreReadForgivingly() {
+        #expect(WebhookDeliveryOptions.stored("{}") == WebhookDeliveryOptions())
+        #expect(WebhookDeliveryOptions.stored("not json") == WebhookDeliveryOptions())
+        #expect(WebhookDeliveryOptions.stored(nil) == WebhookDeliveryOptions())
+        let wild = WebhookDeliveryOptions.stored(#"{"max_in_flight":100000,"batch_size":0,"batch_ms":-5,"rate_per_s":-1}"#)
+        #expect(wild.maxInFlight == 256 && wild.batchSize == 1 && wild.batchMilliseconds == 0 && wild.ratePerSecond == 0)
+        let options = WebhookDeliveryOptions(maxInFlight: 4, headers: [WebhookHeader(name: "A", value: "b")])
+        #expect(WebhookDeliveryOptions.stored(options.stored) == options)
+        #expect(options.stored.contains(#""max_in_flight":4"#))
+    }
 }

@@ -1,3 +1,4 @@
+public import CheckedInput
 public import CurlHTTP
 public import Foundation
 public import LocalHTTP

@@ -24,11 +24,18 @@ public final class WebhookReceiver: Sendable {
         public var at = ContinuousClock.now
         /// The W3C `traceparent` header, when one was sent.
         public var traceparent: String?
+        /// Every header, by lowercased name (the last of a repeated one).
+        public var headers: [String: String] = [:]
     }
 
     private let verifier: StandardWebhooks
     private let state = Locked<(received: [Received], answers: [Int], hanging: Bool, waiting: Int, hangAfter: Int?)>(([], [], false, 0, nil))
     private let arrived = WakeSignal()
+    /// Each request is answered after a random wait in this range (ms): a receiver of varying speed.
+    private let answerDelay = Locked<ClosedRange<Int>?>(nil)
+
+    /// Answers every request after a random wait of `milliseconds` (nil: at once).
+    public func delay(_ milliseconds: ClosedRange<Int>?) { answerDelay.withLock { $0 = milliseconds } }
 
     init(secret: String) throws {
         verifier = try StandardWebhooks(secret: secret)
@@ -80,13 +87,15 @@ public final class WebhookReceiver: Sendable {
         }
         arrived.signal()
         while state.withLock({ $0.hanging }) { try await Task.sleep(for: .milliseconds(20)) }
+        if let range = answerDelay.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(Int.random(in: range))) }
         state.withLock { $0.waiting -= 1 }
         let status = state.withLock { state -> Int in
             let status = state.answers.isEmpty ? 200 : state.answers.removeFirst()
             state.received.append(Received(
                 id: header("webhook-id") ?? "", timestamp: header("webhook-timestamp") ?? "",
                 signature: header("webhook-signature") ?? "", body: String(decoding: bytes, as: UTF8.self), verified: verified,
-                status: status, traceparent: header("traceparent")))
+                status: status, traceparent: header("traceparent"),
+                headers: Dictionary(request.headers.map { ($0.name.canonicalName.lowercased(), $0.value) }, uniquingKeysWith: { $1 })))
             return status
         }
         arrived.signal()

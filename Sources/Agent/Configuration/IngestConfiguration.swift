@@ -1,3 +1,4 @@
+public import CheckedInput
 public import LocalHTTP
 import PushIngest
 

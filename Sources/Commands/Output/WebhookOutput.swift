@@ -20,8 +20,34 @@ public enum WebhookOutput {
             "\"last_error\":\(endpoint.lastError.map(JSONText.string) ?? "null")",
             "\"last_error_at\":\(endpoint.lastErrorAt.map { JSONText.string(StatusDocument.rfc3339($0)) } ?? "null")",
             "\"last_success_at\":\(endpoint.lastSuccessAt.map { JSONText.string(StatusDocument.rfc3339($0)) } ?? "null")",
+            "\"max_in_flight\":\(endpoint.options.maxInFlight)",
+            "\"batch_size\":\(endpoint.options.batchSize)",
+            "\"batch_ms\":\(endpoint.options.batchMilliseconds)",
+            "\"rate_per_s\":\(number(endpoint.options.ratePerSecond))",
+            "\"headers\":{\(endpoint.options.headers.map { JSONText.string($0.name) + ":" + JSONText.string(masked($0)) }.joined(separator: ","))}",
+            "\"client_certificate\":\(endpoint.options.clientCertificate.isEmpty ? "null" : JSONText.string(endpoint.options.clientCertificate))",
         ]
         return "{" + fields.joined(separator: ",") + "}"
+    }
+
+    /// A rate as written: whole numbers without a fraction.
+    static func number(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? "\(Int64(value))" : "\(value)"
+    }
+
+    /// A header as listed: never its value, only where it comes from.
+    static func masked(_ header: WebhookHeader) -> String {
+        header.file.map { "(from \($0))" } ?? "(set)"
+    }
+
+    /// An endpoint's delivery options in a few words (`update`'s answer, `list`'s column).
+    public static func delivery(_ options: WebhookDeliveryOptions) -> String {
+        var words = ["\(options.maxInFlight) in flight"]
+        if options.batchSize > 1 { words.append("batches of \(options.batchSize)" + (options.batchMilliseconds > 0 ? " within \(options.batchMilliseconds) ms" : "")) }
+        if options.ratePerSecond > 0 { words.append("at most \(number(options.ratePerSecond))/s") }
+        if !options.headers.isEmpty { words.append("headers " + options.headers.map(\.name).joined(separator: ",")) }
+        if !options.clientCertificate.isEmpty { words.append("client certificate") }
+        return words.joined(separator: ", ")
     }
 
     /// `webhooks list --json`: an array, by id.
@@ -31,11 +57,11 @@ public enum WebhookOutput {
 
     /// `webhooks list`: one aligned line per endpoint.
     public static func listLines(_ endpoints: [WebhookEndpoint], head: Int64) -> [String] {
-        FailureOutput.table(["ID", "STATE", "URL", "FILTERS", "DELIVERED", "BACKLOG", "LAST ERROR"], endpoints.map { endpoint in
+        FailureOutput.table(["ID", "STATE", "URL", "FILTERS", "DELIVERY", "DELIVERED", "BACKLOG", "LAST ERROR"], endpoints.map { endpoint in
             let filters = (endpoint.events.sorted() + endpoint.storeIDs.sorted().map { "store " + $0 }).joined(separator: ",")
             let state = endpoint.enabled ? "enabled" : "disabled: " + FailureOutput.oneLine(endpoint.disabledReason ?? "")
             let error = endpoint.lastError.map { FailureOutput.oneLine($0) + " (" + StatusDocument.rfc3339(endpoint.lastErrorAt ?? 0) + ")" }
-            return ["\(endpoint.id)", state, endpoint.url, filters.isEmpty ? "all" : filters, "\(endpoint.cursor)",
+            return ["\(endpoint.id)", state, endpoint.url, filters.isEmpty ? "all" : filters, delivery(endpoint.options), "\(endpoint.cursor)",
                     "\(max(0, head - endpoint.cursor))", error ?? "-"]
         })
     }

@@ -1,0 +1,168 @@
+import CheckedInput
+import CurlHTTP
+import Foundation
+import StoreModel
+import Tracing
+
+/// Delivery with several requests in flight, batches or a rate cap (DESIGN §14): the ``DeliveryPlan``
+/// says what goes next; each request is its own transfer on the curl loop, so up to `max_in_flight`
+/// are answered at the receiver's pace together. A failure stops new requests; those in flight are
+/// waited for and counted, the cursor stored at the low-water mark, and the retry schedule applies
+/// to the endpoint as on the one-at-a-time path.
+extension EndpointDelivery {
+    /// How a parallel turn ended early.
+    private enum Stop {
+        case failed(String, retryAfter: Double?)
+        case gone(Int)
+    }
+
+    /// Sends `changes` (and what follows them in the log, read as requests are answered) as the
+    /// endpoint's options say; returns the pause before the next turn, or nil when the endpoint stops.
+    func sendParallel(
+        _ changes: [OrderChange], atHead: Bool, to endpoint: WebhookEndpoint, cursor: inout DeliveryCursor?
+    ) async throws -> Duration? {
+        guard let start = cursor else { return .zero }
+        let signing: Signing
+        do {
+            signing = try self.signing(for: endpoint, at: deliverer.now())
+        } catch {
+            return try await failed(endpoint, reason: error.reason, retryAfter: nil)
+        }
+        let options = endpoint.options
+        var plan = DeliveryPlan(handled: start.handled, answered: start.answered, held: start.held)
+        plan.read(changes) { WebhookPayload.event(for: $0, to: endpoint) != nil }
+        var local: DeliveryCursor? = start
+        var stop: Stop?
+        var waitUntil: Double?
+        var reachedHead = atHead
+        var delivered = 0
+        var bucket = RateBucket(perSecond: options.ratePerSecond)
+        let clock = ContinuousClock()
+        let window = min(5_000, max(200, options.maxInFlight * options.batchSize * 2))
+        try await withThrowingTaskGroup(of: (DeliveryPlan.Unit, Result<HTTPResponse, CurlError>).self) { group in
+            var inFlight = 0
+            while true {
+                waitUntil = nil
+                while stop == nil, !Task.isCancelled, inFlight < options.maxInFlight {
+                    if !reachedHead, plan.pendingCount < window / 2 {
+                        reachedHead = try await refill(&plan, endpoint: endpoint, limit: window - plan.pendingCount)
+                    }
+                    let now = deliverer.now()
+                    switch plan.next(batchSize: options.batchSize, batchWait: Double(options.batchMilliseconds) / 1_000,
+                                     atHead: reachedHead, now: now) {
+                    case .send(let unit):
+                        if let delay = bucket.take(at: clock.now) { try? await clock.sleep(for: delay) }
+                        let request = batchRequest(unit, endpoint: endpoint, signing: signing, batched: options.batchSize > 1)
+                        group.addTask { [deliverer] in
+                            var request = request
+                            let first = unit.changes.first
+                            let span = WebhookAttemptSpan.start(
+                                deliverer.tracer, &request, endpoint: endpoint.id, seq: first?.seq ?? 0,
+                                url: Self.redacted(endpoint.url), traceContext: first?.traceContext)
+                            let result = await deliverer.loop.performResult(request)
+                            WebhookAttemptSpan.end(span, result)
+                            return (unit, result)
+                        }
+                        inFlight += 1
+                        continue
+                    case .waitUntil(let time):
+                        waitUntil = time
+                    case .nothing:
+                        break
+                    }
+                    break
+                }
+                guard let (unit, result) = try await group.next() else { break }
+                inFlight -= 1
+                switch Self.outcome(result) {
+                case .delivered:
+                    plan.delivered(unit)
+                    delivered += unit.changes.count
+                    local?.succeeded = deliverer.now()
+                    local?.handled = plan.handled
+                    _ = try await persist(&local, force: false)
+                case .gone(let status):
+                    plan.failed(unit, holding: false)
+                    stop = .gone(status)
+                case .failed(let reason, let retryAfter):
+                    plan.failed(unit, holding: options.batchSize > 1)
+                    if stop == nil, !Task.isCancelled { stop = .failed(reason, retryAfter: retryAfter) }
+                }
+            }
+        }
+        if delivered > 0 { deliverer.observe(id, .delivered, delivered) }
+        local?.handled = plan.handled
+        local?.answered = plan.answered
+        local?.held = plan.held
+        cursor = local
+        switch stop {
+        case .gone(let status)?:
+            guard try await persist(&cursor, force: true) else { return .zero }
+            try await disable(endpoint, "the endpoint answered \(status) Gone")
+            return nil
+        case .failed(let reason, let retryAfter)?:
+            guard try await persist(&cursor, force: true) else { return .zero }
+            return try await failed(endpoint, reason: reason, retryAfter: retryAfter)
+        case nil:
+            _ = try await persist(&cursor, force: false)
+            if let waitUntil { return Checked.duration(seconds: max(0.001, waitUntil - deliverer.now()), maximum: .seconds(60)) }
+            return .zero
+        }
+    }
+
+    /// Reads up to `limit` more changes into `plan`; true when the log's head was reached.
+    private func refill(_ plan: inout DeliveryPlan, endpoint: WebhookEndpoint, limit: Int) async throws -> Bool {
+        guard limit > 0 else { return false }
+        guard case .changes(let more) = try await deliverer.store.changes(after: plan.readThrough, limit: limit) else {
+            // The log moved on past what was read (a user switch cleared it): the next turn handles it.
+            return true
+        }
+        plan.read(more) { WebhookPayload.event(for: $0, to: endpoint) != nil }
+        return more.count < limit
+    }
+
+    /// The request of `unit`: one change as today, or (`batched`) a JSON array of the changes' objects
+    /// in change-log order, signed as one message whose id names its first and last change.
+    private func batchRequest(_ unit: DeliveryPlan.Unit, endpoint: WebhookEndpoint, signing: Signing, batched: Bool) -> HTTPRequest {
+        let bodies = unit.changes.compactMap { WebhookPayload.event(for: $0, to: endpoint)?.body }
+        guard batched, let first = unit.changes.first, let last = unit.changes.last else {
+            let seq = unit.changes.first?.seq ?? 0
+            return request(Array((bodies.first ?? "{}").utf8), messageID: WebhookPayload.messageID(endpoint: endpoint.id, seq: seq),
+                           endpoint: endpoint, signing: signing)
+        }
+        let body = "[" + bodies.joined(separator: ",") + "]"
+        return request(Array(body.utf8), messageID: WebhookPayload.batchID(endpoint: endpoint.id, first: first.seq, last: last.seq),
+                       endpoint: endpoint, signing: signing)
+    }
+}
+
+/// A token bucket of one request's burst: at most `perSecond` requests a second, evenly spaced.
+struct RateBucket {
+    let interval: Duration?
+    var next: ContinuousClock.Instant?
+
+    init(perSecond: Double) {
+        interval = perSecond > 0 ? .nanoseconds(Int64(Checked.clamp(1e9 / perSecond, to: 1...1e12))) : nil
+    }
+
+    /// Takes a token at `now`; returns how long to wait before sending, nil when at once.
+    mutating func take(at now: ContinuousClock.Instant) -> Duration? {
+        guard let interval else { return nil }
+        let due = max(next ?? now, now)
+        next = due.advanced(by: interval)
+        return due > now ? due - now : nil
+    }
+}
+
+extension CurlLoop {
+    /// `request`'s response or its failure, as a value.
+    func performResult(_ request: HTTPRequest) async -> Result<HTTPResponse, CurlError> {
+        do {
+            return .success(try await perform(request))
+        } catch let error as CurlError {
+            return .failure(error)
+        } catch {
+            return .failure(CurlError(kind: .other, message: "\(error)"))
+        }
+    }
+}
