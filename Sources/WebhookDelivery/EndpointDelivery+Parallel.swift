@@ -14,6 +14,8 @@ extension EndpointDelivery {
     private enum Stop {
         case failed(String, retryAfter: Double?)
         case gone(Int)
+        /// The stored cursor was moved by someone else.
+        case moved
     }
 
     /// Sends `changes` (and what follows them in the log, read as requests are answered) as the
@@ -80,7 +82,9 @@ extension EndpointDelivery {
                     delivered += unit.changes.count
                     local?.succeeded = deliverer.now()
                     local?.handled = plan.handled
-                    _ = try await persist(&local, force: false)
+                    // Refused: a replay or an enable moved the cursor; nothing more is sent this turn,
+                    // and the next starts from the store's.
+                    if try await persist(&local, force: false) == false { stop = stop ?? .moved }
                 case .gone(let status):
                     plan.failed(unit, holding: false)
                     stop = .gone(status)
@@ -103,6 +107,9 @@ extension EndpointDelivery {
         case .failed(let reason, let retryAfter)?:
             guard try await persist(&cursor, force: true) else { return .zero }
             return try await failed(endpoint, reason: reason, retryAfter: retryAfter)
+        case .moved?:
+            cursor = nil
+            return .zero
         case nil:
             _ = try await persist(&cursor, force: false)
             if let waitUntil { return Checked.duration(seconds: max(0.001, waitUntil - deliverer.now()), maximum: .seconds(60)) }

@@ -157,6 +157,17 @@ import Testing
         let (loopback, words) = try await StoreFileCommandsTests.run(
             ["webhooks", "add", "http://127.0.0.1:1/hook", "--secret-file", scene.secretFile], in: scene.state)
         #expect(loopback == 0, "\(words)")
+        // `update` changes what it names and keeps the rest; a bad value changes nothing and says why.
+        let loopbackID = try #require(words.split(separator: "\n").first.map(String.init))
+        let (updated, answer) = try await StoreFileCommandsTests.run(
+            ["webhooks", "update", loopbackID, "--max-in-flight", "4", "--header", "X-Tenant=north"], in: scene.state)
+        #expect(updated == 0 && answer.contains("4 in flight, headers X-Tenant"), "\(answer)")
+        let (refused, why) = try await StoreFileCommandsTests.run(["webhooks", "update", loopbackID, "--batch-size", "0"], in: scene.state)
+        #expect(refused != 0 && why.contains("--batch-size takes a whole number from 1 to 1000, not '0'"), "\(why)")
+        let (_, after) = try await StoreFileCommandsTests.run(["webhooks", "list", "--json"], in: scene.state)
+        #expect(after.contains(#""max_in_flight":4,"batch_size":1"#) && after.contains(#""headers":{"X-Tenant":"(set)"}"#), "\(after)")
+        let (_, table) = try await StoreFileCommandsTests.run(["webhooks", "list"], in: scene.state)
+        #expect(table.contains("DELIVERY") && table.contains("4 in flight") && !table.contains("north"), "\(table)")
         await scene.loop.shutdown()
     }
 }
