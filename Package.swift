@@ -40,6 +40,7 @@ let package = Package(
         .library(name: "OrdersAPI", targets: ["OrdersAPI"]),
         .library(name: "Agent", targets: ["Agent"]),
         .library(name: "Commands", targets: ["Commands"]),
+        .library(name: "WebhookDelivery", targets: ["WebhookDelivery"]),
         .library(name: "Telemetry", targets: ["Telemetry"]),
     ],
     dependencies: [

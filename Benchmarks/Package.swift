@@ -31,6 +31,7 @@ let package = Package(
                 .product(name: "Agent", package: "orderlive"),
                 .product(name: "Commands", package: "orderlive"),
                 .product(name: "Telemetry", package: "orderlive"),
+                .product(name: "WebhookDelivery", package: "orderlive"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

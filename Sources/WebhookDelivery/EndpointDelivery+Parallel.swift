@@ -18,6 +18,14 @@ extension EndpointDelivery {
         case moved
     }
 
+    /// What a child task of a parallel turn tells it.
+    private enum Answer: Sendable {
+        /// A request was answered (or failed).
+        case answered(DeliveryPlan.Unit, Result<HTTPResponse, CurlError>)
+        /// New changes were committed, or a short batch's wait is over.
+        case woken
+    }
+
     /// Sends `changes` (and what follows them in the log, read as requests are answered) as the
     /// endpoint's options say; returns the pause before the next turn, or nil when the endpoint stops.
     func sendParallel(
@@ -41,8 +49,10 @@ extension EndpointDelivery {
         var bucket = RateBucket(perSecond: options.ratePerSecond)
         let clock = ContinuousClock()
         let window = min(5_000, max(200, options.maxInFlight * options.batchSize * 2))
-        try await withThrowingTaskGroup(of: (DeliveryPlan.Unit, Result<HTTPResponse, CurlError>).self) { group in
+        try await withThrowingTaskGroup(of: Answer.self) { group in
             var inFlight = 0
+            var watching = false
+            defer { group.cancelAll() }
             while true {
                 waitUntil = nil
                 while stop == nil, !Task.isCancelled, inFlight < options.maxInFlight {
@@ -63,7 +73,7 @@ extension EndpointDelivery {
                                 url: Self.redacted(endpoint.url), traceContext: first?.traceContext)
                             let result = await deliverer.loop.performResult(request)
                             WebhookAttemptSpan.end(span, result)
-                            return (unit, result)
+                            return .answered(unit, result)
                         }
                         inFlight += 1
                         continue
@@ -74,7 +84,24 @@ extension EndpointDelivery {
                     }
                     break
                 }
-                guard let (unit, result) = try await group.next() else { break }
+                // Nothing in flight: the turn ends (a short batch's wait becomes the pause before the next).
+                guard inFlight > 0 else { break }
+                if !watching, stop == nil {
+                    // While requests are in flight, new changes (the commit's wake) and a short batch's
+                    // time are still heard: room in flight is used without waiting for an answer.
+                    watching = true
+                    let wait = Checked.duration(seconds: max(0, (waitUntil ?? .infinity) - deliverer.now()), maximum: .seconds(1))
+                    group.addTask { [wake] in
+                        await wake.wait(until: clock.now.advanced(by: wait), clock: clock)
+                        return .woken
+                    }
+                }
+                guard let answer = try await group.next() else { break }
+                guard case .answered(let unit, let result) = answer else {
+                    watching = false
+                    reachedHead = false
+                    continue
+                }
                 inFlight -= 1
                 switch Self.outcome(result) {
                 case .delivered:
@@ -99,6 +126,14 @@ extension EndpointDelivery {
         local?.answered = plan.answered
         local?.held = plan.held
         cursor = local
+        return try await ended(stop, waitUntil: waitUntil, endpoint: endpoint, cursor: &cursor)
+    }
+
+    /// Ends a parallel turn as `stop` says: the endpoint disabled (`410`), the failure recorded for a
+    /// retry, a cursor moved by someone else dropped, or the pause before the next turn.
+    private func ended(
+        _ stop: Stop?, waitUntil: Double?, endpoint: WebhookEndpoint, cursor: inout DeliveryCursor?
+    ) async throws -> Duration? {
         switch stop {
         case .gone(let status)?:
             guard try await persist(&cursor, force: true) else { return .zero }

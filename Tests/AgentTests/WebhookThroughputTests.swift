@@ -89,6 +89,17 @@ import WebhookSigning
         return true
     }
 
+    /// Each order's changes arrive with rising `seq` in `requests`, in the order they were answered.
+    static func seqsOnlyGoUpPerOrder(_ requests: some Sequence<WebhookReceiver.Received>) -> Bool {
+        var last: [String: Int64] = [:]
+        for change in requests.flatMap(changes) {
+            guard let order = (change["order"] as? [String: Any])?["id"].map({ "\($0)" }) ?? change["order_id"] as? String else { continue }
+            if let before = last[order], seq(change) <= before { return false }
+            last[order] = seq(change)
+        }
+        return true
+    }
+
     @Test func eightInFlightKeepEachOrdersChangesInOrderAndAKillLosesNothing() async throws {
         let root = Self.root("orderlive-hookpar")
         defer { try? FileManager.default.removeItem(atPath: root) }
@@ -157,6 +168,28 @@ import WebhookSigning
             #expect(failed.status == 500 && retried.status == 200)
             #expect(failed.id == retried.id && failed.body == retried.body, "\(failed.id) \(retried.id)")
             #expect(retried.verified)
+            agent.child.signal(SIGTERM)
+            #expect(await agent.finish() == 0)
+            await scene.loop.shutdown()
+        }
+    }
+
+    @Test func aShortBatchGoesAtItsTimeWhileAnotherIsInFlight() async throws {
+        let root = Self.root("orderlive-hookbatchwait")
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let scene = try Scene(root)
+        try await WebhookReceiver.withRunning(secret: WebhookDeliveryTests.secret) { receiver, url in
+            _ = try await scene.add(url, ["--batch-size", "10", "--batch-ms", "300", "--max-in-flight", "2"])
+            let (agent, pushURL) = try await scene.start()
+            // The receiver holds every request: the first batch stays in flight.
+            receiver.hang(true)
+            try await scene.push([(1, 1)], to: pushURL)
+            #expect(await receiver.until { _ in receiver.waiting == 1 })
+            // A change of another order makes a short batch: it goes after 300 ms, not after the answer.
+            try await scene.push([(2, 1)], to: pushURL)
+            #expect(await receiver.until(.seconds(10)) { _ in receiver.waiting == 2 }, "the second batch waited for the first's answer")
+            receiver.hang(false)
+            #expect(await receiver.until { $0.count >= 2 })
             agent.child.signal(SIGTERM)
             #expect(await agent.finish() == 0)
             await scene.loop.shutdown()

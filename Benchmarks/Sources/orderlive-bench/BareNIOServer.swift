@@ -3,6 +3,7 @@
 // no router and no async body sequence. Its rate next to the bare Hummingbird reference says what a
 // push endpoint served by a NIO handler in front of the router could gain at most.
 
+import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -24,6 +25,18 @@ private final class BareAnswerHandler: ChannelInboundHandler {
         case .body(let buffer):
             bodyBytes += buffer.readableBytes
         case .end:
+            guard bareAnswerDelay == .zero else {
+                // A receiver that takes its time (BENCH_RECEIVER_DELAY_MS): the answer is written later
+                // on the same loop, which meanwhile serves other connections.
+                let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                context.eventLoop.scheduleTask(in: bareAnswerDelay) { bound.value.0.answer(bound.value.1) }
+                return
+            }
+            answer(context)
+        }
+    }
+
+    private func answer(_ context: ChannelHandlerContext) {
             var headers = HTTPHeaders()
             headers.add(name: "Content-Type", value: "application/json")
             headers.add(name: "Content-Length", value: String(Self.answer.utf8.count))
@@ -34,9 +47,11 @@ private final class BareAnswerHandler: ChannelInboundHandler {
             context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
                 if !keepAlive { bound.value.close(promise: nil) }
             }
-        }
     }
 }
+
+/// How long the bare server waits before each answer (`BENCH_RECEIVER_DELAY_MS`, default none).
+let bareAnswerDelay = TimeAmount.milliseconds(Int64(ProcessInfo.processInfo.environment["BENCH_RECEIVER_DELAY_MS"] ?? "") ?? 0)
 
 /// Runs the bare NIO server on a loopback port for the length of `body`, on `threads` event loops
 /// (Hummingbird's default is one per core).

@@ -57,6 +57,11 @@ func runBenchWebhookReceiver() async throws {
 func addBenchWebhook(to program: AgentProgram, enabled: Bool = benchWebhookEnabled) async throws -> BenchAgent? {
     guard enabled else { return nil }
     let log = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-bench-hook-\(getpid()).log").path
+    // BENCH_WEBHOOK_DELAY_MS: the receiver answers after this long (a slow receiver, issue 59); set for
+    // its process only, so the bare NIO reference rows of the same run keep answering at once.
+    let environment = ProcessInfo.processInfo.environment
+    if let delay = environment["BENCH_WEBHOOK_DELAY_MS"] { setenv("BENCH_RECEIVER_DELAY_MS", delay, 1) }
+    defer { unsetenv("BENCH_RECEIVER_DELAY_MS") }
     let receiver = try BenchAgent(executable: benchExecutable, arguments: ["webhook-receiver"], log: log)
     guard await receiver.wait(for: "webhook receiver listening on port", timeout: .seconds(60)) != nil,
           let port = receiver.line(containing: "webhook receiver listening on port")?.split(separator: " ").last.flatMap({ Int($0) })
@@ -64,8 +69,11 @@ func addBenchWebhook(to program: AgentProgram, enabled: Bool = benchWebhookEnabl
         receiver.kill()
         throw BenchFailure("the webhook receiver did not start: \(receiver.tail())")
     }
+    // BENCH_WEBHOOK_IN_FLIGHT and BENCH_WEBHOOK_BATCH: the endpoint's max_in_flight and batch_size.
+    let options = WebhookDeliveryOptions(
+        maxInFlight: Int(environment["BENCH_WEBHOOK_IN_FLIGHT"] ?? "") ?? 1, batchSize: Int(environment["BENCH_WEBHOOK_BATCH"] ?? "") ?? 1)
     _ = try await program.store.addWebhookEndpoint(NewWebhookEndpoint(
-        url: "http://127.0.0.1:\(port)/hook", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"))
+        url: "http://127.0.0.1:\(port)/hook", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", options: options))
     return receiver
 }
 

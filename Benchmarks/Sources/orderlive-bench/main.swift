@@ -204,7 +204,7 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "coldstart-agent
     exit(0)
 }
 
-// BENCH_ONLY=parser, transport, store, ingest, feed, scope, coldstart, memory or postgres runs one part (for profiling);
+// BENCH_ONLY=parser, transport, store, ingest, feed, scope, coldstart, memory, postgres or webhooks runs one part (for profiling);
 // BENCH_ONLY=group only the store part's group-commit table;
 // BENCH_ONLY=delivery only the transport's EventSource row against the Sandbox in its own process.
 let only = ProcessInfo.processInfo.environment["BENCH_ONLY"] ?? ""
@@ -226,6 +226,7 @@ if only == "" || only == "scope" { try await scopeBenchmark() }
 if only == "" || only == "coldstart" { try await coldStartBenchmark() }
 if only == "" || only == "memory" { try await memoryBenchmark() }
 if only == "" || only == "postgres" { try await postgresBenchmark() }
+if only == "" || only == "webhooks" { try await webhookThroughputBenchmark() }
 print("")
 print("| case | reader | MB/s | events/s | note |")
 print("| --- | --- | ---: | ---: | --- |")
