@@ -11,7 +11,7 @@ public struct WebhookDeliveryOptions: Sendable, Hashable, Codable {
     public var batchSize: Int
     /// How long a batch short of ``batchSize`` waits for more changes before it is sent, in ms.
     public var batchMilliseconds: Int
-    /// Requests per second at most (a token bucket, one request's worth of burst); 0: no cap.
+    /// Requests per second at most (a token bucket keeping an even schedule); 0: no cap.
     public var ratePerSecond: Double
     /// Extra request headers, in order.
     public var headers: [WebhookHeader]

@@ -178,7 +178,10 @@ extension EndpointDelivery {
     }
 }
 
-/// A token bucket of one request's burst: at most `perSecond` requests a second, evenly spaced.
+/// A token bucket for `perSecond` requests a second: each request is due one interval after the one
+/// before it. A request sent late (the task woke after its time) does not push the rest back: the
+/// next is still due on the even schedule, so the average holds the cap exactly, and at most two
+/// requests go within one interval. A pause longer than an interval saves up nothing.
 struct RateBucket {
     let interval: Duration?
     var next: ContinuousClock.Instant?
@@ -190,7 +193,8 @@ struct RateBucket {
     /// Takes a token at `now`; returns how long to wait before sending, nil when at once.
     mutating func take(at now: ContinuousClock.Instant) -> Duration? {
         guard let interval else { return nil }
-        let due = max(next ?? now, now)
+        var due = next ?? now
+        if due < now.advanced(by: .zero - interval) { due = now }
         next = due.advanced(by: interval)
         return due > now ? due - now : nil
     }

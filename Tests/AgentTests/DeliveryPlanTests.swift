@@ -88,7 +88,11 @@ import Testing
         #expect(bucket.take(at: start) == nil, "the first goes at once")
         #expect(bucket.take(at: start) == .milliseconds(50))
         #expect(bucket.take(at: start) == .milliseconds(100))
+        // Sent 30 ms late, the next is still due on the even schedule: the average holds the cap.
+        #expect(bucket.take(at: start.advanced(by: .milliseconds(180))) == nil)
+        #expect(bucket.take(at: start.advanced(by: .milliseconds(180))) == .milliseconds(20))
         #expect(bucket.take(at: start.advanced(by: .seconds(1))) == nil, "an idle bucket does not save up a burst")
+        #expect(bucket.take(at: start.advanced(by: .seconds(1))) == .milliseconds(50))
         var none = RateBucket(perSecond: 0)
         #expect(none.take(at: start) == nil && none.take(at: start) == nil)
     }

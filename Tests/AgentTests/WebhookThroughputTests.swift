@@ -208,7 +208,9 @@ import WebhookSigning
             let times = receiver.received.map(\.at)
             let span = try #require(times.last.flatMap { last in times.first.map { last - $0 } })
             let rate = 40 / (Double(span.components.seconds) + Double(span.components.attoseconds) / 1e18)
-            #expect(rate <= 22 && rate >= 18, "\(rate) requests/s against a cap of 20")
+            // Never over the cap by more than 10 %; under it only by what a loaded machine's late wake-ups cost.
+            #expect(rate <= 22, "\(rate) requests/s against a cap of 20")
+            #expect(rate >= 16, "\(rate) requests/s against a cap of 20: the cap throttled more than it should")
             agent.child.signal(SIGTERM)
             #expect(await agent.finish() == 0)
             await scene.loop.shutdown()
