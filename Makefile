@@ -165,7 +165,7 @@ bench-instructions: bench-deps
 ## longer builds or trips on its seeds fails CI. FUZZ_TARGETS picks some.
 FUZZ_SECONDS ?= 300
 FUZZ_SMOKE_RUNS ?= 3000
-FUZZ_TARGETS ?= sse gorush webhooks token-pair response-policy orders events configuration tokens protocol-choice
+FUZZ_TARGETS ?= sse gorush webhooks token-pair response-policy orders events configuration tokens protocol-choice webhook-options
 # swiftc keeps coverage only when it sees both sanitizers in one flag: given as two flags (as SwiftPM's
 # --sanitize passes them, in an order that varies between runs), `-sanitize=fuzzer -sanitize=address`
 # compiles without coverage and `-sanitize=address -sanitize=fuzzer` without ASan. The combined

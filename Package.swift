@@ -502,7 +502,7 @@ if ProcessInfo.processInfo.environment["ORDERLIVE_FUZZ"] != nil {
             name: "InputFuzz",
             dependencies: [
                 "Agent", "AuthSession", "CurlHTTP", "EventStream", "JSONToolkit", "SQLiteStore", "OrderSync", "OrdersAPI", "PushIngest",
-                "StoreModel", "ServerSentEvents", "WebhookSigning", "LocalHTTP",
+                "StoreModel", "ServerSentEvents", "WebhookSigning", "LocalHTTP", "CheckedInput",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
             ],

@@ -20,6 +20,8 @@ enum FuzzTarget: String, CaseIterable {
     case tokens
     /// The cleartext listener's protocol sniffer: HTTP/2's preface or HTTP/1.x.
     case protocolChoice = "protocol-choice"
+    /// An outgoing webhook endpoint's stored delivery options, and address ranges.
+    case webhookOptions = "webhook-options"
 
     /// The target named by the environment; `gorush` when unset (libFuzzer calls before any flag).
     static let selected: FuzzTarget = {
@@ -41,6 +43,7 @@ enum FuzzTarget: String, CaseIterable {
         case .configuration: Targets.configuration(bytes)
         case .tokens: Targets.tokens(bytes)
         case .protocolChoice: Targets.protocolChoice(bytes)
+        case .webhookOptions: Targets.webhookOptions(bytes)
         }
     }
 }
