@@ -28,6 +28,12 @@ import Testing
             self.send_response(200)
             self.send_header("Content-Length", "0")
             self.end_headers()
+        def do_CONNECT(self):
+            with open(log, "a") as out:
+                out.write(json.dumps({"method": "CONNECT", "target": self.path, "headers": {}, "client": None}) + "\n")
+            self.send_response(502)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
         def log_message(self, *args):
             pass
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -119,14 +125,21 @@ import Testing
             "ORDERLIVE_WEBHOOKS_PROXY": "http://127.0.0.1:\(proxy.port)", "ORDERLIVE_WEBHOOKS_NO_PROXY": "127.0.0.1",
             "http_proxy": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "no_proxy": "",
         ])
-        // A name only the proxy can reach, and the bypassed loopback receiver.
+        // A name only the proxy can reach, the bypassed loopback receiver, and an https endpoint, whose
+        // requests ask the proxy for a tunnel (this proxy refuses it: counted, then retried).
         _ = try await scene.add("http://orders-receiver.invalid/hook", [])
         _ = try await scene.add("http://127.0.0.1:\(direct.port)/hook", [])
+        _ = try await scene.add("https://secure-receiver.invalid/hook", [])
         let (agent, pushURL) = try await scene.start()
         try await scene.push([(1, 1)], to: pushURL)
-        #expect(await eventually(within: .seconds(20)) { proxy.requests.count >= 1 && direct.requests.count >= 1 },
+        #expect(await eventually(within: .seconds(20)) {
+            proxy.requests.count >= 2 && direct.requests.count >= 1
+                && proxy.requests.contains { $0["method"] as? String == "CONNECT" }
+        },
                 "\(proxy.requests) \(direct.requests) \(agent.logs.raw.filter { $0.contains("webhook") })")
-        let proxied = try #require(proxy.requests.first)
+        let proxied = try #require(proxy.requests.first { $0["method"] as? String == "POST" })
+        #expect(proxy.requests.contains { $0["method"] as? String == "CONNECT" && $0["target"] as? String == "secure-receiver.invalid:443" },
+                "\(proxy.requests)")
         #expect(proxied["target"] as? String == "http://orders-receiver.invalid/hook", "sent through the proxy: \(proxied)")
         #expect(Self.header("webhook-id", of: proxied) != nil)
         #expect(proxy.requests.allSatisfy { ($0["target"] as? String)?.contains("127.0.0.1") == false }, "the bypass list skips the proxy")
@@ -153,6 +166,16 @@ import Testing
             ["webhooks", "add", "http://169.254.169.254/hook", "--secret-file", scene.secretFile], in: scene.state,
             environment: ["ORDERLIVE_WEBHOOKS_ALLOW_PRIVATE": "169.254.169.254/32"])
         #expect(allowed == 0, "\(said)")
+        // Checked again at every connection: an agent whose configuration does not allow it refuses to
+        // connect, and says why in the endpoint's last error (a name resolving there later is caught alike).
+        let (agent, pushURL) = try await scene.start()
+        try await scene.push([(1, 1)], to: pushURL)
+        #expect(await eventually(within: .seconds(20)) {
+            try await StoreFileCommandsTests.run(["webhooks", "list", "--json"], in: scene.state).output
+                .contains("refused to connect to 169.254.169.254: a link-local or cloud metadata address; list it in webhooks.allow_private")
+        })
+        agent.child.signal(SIGTERM)
+        #expect(await agent.finish() == 0)
         // Loopback and private ranges stay allowed.
         let (loopback, words) = try await StoreFileCommandsTests.run(
             ["webhooks", "add", "http://127.0.0.1:1/hook", "--secret-file", scene.secretFile], in: scene.state)
