@@ -3,7 +3,7 @@ SWIFT ?= swift
 # chromium: the dispatch board's browser test (headless, driven over DevTools).
 # postgresql: the PostgreSQL engine's tests start a throwaway cluster of their own (DESIGN §12).
 # systemd: systemd-analyze verifies Deploy/orderlive.service (no systemd needs to run).
-SYSTEM_PACKAGES := libcurl4-openssl-dev libssl-dev libsqlite3-dev pkg-config openssl python3 python3-jwt python3-cryptography curl prometheus chromium postgresql systemd nghttp2-client
+SYSTEM_PACKAGES := libcurl4-openssl-dev libssl-dev libsqlite3-dev pkg-config openssl python3 python3-jwt python3-cryptography curl prometheus chromium postgresql systemd nghttp2-client iproute2
 # What the benchmarks need beyond that (`make bench`, `make bench-instructions`), not CI.
 BENCH_PACKAGES := valgrind wrk
 # From PyPI, pinned so that a new release cannot change what CI checks: schemathesis for `make fuzz-api`;
@@ -35,7 +35,7 @@ build: deps
 
 ## Suites that measure time on real sockets: run alone, after the parallel suite, whose load starves
 ## event loops for a second at a time; each suite alone, one after the other.
-TIMING_TESTS := HeartbeatGapTests ListenerFloodTests BackendOutageAgentTests StoreFaultTests
+TIMING_TESTS := HeartbeatGapTests ListenerFloodTests BackendOutageAgentTests StoreFaultTests UpstreamPartitionTests
 
 ## How many tests run at once. Unbounded (Swift Testing's default), every test of the suite starts
 ## its servers, agents and clients at the same moment: on two cores the machine then starves for

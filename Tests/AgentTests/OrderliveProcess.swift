@@ -17,10 +17,14 @@ struct OrderliveProcess {
     /// before it execs the agent), as a machine with a low limit would. A child still running after
     /// `lifetime` is killed, so no child outlives a broken test and every wait on it ends (this replaces
     /// the watchdog task each test used to start beside its child).
+    /// `launcher` runs the executable through another command (`ip netns exec HOST`, which execs it,
+    /// so the child's pid and signals are the agent's).
     init(_ arguments: [String], environment: [String: String] = [:], input: String? = nil, readStandardError: Bool = false,
-         openFiles: (soft: Int, hard: Int)? = nil, lifetime: Duration = .seconds(180)) throws {
+         openFiles: (soft: Int, hard: Int)? = nil, lifetime: Duration = .seconds(180), launcher: [String] = []) throws {
         let (path, words): (String, [String])
-        if let openFiles {
+        if let first = launcher.first {
+            (path, words) = (first, Array(launcher.dropFirst()) + [Self.executable.path] + arguments)
+        } else if let openFiles {
             path = "/bin/sh"
             words = ["-c", "ulimit -Sn \(openFiles.soft) && ulimit -Hn \(openFiles.hard) && exec \"$0\" \"$@\"",
                      Self.executable.path] + arguments
@@ -115,9 +119,9 @@ struct RunningAgent {
     let reader: Task<Void, Never>
 
     init(_ arguments: [String], environment: [String: String], limit: Duration = .seconds(60),
-         openFiles: (soft: Int, hard: Int)? = nil) throws {
+         openFiles: (soft: Int, hard: Int)? = nil, launcher: [String] = []) throws {
         let child = try OrderliveProcess(["run"] + arguments, environment: environment, readStandardError: true,
-                                         openFiles: openFiles, lifetime: limit)
+                                         openFiles: openFiles, lifetime: limit, launcher: launcher)
         let logs = self.logs
         self.child = child
         reader = Task { await logs.follow(child.lines) }
