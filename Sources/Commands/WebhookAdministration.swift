@@ -83,25 +83,11 @@ public enum WebhookAdministration {
 
     /// One signed test request to `endpoint` (`webhooks test`): its status and the start of its body.
     public static func ping(_ endpoint: WebhookEndpoint, settings: WebhooksConfiguration, loop: CurlLoop) async throws -> (Int, String) {
-        let now = Int64(Date().timeIntervalSince1970)
-        let id = "msg_\(endpoint.id)_test_\(now)"
+        let now = Date().timeIntervalSince1970
         let body = Array(#"{"type":"webhook.test","endpoint":\#(endpoint.id)}"#.utf8)
-        let signature = try StandardWebhooks(secret: endpoint.secret).sign(id: id, timestamp: now, body: body)
-        var headers: HTTPHeaders = [
-            "Content-Type": "application/json", "webhook-id": id, "webhook-timestamp": "\(now)", "webhook-signature": signature,
-        ]
-        for header in endpoint.options.headers {
-            let value = header.file.flatMap { FileManager.default.contents(atPath: $0) }
-                .map { String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) } ?? header.value ?? ""
-            headers.add(name: header.name, value: value)
-        }
-        let response = try await loop.perform(HTTPRequest(
-            url: endpoint.url, method: "POST", headers: headers,
-            body: body, connectTimeout: min(settings.timeout, .seconds(10)), timeout: settings.timeout,
-            tls: TLSOptions(caFile: settings.caFile, clientCertificate: endpoint.options.clientCertificate,
-                            clientKey: endpoint.options.clientKey),
-            maximumRedirects: 0, maximumResponseBytes: 1 << 20, proxy: ProxyRoute(url: settings.proxy, bypass: settings.noProxy),
-            addressGuard: settings.addressGuard))
+        let signing = try WebhookRequest.signing(for: endpoint, at: now)
+        let response = try await loop.perform(WebhookRequest.make(
+            body, messageID: "msg_\(endpoint.id)_test_\(Int64(now))", endpoint: endpoint, signing: signing, settings: settings.settings))
         return (response.status, String(decoding: response.body.prefix(500), as: UTF8.self))
     }
 }

@@ -1,27 +1,30 @@
 import CheckedInput
-import CurlHTTP
+public import CurlHTTP
 import Foundation
-import StoreModel
+public import StoreModel
 import WebhookSigning
 
 /// How an endpoint's requests are made: signed with its secrets, carrying its extra headers, its
-/// client certificate, the configured proxy and the address guard.
-extension EndpointDelivery {
+/// client certificate, the configured proxy and the address guard. Deliveries and `webhooks test`
+/// both make theirs here, so a test request is what a delivery would be.
+public enum WebhookRequest {
     /// What every request of one turn shares: the signers, the time they sign at, the extra headers
     /// (files read once per turn, so a key replaced in its file is sent from the next turn).
-    struct Signing {
+    public struct Signing: Sendable {
         var signers: [StandardWebhooks]
         var at: Double
         var headers: [(name: String, value: String)]
     }
 
-    /// Why a turn's requests could not be made: the endpoint's configuration is wrong.
-    struct SigningFailure: Error {
-        var reason: String
+    /// Why an endpoint's requests could not be made: its configuration is wrong.
+    public struct SigningFailure: Error, CustomStringConvertible {
+        public var reason: String
+        public var description: String { reason }
     }
 
-    /// The signing and headers of a turn's requests at `at`; a failure names what is wrong with the endpoint.
-    func signing(for endpoint: WebhookEndpoint, at: Double) throws(SigningFailure) -> Signing {
+    /// The signing and headers of requests to `endpoint` at `at` (Unix seconds); a failure names what
+    /// is wrong with the endpoint.
+    public static func signing(for endpoint: WebhookEndpoint, at: Double) throws(SigningFailure) -> Signing {
         let signers: [StandardWebhooks]
         do {
             signers = try endpoint.signingSecrets(at: at).map { secret throws(StandardWebhooksSecretError) in
@@ -44,11 +47,12 @@ extension EndpointDelivery {
         return Signing(signers: signers, at: at, headers: headers)
     }
 
-    /// One POST of `body` under `messageID`, signed as `signing` says.
-    func request(_ body: [UInt8], messageID: String, endpoint: WebhookEndpoint, signing: Signing) -> HTTPRequest {
+    /// One POST of `body` under `messageID` to `endpoint`, signed as `signing` says, sent as `settings` say.
+    public static func make(
+        _ body: [UInt8], messageID: String, endpoint: WebhookEndpoint, signing: Signing, settings: WebhookSettings
+    ) -> HTTPRequest {
         let timestamp = Int64(clamping: Checked.int64(clamping: signing.at))
         let signature = signing.signers.map { $0.sign(id: messageID, timestamp: timestamp, body: body) }.joined(separator: " ")
-        let settings = deliverer.settings
         var headers: HTTPHeaders = ["Content-Type": "application/json", "webhook-id": messageID, "webhook-timestamp": "\(timestamp)",
                                     "webhook-signature": signature]
         for header in signing.headers { headers.add(name: header.name, value: header.value) }
@@ -58,6 +62,21 @@ extension EndpointDelivery {
             tls: TLSOptions(caFile: settings.caFile, clientCertificate: endpoint.options.clientCertificate,
                             clientKey: endpoint.options.clientKey),
             maximumRedirects: 0, maximumResponseBytes: 1 << 20, proxy: settings.proxy, addressGuard: settings.addressGuard)
+    }
+}
+
+/// A delivery's requests, and what their answers mean for the endpoint.
+extension EndpointDelivery {
+    typealias Signing = WebhookRequest.Signing
+
+    /// The signing of this turn's requests (``WebhookRequest/signing(for:at:)``).
+    func signing(for endpoint: WebhookEndpoint, at: Double) throws(WebhookRequest.SigningFailure) -> Signing {
+        try WebhookRequest.signing(for: endpoint, at: at)
+    }
+
+    /// One delivery's POST under the deliverer's settings.
+    func request(_ body: [UInt8], messageID: String, endpoint: WebhookEndpoint, signing: Signing) -> HTTPRequest {
+        WebhookRequest.make(body, messageID: messageID, endpoint: endpoint, signing: signing, settings: deliverer.settings)
     }
 
     enum Outcome {

@@ -1,6 +1,6 @@
 package import CheckedInput
 public import CurlHTTP
-import WebhookDelivery
+public import WebhookDelivery
 import Foundation
 
 /// `webhooks.*`: how outgoing webhooks are sent (DESIGN §13); the endpoints themselves are in the store
@@ -81,7 +81,7 @@ public struct WebhooksConfiguration: Sendable, Hashable {
     }
 
     /// The deliverer's settings.
-    var settings: WebhookSettings {
+    public var settings: WebhookSettings {
         WebhookSettings(
             timeout: timeout, retrySchedule: (try? Self.schedule(retrySchedule)) ?? WebhookSettings.standardSchedule,
             caFile: caFile, maximumBacklog: Int64(maximumBacklog), proxy: ProxyRoute(url: proxy, bypass: noProxy),
