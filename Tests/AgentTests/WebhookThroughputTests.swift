@@ -8,7 +8,8 @@ import WebhookSigning
 
 /// Outgoing webhooks at the speed of the receiver (issue 59), from a running agent to a receiver that
 /// checks every signature: several requests in flight with each order's changes in order, through a
-/// SIGKILL; batches signed as one message, a retried batch with its id and bytes; a rate cap.
+/// SIGKILL; batches signed as one message, a retried batch with its id and bytes (the rate cap:
+/// WebhookRateCapTests, run alone).
 @Suite(.timeLimit(.minutes(5))) struct WebhookThroughputTests {
     /// An agent with no backend, whose whole-order pushes are applied and delivered, in `state`.
     struct Scene {
@@ -190,27 +191,6 @@ import WebhookSigning
             #expect(await receiver.until(.seconds(10)) { _ in receiver.waiting == 2 }, "the second batch waited for the first's answer")
             receiver.hang(false)
             #expect(await receiver.until { $0.count >= 2 })
-            agent.child.signal(SIGTERM)
-            #expect(await agent.finish() == 0)
-            await scene.loop.shutdown()
-        }
-    }
-
-    @Test func theRateCapHoldsWithinTenPercent() async throws {
-        let root = Self.root("orderlive-hookrate")
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        let scene = try Scene(root)
-        try await WebhookReceiver.withRunning(secret: WebhookDeliveryTests.secret) { receiver, url in
-            _ = try await scene.add(url, ["--rate", "20", "--max-in-flight", "4"])
-            let (agent, pushURL) = try await scene.start()
-            try await scene.push((1...41).map { ($0, 1) }, to: pushURL)
-            #expect(await receiver.until { $0.count >= 41 })
-            let times = receiver.received.map(\.at)
-            let span = try #require(times.last.flatMap { last in times.first.map { last - $0 } })
-            let rate = 40 / (Double(span.components.seconds) + Double(span.components.attoseconds) / 1e18)
-            // Never over the cap by more than 10 %; under it only by what a loaded machine's late wake-ups cost.
-            #expect(rate <= 22, "\(rate) requests/s against a cap of 20")
-            #expect(rate >= 16, "\(rate) requests/s against a cap of 20: the cap throttled more than it should")
             agent.child.signal(SIGTERM)
             #expect(await agent.finish() == 0)
             await scene.loop.shutdown()
