@@ -90,21 +90,53 @@ enum DatabaseSocket {
     }
 }
 
-/// Which pooled connections already have their socket options (connection ids; forgotten in bulk
-/// when it grows past a bound, so a long-lived agent's reconnections cannot grow it).
+/// The pooled connections this store has leased, by id: which already have their socket options,
+/// and which to close when one of them misses a deadline. PostgresNIO's pool cannot tell a connection
+/// behind a dead network path from an idle one (nothing is sent on an idle connection), so one missed
+/// deadline condemns them all: every connection the pool holds is closed at once — idle ones, and
+/// those other calls are waiting on, which then fail at once instead of at their own deadlines —
+/// and the pool makes new ones for the next calls. A partition then leaves no socket of the agent's
+/// open past one round trip's deadline; a database that was only slow costs some reconnections.
+/// The pool may also hold a connection no call has leased yet (made for a call another connection
+/// then served): unknown here, it is not closed with the others, so for `failover_s` after a discard
+/// a connection leased for the first time must answer a ping within a quarter of `failover_s` first
+/// (``mustProve(within:)``). (Closed connections are forgotten as new ones come; past `bound` entries the set is cleared, so a
+/// long-lived agent's reconnections cannot grow it.)
 struct ConfiguredSockets: Sendable {
-    private let ids = Locked(Set<Int>())
+    private let connections = Locked([Int: PostgresConnection]())
+    private let discarded = Locked<ContinuousClock.Instant?>(nil)
     private let bound: Int
 
     init(bound: Int) {
         self.bound = max(16, bound)
     }
 
-    /// True the first time `id` is seen (since the last time the set was forgotten).
-    func isNew(_ id: Int) -> Bool {
-        ids.withLock { ids in
-            if ids.count >= bound { ids.removeAll(keepingCapacity: true) }
-            return ids.insert(id).inserted
+    /// True the first time `connection` is seen (since it was forgotten); it is held until it closes.
+    func isNew(_ connection: PostgresConnection) -> Bool {
+        connections.withLock { connections in
+            if connections[connection.id] != nil { return false }
+            if connections.count >= bound {
+                connections = connections.filter { !$0.value.isClosed }
+                if connections.count >= bound { connections.removeAll(keepingCapacity: true) }
+            }
+            connections[connection.id] = connection
+            return true
         }
+    }
+
+    /// True when the last ``discardAll()`` was less than `window` ago: a connection seen for the first
+    /// time now may have been made before it, on the path it condemned.
+    func mustProve(within window: Duration) -> Bool {
+        discarded.withLock { $0.map { ContinuousClock().now - $0 < window } ?? false }
+    }
+
+    /// Closes every connection held, without waiting for anything, and forgets them.
+    func discardAll() {
+        discarded.withLock { $0 = ContinuousClock().now }
+        let condemned = connections.withLock { connections in
+            defer { connections.removeAll(keepingCapacity: true) }
+            return Array(connections.values)
+        }
+        for connection in condemned where !connection.isClosed { connection.discard() }
     }
 }

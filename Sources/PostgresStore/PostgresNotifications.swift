@@ -47,11 +47,14 @@ public struct PostgresNotifications: Sendable {
                     }
                     group.addTask {
                         // A silently partitioned connection delivers nothing and reports nothing:
-                        // it must answer a query every `failover_s`, within `failover_s`, or it is
-                        // closed and made again (and each handler called once more on reconnecting).
+                        // it must answer a query every half `failover_s`, within half `failover_s`,
+                        // or it is closed and made again (and each handler called once more on
+                        // reconnecting): so no socket of it outlives a partition by more than
+                        // `failover_s`.
+                        let half = failover / 2
                         while true {
-                            try await Task.sleep(for: failover)
-                            try await connection.answering(within: failover) { connection in
+                            try await Task.sleep(for: half)
+                            try await connection.answering(within: half) { connection in
                                 try await connection.query("SELECT 1", logger: logger)
                             }
                         }

@@ -24,7 +24,8 @@ public final class PostgresOrderStore: Sendable, WriteProbe {
     /// True once the pool is told to stop (the agent is stopping): calls failing after that say
     /// nothing about the database, so they leave ``writeHealth`` as it was.
     let stopping = Locked(false)
-    /// Pooled connections whose sockets have their keepalive and user timeout.
+    /// Pooled connections: their sockets have their keepalive and user timeout, and one missing a
+    /// deadline closes them all.
     let sockets: ConfiguredSockets
 
     /// A store over the database `configuration` names. `now` is the wall clock (Unix seconds)
@@ -136,7 +137,9 @@ public final class PostgresOrderStore: Sendable, WriteProbe {
     ///   ``DatabaseTimeout`` and the connection is closed — discarded, never reused; a connection the
     ///   server ended fails the call at once. Either way `body` runs in a task of its own that is
     ///   abandoned then (a query in flight on a dead connection was seen never to return,
-    ///   PostgresNIO 1.33); it can commit nothing, its connection being gone.
+    ///   PostgresNIO 1.33); it can commit nothing, its connection being gone. A missed deadline
+    ///   closes every other pooled connection too (``ConfiguredSockets``): the network path they
+    ///   share is presumed dead.
     ///
     /// Each pooled connection gets TCP keepalive and `TCP_USER_TIMEOUT` when first leased
     /// (``DatabaseSocket``).
@@ -149,12 +152,19 @@ public final class PostgresOrderStore: Sendable, WriteProbe {
         let leased = Locked<PostgresConnection?>(nil)
         let limit = limit ?? configuration.roundTrip
         let waitLimit = min(configuration.connectTimeout, limit)
-        let (client, sockets, failover) = (self.client, self.sockets, configuration.failover)
+        let (client, sockets, failover, logger) = (self.client, self.sockets, configuration.failover, self.logger)
         return try await DeadlineRace.run({
             do {
                 return try await client.withConnection { connection -> T in
                     leased.withLock { $0 = connection }
-                    if sockets.isNew(connection.id) { await DatabaseSocket.configure(connection, failover: failover) }
+                    if sockets.isNew(connection) {
+                        await DatabaseSocket.configure(connection, failover: failover)
+                        if sockets.mustProve(within: failover) {
+                            try await connection.answering(within: max(failover / 4, .milliseconds(250))) { connection in
+                                try await connection.query("SELECT 1", logger: logger)
+                            }
+                        }
+                    }
                     return try await withTaskExecutorPreference(EventLoopTaskExecutor(connection.eventLoop)) {
                         try await body(connection)
                     }
@@ -180,7 +190,10 @@ public final class PostgresOrderStore: Sendable, WriteProbe {
                 case let connection? where connection.isClosed:
                     _ = settle(DatabaseUnreachable(waited: nil))
                 case let connection? where elapsed >= limit:
-                    if settle(DatabaseTimeout(limit: limit)) { connection.discard() }
+                    if settle(DatabaseTimeout(limit: limit)) {
+                        connection.discard()
+                        sockets.discardAll()
+                    }
                 default:
                     continue
                 }

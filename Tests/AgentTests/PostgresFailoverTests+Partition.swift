@@ -146,13 +146,18 @@ actor PartitionPushes {
     let loop: CurlLoop
     let book: OrderBook
     let orders: [Int]
+    /// Sent with each push: an `Authorization` header when the agents want one.
+    let headers: HTTPHeaders
     private(set) var accepted: [String] = []
     private var sent = 0
 
-    init(loop: CurlLoop, book: OrderBook, orders: [Int]) {
+    init(loop: CurlLoop, book: OrderBook, orders: [Int], bearer: String? = nil) {
         self.loop = loop
         self.book = book
         self.orders = orders
+        var headers: HTTPHeaders = ["Content-Type": "application/json"]
+        if let bearer { headers.add(name: "Authorization", value: "Bearer " + bearer) }
+        self.headers = headers
     }
 
     /// One push of a silent change to `agent`: its status (0 when the transfer failed) and how long it took.
@@ -165,7 +170,7 @@ actor PartitionPushes {
         let start = clock.now
         let body = #"{"notifications":[{"tokens":["t"],"platform":2,"notif_id":"\#(id)","data":{"type":"order.updated","order_id":\#(order)}}]}"#
         let status = (try? await loop.perform(HTTPRequest(
-            url: agent.url + "/api/push", method: "POST", headers: ["Content-Type": "application/json"],
+            url: agent.url + "/api/push", method: "POST", headers: headers,
             body: Array(body.utf8), timeout: .seconds(30))).status) ?? 0
         if status == 200 { accepted.append(id) }
         return (status, clock.now - start)

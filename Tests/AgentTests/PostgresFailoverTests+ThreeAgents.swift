@@ -124,22 +124,24 @@ extension PostgresFailoverTests {
     /// What the account's rows say after the rounds: no job was applied twice, let alone under two
     /// epochs (the frozen leader's late commits were refused by the fence); jobs were applied under
     /// several leaders; every acknowledged push's key is kept; the epoch is the last one.
-    static func expectTheAccountsRecordHolds(server: PostgresServer, database: String, accepted: [String], epoch: Int) async throws {
+    static func expectTheAccountsRecordHolds(
+        server: PostgresServer, database: String, account: String = "depot-3", accepted: [String], epoch: Int
+    ) async throws {
         let twice = try await server.psql("""
             SELECT string_agg(job_id::text, ',') FROM (SELECT job_id FROM orderlive_job_applied
-            WHERE account = 'depot-3' GROUP BY job_id HAVING COUNT(*) > 1) AS again
+            WHERE account = '\(account)' GROUP BY job_id HAVING COUNT(*) > 1) AS again
             """, database: database)
         #expect(twice.isEmpty, "jobs applied more than once: \(twice)")
         let applyingEpochs = try await server.psql(
-            "SELECT string_agg(DISTINCT epoch::text, ',') FROM orderlive_job_applied WHERE account = 'depot-3'",
+            "SELECT string_agg(DISTINCT epoch::text, ',') FROM orderlive_job_applied WHERE account = '\(account)'",
             database: database).split(separator: ",").compactMap { Int($0) }
         #expect(applyingEpochs.count >= 2 && applyingEpochs.allSatisfy { (1...epoch).contains($0) },
                 "epochs that applied jobs: \(applyingEpochs), last epoch \(epoch)")
         let keys = try await server.psql(
-            "SELECT id FROM orderlive_dedupe_key WHERE account = 'depot-3' AND id LIKE 'notification:%'", database: database)
+            "SELECT id FROM orderlive_dedupe_key WHERE account = '\(account)' AND id LIKE 'notification:%'", database: database)
         let kept = Set(keys.split(separator: "\n").map { String($0.dropFirst("notification:".count)) })
         #expect(Set(accepted).isSubset(of: kept), "acknowledged but not kept: \(Set(accepted).subtracting(kept).sorted())")
-        #expect(try await server.psql("SELECT epoch FROM orderlive_leadership WHERE account = 'depot-3'", database: database)
+        #expect(try await server.psql("SELECT epoch FROM orderlive_leadership WHERE account = '\(account)'", database: database)
             == "\(epoch)")
     }
 

@@ -202,12 +202,13 @@ import Glibc
         }
     }
 
-    /// Starts `orderlive run` with the configuration `name`, once its push listener listens.
-    /// Starts agent `name`; it is killed after `lifetime` should the scenario hang.
+    /// Starts `orderlive run` with the configuration `name` (through `launcher`, when given: on a
+    /// host of a ``NetworkLab``), once its push listener listens; it is killed after `lifetime`
+    /// should the scenario hang.
     static func start(_ name: String, configs: PostgresAgentConfiguration, environment: [String: String],
-                      lifetime: Duration = .seconds(120), url: String? = nil) async throws -> Agent {
+                      lifetime: Duration = .seconds(120), url: String? = nil, launcher: [String] = []) async throws -> Agent {
         let child = try OrderliveProcess(["run", "--config", try configs.write(name, url: url)], environment: environment,
-                                         readStandardError: true, lifetime: lifetime)
+                                         readStandardError: true, lifetime: lifetime, launcher: launcher)
         let logs = LogWatch()
         let reader = Task { await logs.follow(child.lines) }
         guard let listening = await logs.wait(message: "push endpoint listening") else {

@@ -13,21 +13,37 @@ import Glibc
 /// ends, since this kernel has no `netem`): a new connection's SYN goes unanswered and an open
 /// connection's bytes vanish, with no RST and no error, so only timeouts notice; ``heal(_:)`` removes it.
 ///
-/// Names carry this process's id (`ol<pid>h<n>`), so ``removeStale()`` deletes namespaces left by a
+/// ``addLink(to:)`` gives a host a second link, so one path of a host's (its database's) can fail
+/// while the others (its clients', its upstream's) carry on.
+///
+/// Names carry this process's id and a letter per lab (`ol<pid>a…`), so ``removeStale()`` deletes namespaces left by a
 /// killed run (their process is gone) and never another test's. ``remove()`` deletes the lab's hosts;
 /// deleting a namespace deletes its end of the pair, and with it the test's end.
 public final class NetworkLab: Sendable {
-    /// One host: its namespace, its address, and the test side's address on its link.
-    public struct Host: Sendable {
-        /// The namespace's name (`ip netns exec NAME …`).
+    /// One link: a veth pair between the test's namespace and a host's, on a /24 of its own.
+    public struct Link: Sendable {
+        /// The host's namespace.
         public let namespace: String
-        /// The host's address on its link.
+        /// The host's address on the link.
         public let address: String
-        /// The test's address on the host's link: servers the host must reach listen here.
+        /// The test's address on the link: servers the host must reach across this link listen here.
         public let gateway: String
         /// The link's interface in the test's namespace, and in the host's.
         let outside: String
         let inside: String
+    }
+
+    /// One host: its namespace and its first link, which carries its default route (so it reaches
+    /// every address of the test's namespace that no other link of its reaches).
+    public struct Host: Sendable {
+        /// The host's first link.
+        public let link: Link
+        /// The namespace's name (`ip netns exec NAME …`).
+        public var namespace: String { link.namespace }
+        /// The host's address on its first link.
+        public var address: String { link.address }
+        /// The test's address on the host's first link.
+        public var gateway: String { link.gateway }
     }
 
     /// Why a lab cannot be made here.
@@ -38,6 +54,9 @@ public final class NetworkLab: Sendable {
     private let prefix: String
     private let subnet: Int
     private let hosts = Locked<[Host]>([])
+    private let links = Locked(0)
+    /// How many labs this process made.
+    private static let made = Locked(0)
 
     /// True when this machine lets the test make namespaces (root, iproute2, a kernel with veth).
     public static let available: Bool = {
@@ -53,43 +72,82 @@ public final class NetworkLab: Sendable {
             throw Unavailable(description: "network namespaces cannot be made here: the tests need root, iproute2 (`ip`) and veth")
         }
         Self.removeStale()
-        prefix = "ol\(getpid())"
-        // A second octet per lab, so labs of one run (and of runs side by side) rarely share a /16;
-        // the third is the host's number.
-        subnet = Int.random(in: 100...199)
+        // Labs of one process (tests run side by side) differ by a letter after the pid, and each
+        // takes the next /16 of 10.100–199, starting from the pid, so runs side by side rarely meet.
+        let number = Self.made.withLock { count in
+            count += 1
+            return count
+        }
+        let letters = Array("abcdefghijklmnopqrstuvwxyz")
+        prefix = "ol\(getpid())\(letters[number % letters.count])"
+        subnet = 100 + (Int(getpid()) + number) % 100
     }
 
-    /// Adds host number `hosts.count + 1`: its namespace, the veth pair, addresses, links up.
+    /// Adds host number `hosts.count + 1`: its namespace, its first link, a default route across it.
     public func addHost() throws -> Host {
         let number = hosts.withLock { $0.count } + 1
         let namespace = "\(prefix)h\(number)"
-        let outside = "\(prefix)o\(number)"
-        let inside = "\(prefix)i\(number)"
-        let (address, gateway) = ("10.\(subnet).\(number).2", "10.\(subnet).\(number).1")
         try Self.run(["netns", "add", namespace])
-        let host = Host(namespace: namespace, address: address, gateway: gateway, outside: outside, inside: inside)
+        let link = try connect(namespace)
+        let host = Host(link: link)
         hosts.withLock { $0.append(host) }
+        try Self.run(["netns", "exec", namespace, "ip", "link", "set", "lo", "up"])
+        try Self.run(["netns", "exec", namespace, "ip", "route", "add", "default", "via", link.gateway])
+        return host
+    }
+
+    /// Adds another link to `host`, on a subnet of its own: what the host reaches at its gateway
+    /// crosses this link only, so it can fail while the host's other links carry on.
+    public func addLink(to host: Host) throws -> Link {
+        try connect(host.namespace)
+    }
+
+    /// A veth pair into `namespace`, numbered (and addressed `10.S.N.0/24`) after the lab's links.
+    private func connect(_ namespace: String) throws -> Link {
+        let number = links.withLock { count in
+            count += 1
+            return count
+        }
+        let (outside, inside) = ("\(prefix)o\(number)", "\(prefix)i\(number)")
+        let (address, gateway) = ("10.\(subnet).\(number).2", "10.\(subnet).\(number).1")
         try Self.run(["link", "add", outside, "type", "veth", "peer", "name", inside])
         try Self.run(["link", "set", inside, "netns", namespace])
         try Self.run(["addr", "add", gateway + "/24", "dev", outside])
         try Self.run(["link", "set", outside, "up"])
         try Self.run(["netns", "exec", namespace, "ip", "addr", "add", address + "/24", "dev", inside])
         try Self.run(["netns", "exec", namespace, "ip", "link", "set", inside, "up"])
-        try Self.run(["netns", "exec", namespace, "ip", "link", "set", "lo", "up"])
-        return host
+        return Link(namespace: namespace, address: address, gateway: gateway, outside: outside, inside: inside)
     }
 
-    /// Drops every packet on `host`'s link, both ways, silently.
-    public func blackhole(_ host: Host) throws {
-        try Self.tc(["qdisc", "replace", "dev", host.outside, "root", "tbf", "rate", "8bit", "burst", "1", "latency", "1ms"])
-        try Self.tc(["qdisc", "replace", "dev", host.inside, "root", "tbf", "rate", "8bit", "burst", "1", "latency", "1ms"],
-                    in: host.namespace)
+    /// The lab's addresses, `10.S.0.0/16` (for a server that trusts them).
+    public var network: String { "10.\(subnet).0.0/16" }
+
+    /// Drops every packet on `host`'s first link, both ways, silently.
+    public func blackhole(_ host: Host) throws { try blackhole(host.link) }
+
+    /// Lets `host`'s first link carry packets again.
+    public func heal(_ host: Host) throws { try heal(host.link) }
+
+    /// Drops every packet on `link`, both ways, silently.
+    public func blackhole(_ link: Link) throws {
+        try Self.tc(["qdisc", "replace", "dev", link.outside, "root", "tbf", "rate", "8bit", "burst", "1", "latency", "1ms"])
+        try Self.tc(["qdisc", "replace", "dev", link.inside, "root", "tbf", "rate", "8bit", "burst", "1", "latency", "1ms"],
+                    in: link.namespace)
     }
 
-    /// Lets `host`'s link carry packets again.
-    public func heal(_ host: Host) throws {
-        _ = try? Self.tc(["qdisc", "del", "dev", host.outside, "root"])
-        _ = try? Self.tc(["qdisc", "del", "dev", host.inside, "root"], in: host.namespace)
+    /// Lets `link` carry packets again.
+    public func heal(_ link: Link) throws {
+        _ = try? Self.tc(["qdisc", "del", "dev", link.outside, "root"])
+        _ = try? Self.tc(["qdisc", "del", "dev", link.inside, "root"], in: link.namespace)
+    }
+
+    /// The TCP sockets of process `pid` in `host` (`ss -tnp`, its lines without the header), each
+    /// with its state, local and peer address; a socket its process closed and the kernel still
+    /// holds (a FIN unanswered on a dead link) names no process and is not among them.
+    public func sockets(of pid: Int32, in host: Host) throws -> [String] {
+        let ssPath = FileManager.default.isExecutableFile(atPath: "/usr/bin/ss") ? "/usr/bin/ss" : "/bin/ss"
+        let listed = try Self.run(["netns", "exec", host.namespace, ssPath, "-Htanp"])
+        return listed.split(separator: "\n").map(String.init).filter { $0.contains("pid=\(pid),") }
     }
 
     /// The command line that runs `arguments` (an executable and its arguments) inside `host`.
@@ -110,8 +168,8 @@ public final class NetworkLab: Sendable {
         guard let listed = try? run(["netns", "list"]) else { return }
         for line in listed.split(separator: "\n") {
             let name = String(line.split(separator: " ").first ?? "")
-            guard name.hasPrefix("ol"), let h = name.lastIndex(of: "h"),
-                  let pid = Int32(name[name.index(name.startIndex, offsetBy: 2)..<h]) else { continue }
+            let digits = name.dropFirst(2).prefix { $0.isNumber }
+            guard name.hasPrefix("ol"), let pid = Int32(digits) else { continue }
             if kill(pid, 0) != 0, errno == ESRCH { _ = try? run(["netns", "del", name]) }
         }
     }

@@ -54,8 +54,10 @@ public final class PostgresServer: Sendable {
 
     /// A cluster of the calling test's own, for a test that stops and starts it (the shared one of
     /// ``running()`` must stay up for the tests beside it).
-    public static func dedicated() async throws -> PostgresServer {
-        try await start()
+    /// It listens on `addresses` as well as 127.0.0.1, and trusts connections from `network` (a CIDR,
+    /// a test's own namespaces: ``NetworkLab/network``) as it trusts loopback.
+    public static func dedicated(listeningOn addresses: [String] = [], trusting network: String? = nil) async throws -> PostgresServer {
+        try await start(listeningOn: addresses, trusting: network)
     }
 
     /// Stops the server (`pg_ctl stop -m fast`): its connections are closed, new ones refused.
@@ -104,9 +106,9 @@ public final class PostgresServer: Sendable {
         guard run.status == 0 else { throw Failure(description: "psql -f \(path) failed: \(run.output)") }
     }
 
-    /// `postgres://postgres@127.0.0.1:PORT/DATABASE?sslmode=disable`.
-    public func url(database: String) -> String {
-        "postgres://\(user)@127.0.0.1:\(port)/\(database)?sslmode=disable"
+    /// `postgres://postgres@HOST:PORT/DATABASE?sslmode=disable` (HOST: 127.0.0.1 unless given).
+    public func url(database: String, host: String = "127.0.0.1") -> String {
+        "postgres://\(user)@\(host):\(port)/\(database)?sslmode=disable"
     }
 
     /// The newest server binaries Debian installed (`/usr/lib/postgresql/N/bin`).
@@ -118,7 +120,7 @@ public final class PostgresServer: Sendable {
             .first { FileManager.default.isExecutableFile(atPath: $0 + "/initdb") }
     }
 
-    private static func start() async throws -> PostgresServer {
+    private static func start(listeningOn addresses: [String] = [], trusting network: String? = nil) async throws -> PostgresServer {
         guard let binaries = binaryDirectory() else {
             throw Failure(description: "PostgreSQL is not installed: `make deps` installs Debian's postgresql package")
         }
@@ -138,11 +140,18 @@ public final class PostgresServer: Sendable {
             "-D", directory + "/data", "--auth=trust", "--username=postgres", "--encoding=UTF8", "--no-sync",
         ])
         guard initdb.status == 0 else { throw Failure(description: "initdb failed: \(initdb.output)") }
+        if let network {
+            let rules = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/data/pg_hba.conf"))
+            try rules.seekToEnd()
+            try rules.write(contentsOf: Data("host all all \(network) trust\n".utf8))
+            try rules.close()
+        }
+        let listen = (["127.0.0.1"] + addresses).joined(separator: ",")
         // A free port: the kernel picks one for a socket bound to port 0, which is then closed.
         var lastOutput = ""
         for _ in 0..<5 {
             let port = try freeLoopbackPort()
-            let options = "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off "
+            let options = "-p \(port) -k \(directory) -c listen_addresses=\(listen) -c fsync=off "
                 + "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300"
             let started = try await server("pg_ctl", [
                 "-D", directory + "/data", "-w", "-t", "60", "-l", directory + "/server.log", "-o", options, "start",
