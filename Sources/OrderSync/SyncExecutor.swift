@@ -189,6 +189,8 @@ public final class SyncExecutor: Sendable {
                 guard let last = run.lanes else { return }
                 (progress, lanes) = (run.progress, last)
             } catch {
+                // Cancelled (the agent stops, or a leader steps down): nothing failed.
+                if Task.isCancelled { return }
                 logger.error("the order store cannot be read; retrying", metadata: ["sync.reason": "\(error)"])
                 await wake.wait(until: clock.now.advanced(by: .seconds(1)), clock: clock)
                 continue
