@@ -35,7 +35,7 @@ build: deps
 
 ## Suites that measure time on real sockets: run alone, after the parallel suite, whose load starves
 ## event loops for a second at a time; each suite alone, one after the other.
-TIMING_TESTS := HeartbeatGapTests ListenerFloodTests BackendOutageAgentTests StoreFaultTests UpstreamPartitionTests WebhookRateCapTests
+TIMING_TESTS := HeartbeatGapTests ListenerFloodTests BackendOutageAgentTests StoreFaultTests UpstreamPartitionTests PushPartitionTests PostgresNamespacePartitionTests WebhookRateCapTests
 
 ## How many tests run at once. Unbounded (Swift Testing's default), every test of the suite starts
 ## its servers, agents and clients at the same moment: on two cores the machine then starves for

@@ -25,7 +25,7 @@ struct UpstreamPartitionTests {
         return statuses
     }
 
-    @Test func aBlackholedUpstreamIsNoticedByTheIdleTimeoutAndTheStreamResumesWhenTheLinkHeals() async throws {
+    @Test func aTwentySecondBlackholeIsNoticedByTheIdleTimeoutAndTheStreamResumesWhenTheLinkHeals() async throws {
         let lab = try NetworkLab()
         defer { lab.remove() }
         let host = try lab.addHost()
@@ -67,17 +67,20 @@ struct UpstreamPartitionTests {
         let lost = try #require(await agent.logs.wait(within: .seconds(15)) { $0["message"] == "stream lost" })
         let noticed = clock.now - cut
         #expect(noticed < .seconds(8), "the idle timeout (3 s) noticed the silent link: \(noticed) \(lost)")
-        // Reconnects fail while the link is down (their SYNs go unanswered; the connect deadline, 2 s,
-        // ends each): two of them, spaced by the backoff, not a storm.
-        var from = lost.index + 1
-        for _ in 0..<2 {
-            let failed = try #require(await agent.logs.wait(from: from, within: .seconds(20)) { $0["message"] == "stream lost" })
-            from = failed.index + 1
+        // Reconnects fail while the link is down for 20 s (their SYNs go unanswered; the connect
+        // deadline, 2 s, ends each), spaced by the backoff, not a storm; `ss` on the agent's host
+        // never shows more than one connection to the backend at a time.
+        let pid = agent.child.process.processIdentifier
+        let port = URL(string: await sandbox.baseURL)?.port ?? 0
+        var most: [String] = []
+        while clock.now - cut < .seconds(20) {
+            let open = ((try? lab.sockets(of: pid, in: host)) ?? []).filter { $0.contains("\(host.gateway):\(port)") }
+            if open.count > most.count { most = open }
+            try await Task.sleep(for: .milliseconds(200))
         }
-        let cutFor = clock.now - cut
         let losses = agent.logs.lines.filter { $0["message"] == "stream lost" }.count
-        #expect(losses <= 4, "backoff, not a storm: \(losses) losses in \(cutFor)")
-        #expect(cutFor >= .seconds(5), "each reconnect waited for its deadline on the silent link: \(cutFor)")
+        #expect((3...11).contains(losses), "reconnects every 2 to 4 s through a 20 s blackhole, not a storm: \(losses) losses")
+        #expect(most.count <= 1, "one connection to the backend at a time: \(most)")
         let beforeHeal = agent.logs.count
         try lab.heal(host)
         let reopened = await agent.logs.wait(from: beforeHeal, within: .seconds(30), message: "stream open")
