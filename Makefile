@@ -135,11 +135,13 @@ soak: deps
 	$(SWIFT) build -c release --product orderlive
 	python3 Scripts/soak.py .build/release/orderlive --minutes $(SOAK_MINUTES)
 
-## The whole suite under ThreadSanitizer, child processes included; fails on any report not in
-## Scripts/tsan-suppressions.txt (docs/SANITIZERS.md). Not part of `make test` (about 6 minutes cold).
+## The whole suite under ThreadSanitizer, child processes included, as `make test` runs it (the
+## timing suites alone after the rest), with the tests' time bounds scaled by TestTime.scale, which
+## ORDERLIVE_TSAN sets; fails on any report not in Scripts/tsan-suppressions.txt (docs/SANITIZERS.md).
+## Not part of `make test` (about 6 minutes cold).
 tsan: deps
-	SWIFT_BACKTRACE=enable=no $(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
-	Scripts/tsan.sh
+	SWIFT_BACKTRACE=enable=no $(SWIFT) build --build-tests --sanitize=thread -Xswiftc -DORDERLIVE_TSAN --scratch-path .build-tsan
+	TIMING_TESTS="$(TIMING_TESTS)" Scripts/tsan.sh
 
 ## What the benchmarks need besides `deps` (BENCH_PACKAGES), installed the same way.
 bench-deps: deps

@@ -41,7 +41,9 @@ func withPostgresStore<T: Sendable>(
     server: PostgresServer, database: String, account: String, now: @escaping @Sendable () -> Double = { 1_000 },
     _ body: (PostgresOrderStore) async throws -> T
 ) async throws -> T {
-    let configuration = try PostgresStoreConfiguration(url: server.url(database: database), password: nil, account: account)
+    var configuration = try PostgresStoreConfiguration(url: server.url(database: database), password: nil, account: account)
+    // Under ThreadSanitizer's slowdown a connection to the shared cluster takes longer than 5 s.
+    configuration.connectTimeout = TestTime.bound(configuration.connectTimeout)
     let store = PostgresOrderStore(configuration: configuration, logger: quietLogger, now: now)
     return try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { await store.run() }

@@ -25,7 +25,7 @@ public final class CapturedLogs: Sendable {
     /// waiter at a time); true when it was.
     public func wait(for message: String, within limit: Duration = .seconds(20)) async -> Bool {
         let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: limit)
+        let deadline = clock.now.advanced(by: TestTime.bound(limit))
         while true {
             if !entries(message).isEmpty { return true }
             guard clock.now < deadline else { return false }

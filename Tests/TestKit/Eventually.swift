@@ -6,7 +6,7 @@ public func eventually(
     within limit: Duration, every interval: Duration = .milliseconds(50), _ condition: () async throws -> Bool
 ) async -> Bool {
     let clock = ContinuousClock()
-    let deadline = clock.now.advanced(by: limit)
+    let deadline = clock.now.advanced(by: TestTime.bound(limit))
     while clock.now < deadline {
         if (try? await condition()) == true { return true }
         try? await Task.sleep(for: interval)

@@ -80,7 +80,7 @@ public final class LogWatch: Sendable {
             return state.nextID
         }
         let expiry = Task { [weak self] in
-            try await Task.sleep(for: deadline)
+            try await Task.sleep(for: TestTime.bound(deadline))
             self?.give(up: id)
         }
         defer { expiry.cancel() }
