@@ -52,18 +52,7 @@ extension PostgresFailoverTests {
                 if silently { proxies.0.hold() } else { proxies.0.refuse() }
                 let cutAt = clock.now
                 let cutWall = Date()
-                let readiness = Task { try await Self.pollReadiness(of: first, for: .seconds(failover + 4), http: http) }
-                let concurrent = (0..<4).map { _ in Task { try await pushes.send(to: first) } }
-                var answers: [(status: Int, took: Duration)] = []
-                while clock.now - cutAt < .seconds(failover + 4) { answers.append(try await pushes.send(to: first)) }
-                for push in concurrent { answers.append(try await push.value) }
-                let bound = Duration.seconds(failover + 2)
-                #expect(answers.allSatisfy { $0.took < bound && [200, 503].contains($0.status) },
-                        "every push to the cut-off agent is answered 200 or 503 within \(bound): \(answers)")
-                #expect(answers.contains { $0.status == 503 }, "the cut-off agent refuses pushes it cannot commit: \(answers)")
-                let polls = try await readiness.value
-                #expect(polls.allSatisfy { $0.took < .seconds(1) }, "/readyz answers within 1 s: \(polls)")
-                #expect(polls.contains { $0.status == 503 }, "the cut-off agent is not ready: \(polls)")
+                try await Self.expectTheCutOffAgentAnswersInTime(first, pushes: pushes, failover: failover, since: cutAt, http: http)
                 _ = try #require(await first.logs.wait(message: "the leadership connection failed: stopping the stream and the executor"))
 
                 // The follower took over, streams and applies.
@@ -113,6 +102,27 @@ extension PostgresFailoverTests {
             await proxies.1.stop()
             await loop.shutdown()
         }
+    }
+
+    /// For `failover_s` + 4 s after the cut at `cutAt`, pushes to the cut-off `agent` (one after
+    /// another, and four at once) and its `/readyz` every 200 ms: every push is answered 200 or 503
+    /// within `failover_s` + 2 s, some 503; every `/readyz` within 1 s, some 503.
+    static func expectTheCutOffAgentAnswersInTime(
+        _ agent: Agent, pushes: PartitionPushes, failover: Int, since cutAt: ContinuousClock.Instant, http: AgentHTTP
+    ) async throws {
+        let clock = ContinuousClock()
+        let readiness = Task { try await Self.pollReadiness(of: agent, for: .seconds(failover + 4), http: http) }
+        let concurrent = (0..<4).map { _ in Task { try await pushes.send(to: agent) } }
+        var answers: [(status: Int, took: Duration)] = []
+        while clock.now - cutAt < .seconds(failover + 4) { answers.append(try await pushes.send(to: agent)) }
+        for push in concurrent { answers.append(try await push.value) }
+        let bound = Duration.seconds(failover + 2)
+        #expect(answers.allSatisfy { $0.took < bound && [200, 503].contains($0.status) },
+                "every push to the cut-off agent is answered 200 or 503 within \(bound): \(answers)")
+        #expect(answers.contains { $0.status == 503 }, "the cut-off agent refuses pushes it cannot commit: \(answers)")
+        let polls = try await readiness.value
+        #expect(polls.allSatisfy { $0.took < .seconds(1) }, "/readyz answers within 1 s: \(polls)")
+        #expect(polls.contains { $0.status == 503 }, "the cut-off agent is not ready: \(polls)")
     }
 
     /// `/readyz` of `agent` every 200 ms for `duration`: each answer's status and how long it took

@@ -134,18 +134,8 @@ struct PostgresNamespacePartitionTests {
             }
             return (nil, seen)
         }
-        let readiness = Task { try await PostgresFailoverTests.pollReadiness(of: first, for: .seconds(failover + 4), http: http) }
-        let concurrent = (0..<4).map { _ in Task { try await pushes.send(to: first) } }
-        var answers: [(status: Int, took: Duration)] = []
-        while clock.now - cutAt < .seconds(failover + 4) { answers.append(try await pushes.send(to: first)) }
-        for push in concurrent { answers.append(try await push.value) }
-        let bound = Duration.seconds(failover + 2)
-        #expect(answers.allSatisfy { $0.took < bound && [200, 503].contains($0.status) },
-                "every push to the cut-off agent is answered 200 or 503 within \(bound): \(answers)")
-        #expect(answers.contains { $0.status == 503 }, "the cut-off agent refuses pushes it cannot commit: \(answers)")
-        let polls = try await readiness.value
-        #expect(polls.allSatisfy { $0.took < .seconds(1) }, "/readyz answers within 1 s: \(polls)")
-        #expect(polls.contains { $0.status == 503 }, "the cut-off agent is not ready: \(polls)")
+        try await PostgresFailoverTests.expectTheCutOffAgentAnswersInTime(
+            first, pushes: pushes, failover: failover, since: cutAt, http: http)
         let (gone, seen) = await sockets.value
         #expect(gone.map { $0 < .seconds(failover + 1) } == true,
                 "the cut-off leader's PostgreSQL sockets were gone after \(gone.map { "\($0)" } ?? "never"): \(seen); cut at \(cutWall); its log: \(first.logs.raw.suffix(40).joined(separator: "\n"))")
