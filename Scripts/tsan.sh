@@ -19,7 +19,7 @@ status=0
 # sockets (TIMING_TESTS, from the Makefile) left out of the parallel run and run alone after it.
 # Under ThreadSanitizer's slowdown the parallel run is narrower still (TSAN_WIDTH, default 4), and
 # the tests scale their time bounds by TestKit's `TestTime.scale`, which this build sets (the
-# Makefile passes -DORDERLIVE_TSAN).
+# Makefile builds with -DORDERLIVE_TSAN: TSAN_SWIFTC).
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${TSAN_WIDTH:-4}
 timing=${TIMING_TESTS:-}
 skip="CrashReportTests"
@@ -28,7 +28,7 @@ skip="CrashReportTests"
 # `true`'s, and a failed suite would be reported as passed.
 run() {
   set +e
-  swift test --skip-build --sanitize=thread --scratch-path .build-tsan -Xswiftc -DORDERLIVE_TSAN "$@" 2>&1 \
+  swift test --skip-build --sanitize=thread --scratch-path .build-tsan "$@" 2>&1 \
     | tee -a "$reports/test.log" | grep -E "^(✘|✔ Test run|Test run)|ThreadSanitizer"
   local statuses=("${PIPESTATUS[@]}")
   set -e

@@ -65,11 +65,14 @@ import Testing
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/orderlive.sqlite"
-        do {
+        // A synchronous scope, so `write` is GRDB's synchronous one in either language mode (make
+        // tsan builds in Swift 5 mode, where an async context picks the async overload).
+        func fillOld() throws {
             let old = try DatabaseQueue(path: path)
             try SQLiteOrderStore.migrator.migrate(old, upTo: migration)
             try old.write(fill)
         }
+        try fillOld()
         try await body(try SQLiteOrderStore(path: path), path)
     }
 
