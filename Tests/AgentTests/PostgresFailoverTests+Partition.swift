@@ -69,14 +69,7 @@ extension PostgresFailoverTests {
 
                 // Healed: the old leader rejoins as a follower and takes pushes again.
                 proxies.0.heal()
-                let rejoined = try await Self.waitReady(first, role: "follower", http: http)
-                #expect(rejoined, "the old leader rejoins as a follower: \(first.logs.raw.suffix(30).joined(separator: "\n"))")
-                var healedAnswer = 0
-                for _ in 0..<20 where healedAnswer != 200 {
-                    healedAnswer = try await pushes.send(to: first).status
-                    if healedAnswer != 200 { try await Task.sleep(for: .milliseconds(250)) }
-                }
-                #expect(healedAnswer == 200, "after healing the old leader accepts pushes")
+                try await Self.expectTheOldLeaderRejoinsAsAFollower(first, pushes: pushes, http: http)
 
                 // One leader, every acknowledged push kept and applied, no job applied twice.
                 let upstream = book.snapshot.mapValues(\.status)
@@ -123,6 +116,19 @@ extension PostgresFailoverTests {
         let polls = try await readiness.value
         #expect(polls.allSatisfy { $0.took < .seconds(1) }, "/readyz answers within 1 s: \(polls)")
         #expect(polls.contains { $0.status == 503 }, "the cut-off agent is not ready: \(polls)")
+    }
+
+    /// After the heal: the old leader `agent` is ready as a follower within 30 s and accepts a push
+    /// again within 5 s.
+    static func expectTheOldLeaderRejoinsAsAFollower(_ agent: Agent, pushes: PartitionPushes, http: AgentHTTP) async throws {
+        let rejoined = try await Self.waitReady(agent, role: "follower", http: http)
+        #expect(rejoined, "the old leader rejoins as a follower: \(agent.logs.raw.suffix(30).joined(separator: "\n"))")
+        var healedAnswer = 0
+        for _ in 0..<20 where healedAnswer != 200 {
+            healedAnswer = try await pushes.send(to: agent).status
+            if healedAnswer != 200 { try await Task.sleep(for: .milliseconds(250)) }
+        }
+        #expect(healedAnswer == 200, "after healing the old leader accepts pushes")
     }
 
     /// `/readyz` of `agent` every 200 ms for `duration`: each answer's status and how long it took

@@ -157,14 +157,7 @@ struct PostgresNamespacePartitionTests {
 
         // Healed: the old leader rejoins as a follower and takes pushes again.
         try cluster.lab.heal(cluster.databaseLinks[0])
-        let rejoined = try await PostgresFailoverTests.waitReady(first, role: "follower", http: http)
-        #expect(rejoined, "the old leader rejoins as a follower: \(first.logs.raw.suffix(30).joined(separator: "\n"))")
-        var healedAnswer = 0
-        for _ in 0..<20 where healedAnswer != 200 {
-            healedAnswer = try await pushes.send(to: first).status
-            if healedAnswer != 200 { try await Task.sleep(for: .milliseconds(250)) }
-        }
-        #expect(healedAnswer == 200, "after healing the old leader accepts pushes")
+        try await PostgresFailoverTests.expectTheOldLeaderRejoinsAsAFollower(first, pushes: pushes, http: http)
 
         // One leader, every acknowledged push kept and applied, no job applied twice.
         let upstream = book.snapshot.mapValues(\.status)
