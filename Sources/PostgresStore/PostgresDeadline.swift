@@ -100,8 +100,8 @@ enum DatabaseSocket {
 /// The pool may also hold a connection no call has leased yet (made for a call another connection
 /// then served): unknown here, it is not closed with the others, so for `failover_s` after a discard
 /// a connection leased for the first time must answer a ping within a quarter of `failover_s` first
-/// (``mustProve(within:)``). (Closed connections are forgotten as new ones come; past `bound` entries the set is cleared, so a
-/// long-lived agent's reconnections cannot grow it.)
+/// (``mustProve(within:)``). Closed connections are forgotten as new ones come; past `bound` entries
+/// the set is cleared, so a long-lived agent's reconnections cannot grow it.
 struct ConfiguredSockets: Sendable {
     private let connections = Locked([Int: PostgresConnection]())
     private let discarded = Locked<ContinuousClock.Instant?>(nil)
