@@ -64,12 +64,18 @@ func postgresIngest(_ cluster: BenchCluster) async throws {
     let script = NSTemporaryDirectory() + "orderlive-push-pg-\(getpid()).lua"
     try Data(wrkScript.utf8).write(to: URL(fileURLWithPath: script))
     defer { try? FileManager.default.removeItem(atPath: script) }
+    let health = NSTemporaryDirectory() + "orderlive-health-pg-\(getpid()).lua"
+    try Data("-- GET /healthz\n".utf8).write(to: URL(fileURLWithPath: health))
+    defer { try? FileManager.default.removeItem(atPath: health) }
+    let statements = ProcessInfo.processInfo.environment["BENCH_PG_STATEMENTS"] != nil
     print("")
-    print("push ingest on PostgreSQL: wrk -t2 -c\(connections) -d\(seconds)s, one-notification Gorush requests with a whole order;"
+    print("push ingest on PostgreSQL: wrk -t2 -c\(connections) -d\(seconds)s, one-notification Gorush requests with a whole order,"
+          + " against the same agent's GET /healthz for as long just before (the budget's reference, DESIGN §9);"
           + " pgbench -c\(connections) -j2 -T\(seconds) with the journal's INSERT, one per transaction")
-    print("| round | what | per second | p50 ms | p99 ms | errors | stored/acknowledged | ratio to pgbench "
-          + "| CPU µs per request: agent or pgbench / PostgreSQL |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | --- |")
+    print("| round | what | per second | p50 ms | p99 ms | errors | stored/acknowledged | ratio to /healthz (p99) "
+          + "| ratio to pgbench | CPU µs per request: agent or pgbench / PostgreSQL | WAL bytes per request |"
+          + (statements ? " statements per request |" : ""))
+    print("| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- | ---: |" + (statements ? " ---: |" : ""))
     for round in 1...2 {
         let (referenceBefore, clientBefore) = (postgresServerCPUSeconds(), processCPUSeconds(RUSAGE_CHILDREN))
         let reference = try cluster.pgbench(script: pgbenchInsert, clients: connections, seconds: seconds)
@@ -77,8 +83,8 @@ func postgresIngest(_ cluster: BenchCluster) async throws {
         let referenceCPU = (client: (processCPUSeconds(RUSAGE_CHILDREN) - clientBefore) / transactions * 1e6,
                             server: (postgresServerCPUSeconds() - referenceBefore) / transactions * 1e6)
         print("| \(round) | pgbench, INSERT INTO orderlive_job (reference) | \(format(reference.tps, 0)) | "
-              + "\(format(reference.p50, 2)) | \(format(reference.p99, 2)) | 0 | — | 1.00× | "
-              + "\(format(referenceCPU.client, 0)) / \(format(referenceCPU.server, 0)) |")
+              + "\(format(reference.p50, 2)) | \(format(reference.p99, 2)) | 0 | — | — | 1.00× | "
+              + "\(format(referenceCPU.client, 0)) / \(format(referenceCPU.server, 0)) | — |" + (statements ? " — |" : ""))
         var configuration = OrderliveConfiguration()
         configuration.store.stateDirectory = NSTemporaryDirectory() + "orderlive-pg-ingest-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: configuration.store.stateDirectory) }
@@ -100,6 +106,18 @@ func postgresIngest(_ cluster: BenchCluster) async throws {
             "SELECT COUNT(*) FROM orderlive_leadership WHERE account = '\(configuration.store.account)'")) != "1" {
             try await Task.sleep(for: .milliseconds(25))
         }
+        guard let healthz = try runWrk(port: port, seconds: seconds, connections: connections, script: health, path: "/healthz")
+        else {
+            print("wrk is not installed: `sudo apt-get install wrk`, then `BENCH_ONLY=postgres make bench`")
+            await program.shutdown()
+            try await running.value
+            return
+        }
+        print("| \(round) | the same agent's GET /healthz (the budget's reference) | \(format(healthz.requestsPerSecond, 0)) | "
+              + "\(format(healthz.p50, 2)) | \(format(healthz.p99, 2)) | \(healthz.errors) | — | 1.00× (1.00×) | — | "
+              + "\(format(healthz.cpuMicrosecondsPerRequest, 0)) / — | — |" + (statements ? " — |" : ""))
+        if statements { _ = try cluster.psql("CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()") }
+        let walBefore = try cluster.psql("SELECT pg_current_wal_insert_lsn()")
         let serverBefore = postgresServerCPUSeconds()
         guard let result = try runWrk(port: port, seconds: seconds, connections: connections, script: script) else {
             print("wrk is not installed: `sudo apt-get install wrk`, then `BENCH_ONLY=postgres make bench`")
@@ -108,15 +126,21 @@ func postgresIngest(_ cluster: BenchCluster) async throws {
             return
         }
         let serverCPU = (postgresServerCPUSeconds() - serverBefore) / Double(max(1, result.requests)) * 1e6
+        let requests = max(1, result.requests)
+        let walBytes = Double(try cluster.psql("SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '\(walBefore)')")) ?? 0
         let counts = try await program.store.counts()
-        if ProcessInfo.processInfo.environment["BENCH_PG_STATEMENTS"] != nil {
+        var statementsPerRequest = ""
+        if statements {
+            // Every statement the server ran during the push run (the agent's executor, its leadership
+            // and notification connections included), per request, and the top ones.
+            statementsPerRequest = format((Double(try cluster.psql("SELECT COALESCE(SUM(calls), 0) FROM pg_stat_statements")) ?? 0)
+                / Double(requests), 2)
             print(try cluster.psql("""
-                CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
-                SELECT calls, round(total_exec_time::numeric, 1), round(total_plan_time::numeric, 1), round(mean_exec_time::numeric, 3),
+                SELECT round(calls::numeric / \(requests), 3) AS per_request, calls, round(total_exec_time::numeric, 1),
+                       round(total_plan_time::numeric, 1), round(mean_exec_time::numeric, 3),
                        left(regexp_replace(query, '\\s+', ' ', 'g'), 110)
                 FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25
                 """))
-            _ = try cluster.psql("SELECT pg_stat_statements_reset()")
         }
         await program.shutdown()
         try await running.value
@@ -125,8 +149,11 @@ func postgresIngest(_ cluster: BenchCluster) async throws {
         print("| \(round) | orderlive push endpoint, journaled before the 200 | \(format(result.requestsPerSecond, 0)) | "
               + "\(format(result.p50, 2)) | \(format(result.p99, 2)) | \(result.errors) | "
               + "\(stored) / \(acknowledged)\(stored >= acknowledged ? "" : " LOST") | "
+              + "\(format(result.requestsPerSecond / max(1, healthz.requestsPerSecond), 2))× "
+              + "(\(format(result.p99 / max(0.001, healthz.p99), 1))×) | "
               + "\(format(result.requestsPerSecond / reference.tps, 2))× | "
-              + "\(format(result.cpuMicrosecondsPerRequest, 0)) / \(format(serverCPU, 0)) |")
+              + "\(format(result.cpuMicrosecondsPerRequest, 0)) / \(format(serverCPU, 0)) | \(format(walBytes / Double(requests), 0)) |"
+              + (statements ? " \(statementsPerRequest) |" : ""))
     }
 }
 
