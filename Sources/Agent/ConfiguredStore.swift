@@ -63,7 +63,8 @@ public enum ConfiguredStore {
                 healthChanged: healthChanged, changesCommitted: { _ in
                     feedWake.signal()
                     webhookWake.signal()
-                })
+                },
+                immediateApply: ImmediateApply { kind, count in metrics.record(kind, .completed, count: count) })
             return (engine, engine, nil)
         }
     }

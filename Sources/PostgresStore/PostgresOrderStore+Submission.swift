@@ -10,43 +10,54 @@ extension PostgresOrderStore {
     /// agent of it. Under the journal lock the batch costs three round trips whatever its size: the
     /// journal's depth and every key the batch names are read in one query, the outcomes are decided
     /// here, and the new keys, the jobs and the executor's wake-up are written in one statement, then
-    /// the commit. Should that statement be refused (a value PostgreSQL will not store), the
-    /// transaction is taken again one submission at a time, each in its own savepoint, so only a
-    /// submission that fails alone fails.
+    /// the commit. On the fenced leader with ``ImmediateApply``, a batch of whole-order pushes that
+    /// finds the journal empty is applied in place instead (PostgresOrderStore+ImmediateApply.swift).
+    /// Should a statement be refused (a value PostgreSQL will not store), the transaction is taken
+    /// again one submission at a time, journaled, each in its own savepoint, so only a submission
+    /// that fails alone fails.
     public func accept(_ submissions: [IdempotentSubmission], policy: SubmissionPolicy) async -> [SubmissionOutcome] {
         let now = self.now()
         let account = self.account
         let logger = self.logger
+        // The epoch this agent leads with, when it applies whole-order pushes in place: the batch
+        // reads the account's epoch under the fence's lock to know it still does.
+        let leading = immediateApply == nil ? nil : fence.withLock { $0 }
         do {
-            return try await write(journal: true) { connection in
+            let batch = try await write(journal: true) { [self] connection -> AcceptedBatch in
                 if let cutoff = policy.purgeKeysBefore {
                     try await connection.query(
                         "DELETE FROM orderlive_dedupe_key WHERE account = \(account) AND accepted_at < \(cutoff)",
                         logger: logger)
                 }
-                let (depth, known) = try await Self.depthAndAcceptedResponses(
-                    for: submissions, policy: policy, account: account, on: connection, logger: logger)
-                let plan = AcceptPlan(submissions, known: known, depth: depth, highWater: policy.highWaterJobs)
+                let read = try await Self.depthAndAcceptedResponses(
+                    for: submissions, policy: policy, readingEpoch: leading != nil, account: account, on: connection,
+                    logger: logger)
+                let plan = AcceptPlan(submissions, known: read.known, depth: read.depth, highWater: policy.highWaterJobs)
                 do {
+                    if let leading, read.epoch == leading, read.depth == 0, plan.appliesInPlace {
+                        return try await self.applyInPlace(plan, at: now, on: connection)
+                    }
                     let journaled = try await Self.write(plan, account: account, at: now, on: connection, logger: logger)
-                    return plan.outcomes(journaled: journaled)
+                    return AcceptedBatch(outcomes: plan.outcomes(journaled: journaled))
                 } catch let error as PSQLError where Self.refusesValue(error) {
                     // The statement was refused and the transaction with it: start it again and take
-                    // the batch one submission at a time.
+                    // the batch one submission at a time, journaled.
                     try await connection.query("ROLLBACK", logger: logger)
                     try await connection.query("BEGIN", logger: logger)
                     try await Self.lockJournal(account: account, on: connection, logger: logger)
-                    let (depth, _) = try await Self.depthAndAcceptedResponses(
-                        for: [], policy: policy, account: account, on: connection, logger: logger)
+                    let (depth, _, _) = try await Self.depthAndAcceptedResponses(
+                        for: [], policy: policy, readingEpoch: false, account: account, on: connection, logger: logger)
                     let outcomes = try await Self.acceptOneByOne(
                         submissions, policy: policy, depth: depth, account: account, at: now, on: connection,
                         logger: logger)
                     if outcomes.contains(where: { if case .accepted(let jobs, _, _, _) = $0 { jobs > 0 } else { false } }) {
                         try await Self.notifyJobs(account: account, on: connection, logger: logger)
                     }
-                    return outcomes
+                    return AcceptedBatch(outcomes: outcomes)
                 }
             }
+            committed(batch)
+            return batch.outcomes
         } catch {
             return submissions.map { _ in .failed(reason: "\(error)") }
         }
@@ -55,10 +66,11 @@ extension PostgresOrderStore {
     /// The journal's depth (counted up to the high-water mark, which is all the decisions need) and
     /// the responses of the keys `submissions` name (`request:` and `notification:`) that were
     /// accepted since the dedupe window began, in one query.
+    /// With `readingEpoch`, also the account's epoch, read under the fence's share lock.
     private static func depthAndAcceptedResponses(
-        for submissions: [IdempotentSubmission], policy: SubmissionPolicy, account: String,
+        for submissions: [IdempotentSubmission], policy: SubmissionPolicy, readingEpoch: Bool, account: String,
         on connection: PostgresConnection, logger: Logger
-    ) async throws -> (depth: Int, known: [String: String]) {
+    ) async throws -> (depth: Int, known: [String: String], epoch: Int64?) {
         var keys: [String] = []
         for submission in submissions {
             if let key = submission.requestKey { keys.append("request:" + key) }
@@ -66,13 +78,23 @@ extension PostgresOrderStore {
         }
         var depth = 0
         var known: [String: String] = [:]
-        let read = ReadDepthAndKeys(
-            account: account, limit: Int64(clamping: policy.highWaterJobs), keys: keys, since: policy.dedupeSince)
-        for try await (count, ids, responses) in try await connection.execute(read, logger: logger) {
-            depth = Int(clamping: count)
-            for (id, response) in zip(ids, responses) { known[id] = response }
+        var epoch: Int64?
+        let limit = Int64(clamping: policy.highWaterJobs)
+        if readingEpoch {
+            let read = ReadDepthKeysAndEpoch(account: account, limit: limit, keys: keys, since: policy.dedupeSince)
+            for try await (count, ids, responses, current) in try await connection.execute(read, logger: logger) {
+                depth = Int(clamping: count)
+                for (id, response) in zip(ids, responses) { known[id] = response }
+                epoch = current
+            }
+        } else {
+            let read = ReadDepthAndKeys(account: account, limit: limit, keys: keys, since: policy.dedupeSince)
+            for try await (count, ids, responses) in try await connection.execute(read, logger: logger) {
+                depth = Int(clamping: count)
+                for (id, response) in zip(ids, responses) { known[id] = response }
+            }
         }
-        return (depth, known)
+        return (depth, known, epoch)
     }
 
     /// Writes a decided batch: its new keys, its jobs in journal order and, when it added jobs, the
@@ -237,13 +259,15 @@ struct AcceptPlan {
 
     /// Each submission's outcome once its jobs were written; `journaled` says, per job, whether it
     /// was journaled (false: it collapsed into a pending one).
-    func outcomes(journaled: [Bool]) -> [SubmissionOutcome] {
+    /// With `applied`, the jobs were applied in place rather than journaled.
+    func outcomes(journaled: [Bool], applied: Bool = false) -> [SubmissionOutcome] {
         decisions.map { decision in
             switch decision {
             case .decided(let outcome):
                 return outcome
             case .accepting(let range, let duplicates, let reused):
-                return .accepted(jobs: journaled[range].count { $0 }, duplicateParts: duplicates, reusedParts: reused)
+                let jobs = journaled[range].count { $0 }
+                return .accepted(jobs: jobs, duplicateParts: duplicates, applied: applied ? jobs : 0, reusedParts: reused)
             }
         }
     }

@@ -16,6 +16,9 @@ public final class PostgresOrderStore: Sendable, WriteProbe {
     let health = Locked(StoreWriteHealth())
     let healthChanged: @Sendable (StoreWriteHealth) -> Void
     let changesCommitted: @Sendable (Int64) -> Void
+    /// Set when the leader applies whole-order pushes in the transaction that accepts them
+    /// (``ImmediateApply``, PostgresOrderStore+ImmediateApply.swift).
+    let immediateApply: ImmediateApply?
     /// The epoch every apply must still hold, while this agent leads; nil when it does not fence
     /// (a single agent, or a test of the store alone).
     let fence = Locked<Int64?>(nil)
@@ -31,12 +34,14 @@ public final class PostgresOrderStore: Sendable, WriteProbe {
     /// A store over the database `configuration` names. `now` is the wall clock (Unix seconds)
     /// stamped on what is written; `healthChanged` hears every change of ``writeHealth``;
     /// `changesCommitted` hears the last seq of every transaction of this agent that appended to the
-    /// change log, after it committed (it must return at once).
+    /// change log, after it committed (it must return at once). With `immediateApply`, the leader
+    /// applies whole-order pushes that find the journal empty in the transaction that accepts them.
     public init(
         configuration: PostgresStoreConfiguration, logger: Logger,
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         healthChanged: @escaping @Sendable (StoreWriteHealth) -> Void = { _ in },
-        changesCommitted: @escaping @Sendable (Int64) -> Void = { _ in }
+        changesCommitted: @escaping @Sendable (Int64) -> Void = { _ in },
+        immediateApply: ImmediateApply? = nil
     ) {
         self.account = configuration.account
         self.configuration = configuration
@@ -49,6 +54,7 @@ public final class PostgresOrderStore: Sendable, WriteProbe {
         self.now = now
         self.healthChanged = healthChanged
         self.changesCommitted = changesCommitted
+        self.immediateApply = immediateApply
     }
 
     /// Runs the connection pool until the task is cancelled.

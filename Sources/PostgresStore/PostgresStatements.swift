@@ -66,6 +66,29 @@ struct ReadDepthAndKeys: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
 
+/// A push batch's read on the leader: ``ReadDepthAndKeys`` and the account's epoch, read under the
+/// share lock of the fence (``ReadEpoch``), in one round trip. A batch that finds the journal empty
+/// and the epoch still this agent's is applied in place (``ImmediateApply``); a takeover's increment
+/// waits for its commit.
+struct ReadDepthKeysAndEpoch: PostgresPreparedStatement {
+    static let sql = """
+        SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM orderlive_job WHERE account = $1 LIMIT $2) AS j),
+               k.ids, k.responses, (SELECT epoch FROM orderlive_leadership WHERE account = $1 FOR SHARE)
+        FROM (SELECT COALESCE(array_agg(id), '{}') AS ids, COALESCE(array_agg(response), '{}') AS responses
+              FROM orderlive_dedupe_key
+              WHERE account = $1 AND id = ANY($3::text[]) AND accepted_at >= $4) AS k
+        """
+    typealias Row = (Int64, [String], [String], Int64?)
+    let account: String
+    let limit: Int64
+    let keys: [String]
+    let since: Double
+
+    func makeBindings() -> PostgresBindings { .of(account, limit, keys, since) }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+}
+
 /// Journal rows: new dedupe keys, upsert and delete jobs in journal order (one `unnest` with a NULL
 /// mask per row, ``JobColumns``), and the executor's wake-up when `notify` (a push batch writes all
 /// three; a stream batch's run of jobs only the jobs). One row; the caller reads it to the end,

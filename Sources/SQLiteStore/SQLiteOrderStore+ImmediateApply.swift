@@ -1,24 +1,11 @@
 import GRDB
-public import StoreModel
+import StoreModel
 
-/// Applying whole-order jobs in the transaction that accepts them, when nothing is ahead of them in
-/// the journal: one write per push or stream event instead of two (journaled, then applied and
-/// removed by the executor). SQLite only, where every write goes through one connection: a job
-/// leaves the journal only in the transaction that applies it, so an empty journal inside a write
-/// transaction means that no job is waiting and none is in the executor's hands. Applying a job
-/// then is what the executor would do next, in the same order, with nothing able to come between.
-/// The first job that must wait (a fetch, a full sync, or any job once one is journaled in the
-/// transaction) is journaled, and every job after it too, so journal order always holds.
-public struct ImmediateApply: Sendable {
-    /// Hears, after the commit, how many jobs of a kind were applied at once (for metrics: they are
-    /// sync jobs completed, like the executor's).
-    public var applied: @Sendable (JobKind, Int) -> Void
-
-    /// Applies whole-order jobs at once while the journal is empty; `applied` hears how many.
-    public init(applied: @escaping @Sendable (JobKind, Int) -> Void = { _, _ in }) {
-        self.applied = applied
-    }
-}
+// Applying whole-order jobs at once (``ImmediateApply``) on SQLite, where every write goes through
+// one connection: a job leaves the journal only in the transaction that applies it, so an empty
+// journal inside a write transaction means that no job is waiting and none is in the executor's
+// hands. Applying a job then is what the executor would do next, in the same order, with nothing
+// able to come between.
 
 /// The jobs of one write transaction: applied at once while that is allowed, else journaled.
 /// Copied before a savepoint and restored when it rolls back, so numbers and counts stay true.

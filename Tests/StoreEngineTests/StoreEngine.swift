@@ -36,15 +36,19 @@ func withStore<T: Sendable>(
     }
 }
 
-/// Runs `body` with a PostgreSQL store on `database` for `account`, its pool running beside it.
+/// Runs `body` with a PostgreSQL store on `database` for `account`, its pool running beside it;
+/// `changesCommitted` and `immediateApply` as ``PostgresOrderStore`` takes them.
 func withPostgresStore<T: Sendable>(
     server: PostgresServer, database: String, account: String, now: @escaping @Sendable () -> Double = { 1_000 },
+    changesCommitted: @escaping @Sendable (Int64) -> Void = { _ in }, immediateApply: ImmediateApply? = nil,
     _ body: (PostgresOrderStore) async throws -> T
 ) async throws -> T {
     var configuration = try PostgresStoreConfiguration(url: server.url(database: database), password: nil, account: account)
     // Under ThreadSanitizer's slowdown a connection to the shared cluster takes longer than 5 s.
     configuration.connectTimeout = TestTime.bound(configuration.connectTimeout)
-    let store = PostgresOrderStore(configuration: configuration, logger: quietLogger, now: now)
+    let store = PostgresOrderStore(
+        configuration: configuration, logger: quietLogger, now: now, changesCommitted: changesCommitted,
+        immediateApply: immediateApply)
     return try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { await store.run() }
         defer { group.cancelAll() }
