@@ -2,36 +2,42 @@ import Logging
 import StoreModel
 import PostgresNIO
 
-/// Every apply (a job, a run of jobs, a page of a full sync, its deletions) at a fixed number of
-/// round trips: the rows it touches are read (and locked) in one query each, DESIGN §8 is applied
-/// to them here in order (``AppliedRows``), and each table's final state and the change log are
-/// written in one statement each. One statement per row cost four or five round trips per job,
-/// which bounded the executor to a few hundred jobs a second.
+/// Every apply (a job, a run of jobs, a page of a full sync, its deletions, a push batch applied in
+/// place) in two round trips: the rows it touches are read (and locked) in one statement, DESIGN §8
+/// is applied to them here in order (``AppliedRows``), and every table's final state, the change
+/// log and its notification are written in one more (PostgresAppliedStatements.swift). One
+/// statement per row cost four or five round trips per job, which bounded the executor to a few
+/// hundred jobs a second; one per table, six or seven an apply.
 extension PostgresOrderStore {
-    /// Reads and locks the rows of `ids`, lets `body` apply to them in memory, then writes what it
-    /// left and appends its changes. `body` must touch only the orders `ids` names.
+    /// Reads and locks the rows of `ids` (one statement, ``ReadAppliedRows``), lets `body` apply to
+    /// them in memory, then writes what it left, `keys` (a push batch's dedupe keys, when applied in
+    /// place) and its changes with their notification (one more, ``WriteApplied``). `body` must touch
+    /// only the orders `ids` names.
     func applying<T>(
         _ ids: [String], at now: Double, on connection: PostgresConnection, changes: inout PostgresChangeAppender,
-        _ body: (inout AppliedRows) -> T
+        keys: (ids: [String], responses: [String]) = ([], []), _ body: (inout AppliedRows) -> T
     ) async throws -> T {
         var rows = AppliedRows(ids: ids)
-        guard !rows.ids.isEmpty else { return body(&rows) }
-        for try await (id, version, updatedAt, status, storeID, courierID) in try await connection.query("""
-            SELECT id, version, updated_at, status, store_id, courier_id FROM orderlive_order
-            WHERE account = \(account) AND id = ANY(\(rows.ids)) FOR UPDATE
-            """, logger: logger).decode((String, Int64?, String?, String, String?, String?).self) {
-            rows.slots[id]?.current = .init(
-                version: version, updatedAt: updatedAt,
-                fields: OrderChange.Fields(status: status, storeID: storeID, courierID: courierID))
-        }
-        for try await (id, version, updatedAt, deletedAt) in try await connection.query("""
-            SELECT id, version, updated_at, deleted_at FROM orderlive_tombstone WHERE account = \(account) AND id = ANY(\(rows.ids))
-            """, logger: logger).decode((String, Int64?, String?, Double).self) {
-            rows.slots[id]?.tombstone = TombstoneRecord(id: id, version: version, updatedAt: updatedAt, deletedAt: deletedAt)
+        guard !rows.ids.isEmpty || !keys.ids.isEmpty else { return body(&rows) }
+        if !rows.ids.isEmpty {
+            for try await (isOrder, id, version, updatedAt, status, storeID, courierID, deletedAt) in try await connection.execute(
+                ReadAppliedRows(account: account, ids: rows.ids), logger: logger) {
+                if isOrder, let status {
+                    rows.slots[id]?.current = .init(
+                        version: version, updatedAt: updatedAt,
+                        fields: OrderChange.Fields(status: status, storeID: storeID, courierID: courierID))
+                } else if !isOrder {
+                    rows.slots[id]?.tombstone = TombstoneRecord(id: id, version: version, updatedAt: updatedAt, deletedAt: deletedAt)
+                }
+            }
         }
         let result = body(&rows)
-        try await write(rows, on: connection)
-        try await changes.append(rows.changes, at: now, on: connection, logger: logger)
+        let write = WriteApplied(
+            account: account, now: now, keyIDs: keys.ids, keyResponses: keys.responses, rows: AppliedColumns(rows),
+            changes: ChangeColumns(rows.changes), channel: Self.changeChannel)
+        for try await (last, _) in try await connection.execute(write, logger: logger) {
+            if let last { changes.appended(through: last) }
+        }
         return result
     }
 
@@ -64,81 +70,6 @@ extension PostgresOrderStore {
                 if let id = job.id { completed.append(id) }
             }
             return completed
-        }
-    }
-
-    /// Writes each table's final state: upserted and deleted orders, set and cleared tombstones,
-    /// one statement each.
-    private func write(_ rows: AppliedRows, on connection: PostgresConnection) async throws {
-        var upserts = NullableColumns(), deletes: [String] = []
-        var ids: [String] = [], statuses: [String] = [], bodies: [String] = [], appliedAt: [Double] = []
-        var storeIDs: [String] = [], courierIDs: [String] = [], versions: [Int64] = [], updatedAts: [String] = []
-        var tombstones = NullableColumns(), cleared: [String] = []
-        var tombstoneIDs: [String] = [], deletedAt: [Double] = [], tombstoneVersions: [Int64] = []
-        var tombstoneUpdatedAts: [String] = []
-        for id in rows.ids {
-            guard let slot = rows.slots[id] else { continue }
-            if slot.orderChanged {
-                if let order = slot.written {
-                    ids.append(order.id)
-                    statuses.append(order.status)
-                    bodies.append(order.body)
-                    appliedAt.append(order.appliedAt)
-                    upserts.add(order.storeID, to: &storeIDs, empty: "")
-                    upserts.add(order.courierID, to: &courierIDs, empty: "")
-                    upserts.add(order.version, to: &versions, empty: 0)
-                    upserts.add(order.updatedAt, to: &updatedAts, empty: "")
-                    upserts.endRow()
-                } else {
-                    deletes.append(id)
-                }
-            }
-            if slot.tombstoneChanged {
-                if let tombstone = slot.tombstone {
-                    tombstoneIDs.append(id)
-                    deletedAt.append(tombstone.deletedAt)
-                    tombstones.add(tombstone.version, to: &tombstoneVersions, empty: 0)
-                    tombstones.add(tombstone.updatedAt, to: &tombstoneUpdatedAts, empty: "")
-                    tombstones.endRow()
-                } else {
-                    cleared.append(id)
-                }
-            }
-        }
-        if !ids.isEmpty {
-            try await connection.query("""
-                INSERT INTO orderlive_order (account, id, status, store_id, courier_id, version, updated_at, body, applied_at)
-                SELECT \(account), id, status, CASE WHEN mask & 1 <> 0 THEN store_id END,
-                       CASE WHEN mask & 2 <> 0 THEN courier_id END, CASE WHEN mask & 4 <> 0 THEN version END,
-                       CASE WHEN mask & 8 <> 0 THEN updated_at END, body, applied_at
-                FROM unnest(\(ids)::text[], \(statuses)::text[], \(storeIDs)::text[], \(courierIDs)::text[],
-                            \(versions)::bigint[], \(updatedAts)::text[], \(bodies)::text[], \(appliedAt)::float8[],
-                            \(upserts.masks)::int4[])
-                     AS o(id, status, store_id, courier_id, version, updated_at, body, applied_at, mask)
-                ON CONFLICT (account, id) DO UPDATE SET status = excluded.status, store_id = excluded.store_id,
-                    courier_id = excluded.courier_id, version = excluded.version, updated_at = excluded.updated_at,
-                    body = excluded.body, applied_at = excluded.applied_at
-                """, logger: logger)
-        }
-        if !deletes.isEmpty {
-            try await connection.query(
-                "DELETE FROM orderlive_order WHERE account = \(account) AND id = ANY(\(deletes))", logger: logger)
-        }
-        if !tombstoneIDs.isEmpty {
-            try await connection.query("""
-                INSERT INTO orderlive_tombstone (account, id, version, updated_at, deleted_at)
-                SELECT \(account), id, CASE WHEN mask & 1 <> 0 THEN version END, CASE WHEN mask & 2 <> 0 THEN updated_at END,
-                       deleted_at
-                FROM unnest(\(tombstoneIDs)::text[], \(tombstoneVersions)::bigint[], \(tombstoneUpdatedAts)::text[],
-                            \(deletedAt)::float8[], \(tombstones.masks)::int4[])
-                     AS t(id, version, updated_at, deleted_at, mask)
-                ON CONFLICT (account, id) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at,
-                    deleted_at = excluded.deleted_at
-                """, logger: logger)
-        }
-        if !cleared.isEmpty {
-            try await connection.query(
-                "DELETE FROM orderlive_tombstone WHERE account = \(account) AND id = ANY(\(cleared))", logger: logger)
         }
     }
 }
@@ -262,32 +193,15 @@ extension PostgresChangeAppender {
         var traceContext: String?
     }
 
-    /// Appends `pending` with the next seqs, in order, in one statement.
+    /// Appends `pending` with the next seqs, in order, in one statement (a user switch's deletions;
+    /// applies write theirs with ``WriteApplied``).
     mutating func append(_ pending: [Pending], at now: Double, on connection: PostgresConnection, logger: Logger) async throws {
         guard !pending.isEmpty else { return }
         let head = try await PostgresOrderStore.changeHead(account: account, on: connection, logger: logger)
         let (end, overflow) = head.addingReportingOverflow(Int64(pending.count))
         guard !overflow else { throw PostgresStoreError("the change log's sequence is exhausted") }
-        var nullable = NullableColumns()
-        var seqs: [Int64] = [], kinds: [String] = [], orderIDs: [String] = [], versions: [Int64] = [], bodies: [String] = []
-        var status: [String] = [], storeID: [String] = [], courierID: [String] = []
-        var beforeStatus: [String] = [], beforeStoreID: [String] = [], beforeCourierID: [String] = []
-        var traceContexts: [String] = []
-        for (offset, change) in pending.enumerated() {
-            seqs.append(head + Int64(offset) + 1)
-            kinds.append(change.kind.rawValue)
-            orderIDs.append(change.orderID)
-            nullable.add(change.version, to: &versions, empty: 0)
-            nullable.add(change.body, to: &bodies, empty: "")
-            nullable.add(change.after?.status, to: &status, empty: "")
-            nullable.add(change.after?.storeID, to: &storeID, empty: "")
-            nullable.add(change.after?.courierID, to: &courierID, empty: "")
-            nullable.add(change.before?.status, to: &beforeStatus, empty: "")
-            nullable.add(change.before?.storeID, to: &beforeStoreID, empty: "")
-            nullable.add(change.before?.courierID, to: &beforeCourierID, empty: "")
-            nullable.add(change.traceContext, to: &traceContexts, empty: "")
-            nullable.endRow()
-        }
+        let columns = ChangeColumns(pending)
+        let seqs = (1...Int64(pending.count)).map { head + $0 }
         try await connection.query("""
             INSERT INTO orderlive_order_change (account, seq, order_id, kind, version, body, at, status, store_id,
                 courier_id, before_status, before_store_id, before_courier_id, trace_context)
@@ -296,9 +210,10 @@ extension PostgresChangeAppender {
                    CASE WHEN mask & 8 <> 0 THEN store_id END, CASE WHEN mask & 16 <> 0 THEN courier_id END,
                    CASE WHEN mask & 32 <> 0 THEN before_status END, CASE WHEN mask & 64 <> 0 THEN before_store_id END,
                    CASE WHEN mask & 128 <> 0 THEN before_courier_id END, CASE WHEN mask & 256 <> 0 THEN trace_context END
-            FROM unnest(\(seqs)::bigint[], \(orderIDs)::text[], \(kinds)::text[], \(versions)::bigint[], \(bodies)::text[],
-                        \(status)::text[], \(storeID)::text[], \(courierID)::text[], \(beforeStatus)::text[],
-                        \(beforeStoreID)::text[], \(beforeCourierID)::text[], \(traceContexts)::text[], \(nullable.masks)::int4[])
+            FROM unnest(\(seqs)::bigint[], \(columns.orderIDs)::text[], \(columns.kinds)::text[], \(columns.versions)::bigint[],
+                        \(columns.bodies)::text[], \(columns.status)::text[], \(columns.storeID)::text[], \(columns.courierID)::text[],
+                        \(columns.beforeStatus)::text[], \(columns.beforeStoreID)::text[], \(columns.beforeCourierID)::text[],
+                        \(columns.traceContexts)::text[], \(columns.masks)::int4[])
                  AS c(seq, order_id, kind, version, body, status, store_id, courier_id, before_status, before_store_id,
                       before_courier_id, trace_context, mask)
             """, logger: logger)

@@ -194,14 +194,23 @@ struct PostgresChangeAppender: Sendable {
     let account: String
     /// The last seq appended in this transaction.
     var last: Int64?
+    /// The last seq a notification was queued for (``WriteApplied`` queues its own).
+    private var notified: Int64?
 
     init(account: String) {
         self.account = account
     }
 
-    /// Queues `account:seq` on the `orderlive_changes` channel, delivered at commit.
+    /// Notes changes appended through `seq` with their notification queued (``WriteApplied``).
+    mutating func appended(through seq: Int64) {
+        last = seq
+        notified = seq
+    }
+
+    /// Queues `account:seq` on the `orderlive_changes` channel, delivered at commit, unless the
+    /// statement that appended the last change queued it.
     func notify(on connection: PostgresConnection, logger: Logger) async throws {
-        guard let last else { return }
+        guard let last, last != notified else { return }
         try await connection.query(
             "SELECT pg_notify(\(PostgresOrderStore.changeChannel), \(account + ":" + String(last)))", logger: logger)
     }

@@ -28,19 +28,17 @@ struct AcceptedBatch: Sendable {
 }
 
 extension PostgresOrderStore {
-    /// Applies a decided batch whose jobs are all whole-order jobs (``AcceptPlan/appliesInPlace``):
-    /// its new keys, then its jobs in order on the rows they name, the change log and the feed's
-    /// notification, in the caller's transaction (see the rule above).
+    /// Applies a decided batch whose jobs are all whole-order jobs (``AcceptPlan/appliesInPlace``)
+    /// in the caller's transaction (see the rule above): the rows they name read and locked, the
+    /// jobs applied to them in order, then the new keys, the rows, the change log and the feed's
+    /// notification written in one statement. Two round trips, whatever the batch's size.
     func applyInPlace(_ plan: AcceptPlan, at now: Double, on connection: PostgresConnection) async throws -> AcceptedBatch {
-        if !plan.keyIDs.isEmpty {
-            try await Self.writeJournal(
-                keyIDs: plan.keyIDs, keyResponses: plan.keyResponses, jobs: [NewJob](), wake: false, account: account,
-                at: now, on: connection, logger: logger)
-        }
         var changes = PostgresChangeAppender(account: account)
         var applied: [JobKind: Int] = [:]
-        let orders = plan.jobs.map(AcceptPlan.orderID(of:))
-        try await applying(orders.compactMap { $0 }, at: now, on: connection, changes: &changes) { rows in
+        let orders = plan.jobs.compactMap(AcceptPlan.orderID(of:))
+        try await applying(
+            orders, at: now, on: connection, changes: &changes, keys: (plan.keyIDs, plan.keyResponses)
+        ) { rows in
             for job in plan.jobs {
                 rows.traceContext = job.traceContext
                 switch job.kind {

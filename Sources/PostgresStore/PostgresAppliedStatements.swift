@@ -1,0 +1,180 @@
+import PostgresNIO
+import StoreModel
+
+// An apply's two statements, prepared once per connection (as PostgresStatements.swift's): the rows
+// it touches read and locked in one round trip, and everything it leaves written in one more — the
+// orders, the tombstones, a push batch's dedupe keys, the change log numbered after its head and the
+// feed's notification. Each was a round trip of its own (five to seven per apply), which on the
+// leader's push path (ImmediateApply) were held under the journal lock (docs/PERFORMANCE.md, issue 61).
+
+/// The stored rows and tombstones of `ids`, the rows locked `FOR UPDATE` for the rest of the
+/// transaction: `true` rows are orders, `false` rows tombstones (status, store and courier null,
+/// `deleted_at` set).
+struct ReadAppliedRows: PostgresPreparedStatement {
+    static let sql = """
+        SELECT true, id, version, updated_at, status, store_id, courier_id, 0::float8
+        FROM (SELECT id, version, updated_at, status, store_id, courier_id FROM orderlive_order
+              WHERE account = $1 AND id = ANY($2::text[]) FOR UPDATE) AS o
+        UNION ALL
+        SELECT false, id, version, updated_at, NULL, NULL, NULL, deleted_at
+        FROM orderlive_tombstone WHERE account = $1 AND id = ANY($2::text[])
+        """
+    typealias Row = (Bool, String, Int64?, String?, String?, String?, String?, Double)
+    let account: String
+    let ids: [String]
+
+    func makeBindings() -> PostgresBindings { .of(account, ids) }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+}
+
+/// What an apply leaves, in one statement: dedupe keys (a push batch applied in place; none for the
+/// executor), upserted and deleted orders, set and cleared tombstones, and the changes numbered
+/// after the change log's head (its last seq, or its floor when it is empty), with the notification
+/// PostgreSQL delivers at commit. One row: the last seq appended (null when none) and the
+/// notification's count. Each id appears once per table (``AppliedRows`` keeps one final state per
+/// order), so no row is written twice.
+struct WriteApplied: PostgresPreparedStatement {
+    static let sql = """
+        WITH keys AS (
+            INSERT INTO orderlive_dedupe_key (account, id, response, accepted_at)
+            SELECT $1, id, response, $2 FROM unnest($3::text[], $4::text[]) AS k(id, response)
+            ON CONFLICT (account, id) DO UPDATE SET response = excluded.response, accepted_at = excluded.accepted_at
+        ), upserted AS (
+            INSERT INTO orderlive_order (account, id, status, store_id, courier_id, version, updated_at, body, applied_at)
+            SELECT $1, id, status, CASE WHEN mask & 1 <> 0 THEN store_id END,
+                   CASE WHEN mask & 2 <> 0 THEN courier_id END, CASE WHEN mask & 4 <> 0 THEN version END,
+                   CASE WHEN mask & 8 <> 0 THEN updated_at END, body, applied_at
+            FROM unnest($5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[], $10::text[], $11::text[],
+                        $12::float8[], $13::int4[])
+                 AS o(id, status, store_id, courier_id, version, updated_at, body, applied_at, mask)
+            ON CONFLICT (account, id) DO UPDATE SET status = excluded.status, store_id = excluded.store_id,
+                courier_id = excluded.courier_id, version = excluded.version, updated_at = excluded.updated_at,
+                body = excluded.body, applied_at = excluded.applied_at
+        ), deleted AS (
+            DELETE FROM orderlive_order WHERE account = $1 AND id = ANY($14::text[])
+        ), tombstoned AS (
+            INSERT INTO orderlive_tombstone (account, id, version, updated_at, deleted_at)
+            SELECT $1, id, CASE WHEN mask & 1 <> 0 THEN version END, CASE WHEN mask & 2 <> 0 THEN updated_at END,
+                   deleted_at
+            FROM unnest($15::text[], $16::bigint[], $17::text[], $18::float8[], $19::int4[])
+                 AS t(id, version, updated_at, deleted_at, mask)
+            ON CONFLICT (account, id) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at,
+                deleted_at = excluded.deleted_at
+        ), cleared AS (
+            DELETE FROM orderlive_tombstone WHERE account = $1 AND id = ANY($20::text[])
+        ), head AS (
+            SELECT COALESCE((SELECT MAX(seq) FROM orderlive_order_change WHERE account = $1),
+                            (SELECT floor FROM orderlive_change_log WHERE account = $1), 0) AS seq
+        ), appended AS (
+            INSERT INTO orderlive_order_change (account, seq, order_id, kind, version, body, at, status, store_id,
+                courier_id, before_status, before_store_id, before_courier_id, trace_context)
+            SELECT $1, head.seq + c.n, order_id, kind, CASE WHEN mask & 1 <> 0 THEN version END,
+                   CASE WHEN mask & 2 <> 0 THEN body END, $2, CASE WHEN mask & 4 <> 0 THEN status END,
+                   CASE WHEN mask & 8 <> 0 THEN store_id END, CASE WHEN mask & 16 <> 0 THEN courier_id END,
+                   CASE WHEN mask & 32 <> 0 THEN before_status END, CASE WHEN mask & 64 <> 0 THEN before_store_id END,
+                   CASE WHEN mask & 128 <> 0 THEN before_courier_id END, CASE WHEN mask & 256 <> 0 THEN trace_context END
+            FROM head, unnest($21::text[], $22::text[], $23::bigint[], $24::text[], $25::text[], $26::text[],
+                              $27::text[], $28::text[], $29::text[], $30::text[], $31::text[], $32::int4[])
+                 WITH ORDINALITY AS c(order_id, kind, version, body, status, store_id, courier_id, before_status,
+                                      before_store_id, before_courier_id, trace_context, mask, n)
+        )
+        SELECT CASE WHEN cardinality($21::text[]) > 0 THEN head.seq + cardinality($21::text[]) END,
+               (SELECT COUNT(*) FROM (SELECT pg_notify($33, $1 || ':' || (head.seq + cardinality($21::text[])))
+                                      WHERE cardinality($21::text[]) > 0) AS wake)
+        FROM head
+        """
+    typealias Row = (Int64?, Int64)
+    let account: String
+    let now: Double
+    let keyIDs: [String]
+    let keyResponses: [String]
+    let rows: AppliedColumns
+    let changes: ChangeColumns
+    let channel: String
+
+    func makeBindings() -> PostgresBindings {
+        .of(account, now, keyIDs, keyResponses,
+            rows.ids, rows.statuses, rows.storeIDs, rows.courierIDs, rows.versions, rows.updatedAts, rows.bodies,
+            rows.appliedAt, rows.upsertMasks, rows.deletes,
+            rows.tombstoneIDs, rows.tombstoneVersions, rows.tombstoneUpdatedAts, rows.deletedAt, rows.tombstoneMasks,
+            rows.cleared,
+            changes.orderIDs, changes.kinds, changes.versions, changes.bodies, changes.status, changes.storeID,
+            changes.courierID, changes.beforeStatus, changes.beforeStoreID, changes.beforeCourierID, changes.traceContexts,
+            changes.masks, channel)
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+}
+
+/// The orders and tombstones an apply leaves, as the columns of ``WriteApplied``'s `unnest`s.
+struct AppliedColumns {
+    var ids: [String] = [], statuses: [String] = [], bodies: [String] = [], appliedAt: [Double] = []
+    var storeIDs: [String] = [], courierIDs: [String] = [], versions: [Int64] = [], updatedAts: [String] = []
+    var deletes: [String] = []
+    var tombstoneIDs: [String] = [], deletedAt: [Double] = [], tombstoneVersions: [Int64] = []
+    var tombstoneUpdatedAts: [String] = []
+    var cleared: [String] = []
+    var upsertMasks: [Int32] { upserts.masks }
+    var tombstoneMasks: [Int32] { tombstones.masks }
+    private var upserts = NullableColumns(), tombstones = NullableColumns()
+
+    init(_ rows: AppliedRows) {
+        for id in rows.ids {
+            guard let slot = rows.slots[id] else { continue }
+            if slot.orderChanged {
+                if let order = slot.written {
+                    ids.append(order.id)
+                    statuses.append(order.status)
+                    bodies.append(order.body)
+                    appliedAt.append(order.appliedAt)
+                    upserts.add(order.storeID, to: &storeIDs, empty: "")
+                    upserts.add(order.courierID, to: &courierIDs, empty: "")
+                    upserts.add(order.version, to: &versions, empty: 0)
+                    upserts.add(order.updatedAt, to: &updatedAts, empty: "")
+                    upserts.endRow()
+                } else {
+                    deletes.append(id)
+                }
+            }
+            if slot.tombstoneChanged {
+                if let tombstone = slot.tombstone {
+                    tombstoneIDs.append(id)
+                    deletedAt.append(tombstone.deletedAt)
+                    tombstones.add(tombstone.version, to: &tombstoneVersions, empty: 0)
+                    tombstones.add(tombstone.updatedAt, to: &tombstoneUpdatedAts, empty: "")
+                    tombstones.endRow()
+                } else {
+                    cleared.append(id)
+                }
+            }
+        }
+    }
+}
+
+/// Changes for the log, in order, as the columns of an `unnest` (numbered where they are inserted).
+struct ChangeColumns {
+    var orderIDs: [String] = [], kinds: [String] = [], versions: [Int64] = [], bodies: [String] = []
+    var status: [String] = [], storeID: [String] = [], courierID: [String] = []
+    var beforeStatus: [String] = [], beforeStoreID: [String] = [], beforeCourierID: [String] = []
+    var traceContexts: [String] = []
+    var masks: [Int32] { nullable.masks }
+    private var nullable = NullableColumns()
+
+    init(_ pending: [PostgresChangeAppender.Pending]) {
+        for change in pending {
+            kinds.append(change.kind.rawValue)
+            orderIDs.append(change.orderID)
+            nullable.add(change.version, to: &versions, empty: 0)
+            nullable.add(change.body, to: &bodies, empty: "")
+            nullable.add(change.after?.status, to: &status, empty: "")
+            nullable.add(change.after?.storeID, to: &storeID, empty: "")
+            nullable.add(change.after?.courierID, to: &courierID, empty: "")
+            nullable.add(change.before?.status, to: &beforeStatus, empty: "")
+            nullable.add(change.before?.storeID, to: &beforeStoreID, empty: "")
+            nullable.add(change.before?.courierID, to: &beforeCourierID, empty: "")
+            nullable.add(change.traceContext, to: &traceContexts, empty: "")
+            nullable.endRow()
+        }
+    }
+}
