@@ -20,7 +20,7 @@ extension PostgresOrderStore {
         var rows = AppliedRows(ids: ids)
         guard !rows.ids.isEmpty || !keys.ids.isEmpty else { return body(&rows) }
         if !rows.ids.isEmpty {
-            for try await (isOrder, id, version, updatedAt, status, storeID, courierID, deletedAt) in try await connection.execute(
+            for (isOrder, id, version, updatedAt, status, storeID, courierID, deletedAt) in try await connection.executeUnprepared(
                 ReadAppliedRows(account: account, ids: rows.ids), logger: logger) {
                 if isOrder, let status {
                     rows.slots[id]?.current = .init(
@@ -35,7 +35,7 @@ extension PostgresOrderStore {
         let write = WriteApplied(
             account: account, now: now, keyIDs: keys.ids, keyResponses: keys.responses, rows: AppliedColumns(rows),
             changes: ChangeColumns(rows.changes), channel: Self.changeChannel)
-        for try await (last, _) in try await connection.execute(write, logger: logger) {
+        for (last, _) in try await connection.executeUnprepared(write, logger: logger) {
             if let last { changes.appended(through: last) }
         }
         return result

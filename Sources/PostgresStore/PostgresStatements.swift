@@ -1,3 +1,4 @@
+import Logging
 import PostgresNIO
 
 // The statements every push batch and every apply runs, prepared once per connection: PostgresNIO
@@ -131,4 +132,19 @@ struct WriteJournal: PostgresPreparedStatement {
     }
 
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int64.self) }
+}
+
+extension PostgresConnection {
+    /// Runs `statement`'s text as an unnamed statement, planned for its own arguments at every call,
+    /// and reads its rows. For a statement whose best plan depends on how big its tables are now: a
+    /// prepared one is planned generically after five calls, and a plan made while a table was
+    /// analyzed empty keeps scanning it as it grows (PostgresAppliedStatements.swift).
+    func executeUnprepared<Statement: PostgresPreparedStatement>(
+        _ statement: Statement, logger: Logger
+    ) async throws -> [Statement.Row] {
+        var rows: [Statement.Row] = []
+        let query = PostgresQuery(unsafeSQL: Statement.sql, binds: try statement.makeBindings())
+        for try await row in try await self.query(query, logger: logger) { rows.append(try statement.decodeRow(row)) }
+        return rows
+    }
 }
