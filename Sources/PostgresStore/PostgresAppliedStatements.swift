@@ -44,11 +44,7 @@ struct ReadAppliedRows: PostgresPreparedStatement {
 /// order), so no row is written twice.
 struct WriteApplied: PostgresPreparedStatement {
     static let sql = """
-        WITH keys AS (
-            INSERT INTO orderlive_dedupe_key (account, id, response, accepted_at)
-            SELECT $1, id, response, $2 FROM unnest($3::text[], $4::text[]) AS k(id, response)
-            ON CONFLICT (account, id) DO UPDATE SET response = excluded.response, accepted_at = excluded.accepted_at
-        ), upserted AS (
+        WITH \(keysWritten), upserted AS (
             INSERT INTO orderlive_order (account, id, status, store_id, courier_id, version, updated_at, body, applied_at)
             SELECT $1, id, status, CASE WHEN mask & 1 <> 0 THEN store_id END,
                    CASE WHEN mask & 2 <> 0 THEN courier_id END, CASE WHEN mask & 4 <> 0 THEN version END,

@@ -57,16 +57,8 @@ extension PostgresOrderStore {
             var completed: [Int64] = []
             for job in jobs {
                 rows.traceContext = job.traceContext
-                switch job.kind {
-                case .upsert:
-                    guard let order = job.order else { continue }
-                    _ = rows.upsert(order, at: now)
-                case .delete:
-                    guard let id = job.orderID else { continue }
-                    _ = rows.delete(orderID: id, version: job.version, at: now)
-                case .fetch, .fullSync:
-                    continue
-                }
+                guard rows.apply(job.kind, order: job.order, orderID: job.orderID, version: job.version, at: now)
+                else { continue }
                 if let id = job.id { completed.append(id) }
             }
             return completed
@@ -105,6 +97,22 @@ struct AppliedRows {
         for id in ids where slots.updateValue(Slot(), forKey: id) == nil { unique.append(id) }
         self.ids = unique
         self.slots = slots
+    }
+
+    /// Applies a whole-order job (an upsert of `order`, a delete of `orderID` at `version`); false,
+    /// changing nothing, for any other job or one without what its kind needs.
+    mutating func apply(_ kind: JobKind, order: OrderRecord?, orderID: String?, version: Int64?, at now: Double) -> Bool {
+        switch kind {
+        case .upsert:
+            guard let order else { return false }
+            _ = upsert(order, at: now)
+        case .delete:
+            guard let orderID else { return false }
+            _ = delete(orderID: orderID, version: version, at: now)
+        case .fetch, .fullSync:
+            return false
+        }
+        return true
     }
 
     /// Applies `incoming` if it is newer than the stored order, or than its tombstone when none is stored.

@@ -41,18 +41,10 @@ extension PostgresOrderStore {
         ) { rows in
             for job in plan.jobs {
                 rows.traceContext = job.traceContext
-                switch job.kind {
-                case .upsert:
-                    guard var order = job.order else { continue }
-                    // As the executor would read it back from the journal (the job's order id).
-                    order.id = job.orderID ?? order.id
-                    _ = rows.upsert(order, at: now)
-                case .delete:
-                    guard let id = job.orderID else { continue }
-                    _ = rows.delete(orderID: id, version: job.version, at: now)
-                case .fetch, .fullSync:
-                    continue
-                }
+                // The order as the executor would read it back from the journal (the job's order id).
+                var order = job.order
+                if let id = job.orderID { order?.id = id }
+                guard rows.apply(job.kind, order: order, orderID: job.orderID, version: job.version, at: now) else { continue }
                 applied[job.kind, default: 0] += 1
             }
         }

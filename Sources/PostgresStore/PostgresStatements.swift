@@ -49,13 +49,18 @@ struct ReadEpoch: AccountStatement {
 /// A push batch's read: the journal's depth, counted up to `limit`, and the responses of `keys`
 /// accepted since `since`.
 struct ReadDepthAndKeys: PostgresPreparedStatement {
-    static let sql = """
+    static let sql = text(readingEpoch: false)
+
+    /// The read, with the epoch's column when `readingEpoch` (``ReadDepthKeysAndEpoch``).
+    static func text(readingEpoch: Bool) -> String {
+        """
         SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM orderlive_job WHERE account = $1 LIMIT $2) AS j),
-               k.ids, k.responses
+               k.ids, k.responses\(readingEpoch ? ", (SELECT epoch FROM orderlive_leadership WHERE account = $1 FOR SHARE)" : "")
         FROM (SELECT COALESCE(array_agg(id), '{}') AS ids, COALESCE(array_agg(response), '{}') AS responses
               FROM orderlive_dedupe_key
               WHERE account = $1 AND id = ANY($3::text[]) AND accepted_at >= $4) AS k
         """
+    }
     typealias Row = (Int64, [String], [String])
     let account: String
     let limit: Int64
@@ -72,13 +77,7 @@ struct ReadDepthAndKeys: PostgresPreparedStatement {
 /// and the epoch still this agent's is applied in place (``ImmediateApply``); a takeover's increment
 /// waits for its commit.
 struct ReadDepthKeysAndEpoch: PostgresPreparedStatement {
-    static let sql = """
-        SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM orderlive_job WHERE account = $1 LIMIT $2) AS j),
-               k.ids, k.responses, (SELECT epoch FROM orderlive_leadership WHERE account = $1 FOR SHARE)
-        FROM (SELECT COALESCE(array_agg(id), '{}') AS ids, COALESCE(array_agg(response), '{}') AS responses
-              FROM orderlive_dedupe_key
-              WHERE account = $1 AND id = ANY($3::text[]) AND accepted_at >= $4) AS k
-        """
+    static let sql = ReadDepthAndKeys.text(readingEpoch: true)
     typealias Row = (Int64, [String], [String], Int64?)
     let account: String
     let limit: Int64
@@ -90,17 +89,23 @@ struct ReadDepthKeysAndEpoch: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
 
+/// The common table expression `keys` of ``WriteJournal`` and ``WriteApplied``: the dedupe keys
+/// `$3` with their responses `$4`, accepted at `$2` for the account `$1`.
+let keysWritten = """
+    keys AS (
+            INSERT INTO orderlive_dedupe_key (account, id, response, accepted_at)
+            SELECT $1, id, response, $2 FROM unnest($3::text[], $4::text[]) AS k(id, response)
+            ON CONFLICT (account, id) DO UPDATE SET response = excluded.response, accepted_at = excluded.accepted_at
+        )
+    """
+
 /// Journal rows: new dedupe keys, upsert and delete jobs in journal order (one `unnest` with a NULL
 /// mask per row, ``JobColumns``), and the executor's wake-up when `notify` (a push batch writes all
 /// three; a stream batch's run of jobs only the jobs). One row; the caller reads it to the end,
 /// since the inserts finish after it is sent and a failure of theirs arrives behind it.
 struct WriteJournal: PostgresPreparedStatement {
     static let sql = """
-        WITH keys AS (
-            INSERT INTO orderlive_dedupe_key (account, id, response, accepted_at)
-            SELECT $1, id, response, $2 FROM unnest($3::text[], $4::text[]) AS k(id, response)
-            ON CONFLICT (account, id) DO UPDATE SET response = excluded.response, accepted_at = excluded.accepted_at
-        ), jobs AS (
+        WITH \(keysWritten), jobs AS (
             INSERT INTO orderlive_job (account, kind, order_id, version, payload, source, attempts, not_before,
                                        last_error, created_at, status, store_id, courier_id, updated_at, trace_context)
             SELECT $1, kind, CASE WHEN mask & 1 <> 0 THEN order_id END, CASE WHEN mask & 2 <> 0 THEN version END,

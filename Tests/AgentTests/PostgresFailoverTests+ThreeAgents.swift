@@ -95,8 +95,10 @@ extension PostgresFailoverTests {
                 _ = try #require(await leaderLogs.wait(message: "event journaled", ["stream.event.id": newest]))
                 let (stored, depth) = try await Self.converge(
                     server: server, database: database, account: "depot-3", to: upstream, leaderLogs: leaderLogs)
+                let differing = Set(stored.keys).union(upstream.keys).filter { stored[$0] != upstream[$0] }.sorted()
+                    .map { "\($0): stored \(stored[$0] ?? "none"), upstream \(upstream[$0] ?? "none")" }
                 #expect(stored == upstream && depth == "0",
-                        "journal depth \(depth), leader \(current) (epoch \(epoch)); \(Self.logTails(agents))")
+                        "journal depth \(depth), leader \(current) (epoch \(epoch)), differing \(differing); \(Self.logTails(agents))")
                 try await Self.expectTheAccountsRecordHolds(server: server, database: database, accepted: accepted, epoch: epoch)
                 await Self.stopCleanly(agents.values)
             }

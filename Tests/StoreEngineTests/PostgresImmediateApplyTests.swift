@@ -30,6 +30,14 @@ import Testing
 
     static let policy = SubmissionPolicy(dedupeSince: 0, highWaterJobs: 1_000)
 
+    /// Makes `store` the account's leader at `epoch`: the leadership row, and its fence.
+    static func lead(_ store: PostgresOrderStore, epoch: Int, server: PostgresServer, database: String) async throws {
+        _ = try await server.psql(
+            "INSERT INTO orderlive_leadership (account, epoch, leader, since) VALUES ('acme', \(epoch), 'a:1', 0)",
+            database: database)
+        store.fence(epoch: Int64(epoch))
+    }
+
     /// The change log after `seq` (a new store's log starts after its floor, not at 0).
     static func changes(_ store: PostgresOrderStore, after seq: Int64) async throws -> [OrderChange] {
         guard case .changes(let changes) = try await store.changes(after: seq, limit: 10_000) else {
@@ -47,10 +55,7 @@ import Testing
             server: server, database: database, account: "acme", changesCommitted: { seq in heard.lastChange.withLock { $0 = seq } },
             immediateApply: heard.immediateApply
         ) { store in
-            _ = try await server.psql(
-                "INSERT INTO orderlive_leadership (account, epoch, leader, since) VALUES ('acme', 3, 'a:1', 0)",
-                database: database)
-            store.fence(epoch: 3)
+            try await Self.lead(store, epoch: 3, server: server, database: database)
             let start = try await store.changeHead()
             let outcomes = await store.accept([
                 Self.push("a", [try Self.upsert(1, version: 1)]),
@@ -118,10 +123,7 @@ import Testing
         let server = try await PostgresServer.running()
         let database = try await server.database()
         try await withPostgresStore(server: server, database: database, account: "acme", immediateApply: ImmediateApply()) { store in
-            _ = try await server.psql(
-                "INSERT INTO orderlive_leadership (account, epoch, leader, since) VALUES ('acme', 1, 'a:1', 0)",
-                database: database)
-            store.fence(epoch: 1)
+            try await Self.lead(store, epoch: 1, server: server, database: database)
             let start = try await store.changeHead()
             var refused = try order(2, version: 1)
             refused.body = "{\u{0}}"
@@ -143,6 +145,33 @@ import Testing
         }
     }
 
+    /// An executor: applies runs of whole-order jobs and completes each fetch with what the backend
+    /// would have answered (the order `fetched` at the next version), until `finished` is set and
+    /// the journal is empty.
+    static func execute(_ store: PostgresOrderStore, until finished: Locked<Bool>) async throws {
+        var fetched = 0
+        while true {
+            let jobs = try await store.headJobs(limit: 50)
+            if jobs.isEmpty {
+                if finished.withLock({ $0 }) { return }
+                await Task.yield()
+                continue
+            }
+            var run: [JobRecord] = []
+            for job in jobs {
+                if job.kind == .fetch {
+                    if !run.isEmpty { _ = try await store.applyInOneTransaction(run) }
+                    run = []
+                    fetched += 1
+                    _ = try await store.applyUpsert(try order("fetched", version: fetched), completing: job.id)
+                } else {
+                    run.append(job)
+                }
+            }
+            if !run.isEmpty { _ = try await store.applyInOneTransaction(run) }
+        }
+    }
+
     /// Writers push upserts and deletes of a few orders at once (versions unique per order), a
     /// journaler now and then puts a fetch in the journal so later pushes queue behind it, and an
     /// executor applies the journal beside them. Whichever path applied a change, the change log is
@@ -155,10 +184,7 @@ import Testing
         try await withPostgresStore(
             server: server, database: database, account: "acme", immediateApply: heard.immediateApply
         ) { store in
-            _ = try await server.psql(
-                "INSERT INTO orderlive_leadership (account, epoch, leader, since) VALUES ('acme', 1, 'a:1', 0)",
-                database: database)
-            store.fence(epoch: 1)
+            try await Self.lead(store, epoch: 1, server: server, database: database)
             let start = try await store.changeHead()
             let (writers, rounds, orders) = (4, 30, 3)
             let outcomes = Locked<[SubmissionOutcome]>([])
@@ -182,32 +208,7 @@ import Testing
                         }
                     }
                 }
-                group.addTask {
-                    // The executor: applies runs of whole-order jobs and completes each fetch with
-                    // what the backend would have answered, until the writers are done and the
-                    // journal is empty.
-                    var fetched = 0
-                    while true {
-                        let jobs = try await store.headJobs(limit: 50)
-                        if jobs.isEmpty {
-                            if finished.withLock({ $0 }) { return }
-                            await Task.yield()
-                            continue
-                        }
-                        var run: [JobRecord] = []
-                        for job in jobs {
-                            if job.kind == .fetch {
-                                if !run.isEmpty { _ = try await store.applyInOneTransaction(run) }
-                                run = []
-                                fetched += 1
-                                _ = try await store.applyUpsert(try order("fetched", version: fetched), completing: job.id)
-                            } else {
-                                run.append(job)
-                            }
-                        }
-                        if !run.isEmpty { _ = try await store.applyInOneTransaction(run) }
-                    }
-                }
+                group.addTask { try await Self.execute(store, until: finished) }
                 try await group.next()
                 try await group.next()
                 try await group.next()

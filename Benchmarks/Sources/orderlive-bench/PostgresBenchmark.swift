@@ -132,19 +132,7 @@ func postgresIngest(_ cluster: BenchCluster) async throws {
         let requests = max(1, result.requests)
         let walBytes = Double(try cluster.psql("SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '\(walBefore)')")) ?? 0
         let counts = try await program.store.counts()
-        var statementsPerRequest = ""
-        if statements {
-            // Every statement the server ran during the push run (the agent's executor, its leadership
-            // and notification connections included), per request, and the top ones.
-            statementsPerRequest = format((Double(try cluster.psql("SELECT COALESCE(SUM(calls), 0) FROM pg_stat_statements")) ?? 0)
-                / Double(requests), 2)
-            print(try cluster.psql("""
-                SELECT round(calls::numeric / \(requests), 3) AS per_request, calls, round(total_exec_time::numeric, 1),
-                       round(total_plan_time::numeric, 1), round(mean_exec_time::numeric, 3),
-                       left(regexp_replace(query, '\\s+', ' ', 'g'), 110)
-                FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25
-                """))
-        }
+        let statementsPerRequest = statements ? try printStatements(cluster, requests: requests) : ""
         await program.shutdown()
         try await running.value
         let acknowledged = result.requests - result.errors
@@ -158,6 +146,21 @@ func postgresIngest(_ cluster: BenchCluster) async throws {
               + "\(format(result.cpuMicrosecondsPerRequest, 0)) / \(format(serverCPU, 0)) | \(format(walBytes / Double(requests), 0)) |"
               + (statements ? " \(statementsPerRequest) |" : ""))
     }
+}
+
+/// Every statement the server ran during a push run (the agent's executor, its leadership and
+/// notification connections included), per request, printed with the top 25 by execution time;
+/// returns the statements per request.
+func printStatements(_ cluster: BenchCluster, requests: Int) throws -> String {
+    let perRequest = format((Double(try cluster.psql("SELECT COALESCE(SUM(calls), 0) FROM pg_stat_statements")) ?? 0)
+        / Double(requests), 2)
+    print(try cluster.psql("""
+        SELECT round(calls::numeric / \(requests), 3) AS per_request, calls, round(total_exec_time::numeric, 1),
+               round(total_plan_time::numeric, 1), round(mean_exec_time::numeric, 3),
+               left(regexp_replace(query, '\\s+', ' ', 'g'), 110)
+        FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25
+        """))
+    return perRequest
 }
 
 /// Stream → committed and applied on PostgreSQL: the Sandbox's full-order events journaled per parser
