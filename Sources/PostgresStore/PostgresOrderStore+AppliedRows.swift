@@ -201,8 +201,8 @@ extension PostgresChangeAppender {
         var traceContext: String?
     }
 
-    /// Appends `pending` with the next seqs, in order, in one statement (a user switch's deletions;
-    /// applies write theirs with ``WriteApplied``).
+    /// Appends `pending` with the next seqs, in order, and queues the feed's notification for the
+    /// last, in one statement (a user switch's deletions; applies write theirs with ``WriteApplied``).
     mutating func append(_ pending: [Pending], at now: Double, on connection: PostgresConnection, logger: Logger) async throws {
         guard !pending.isEmpty else { return }
         let head = try await PostgresOrderStore.changeHead(account: account, on: connection, logger: logger)
@@ -210,7 +210,10 @@ extension PostgresChangeAppender {
         guard !overflow else { throw PostgresStoreError("the change log's sequence is exhausted") }
         let columns = ChangeColumns(pending)
         let seqs = (1...Int64(pending.count)).map { head + $0 }
-        try await connection.query("""
+        let notification = account + ":" + String(end)
+        // One row; read to its end, since a failure of the insert arrives behind it.
+        _ = try await PostgresOrderStore.count(try await connection.query("""
+            WITH appended AS (
             INSERT INTO orderlive_order_change (account, seq, order_id, kind, version, body, at, status, store_id,
                 courier_id, before_status, before_store_id, before_courier_id, trace_context)
             SELECT \(account), seq, order_id, kind, CASE WHEN mask & 1 <> 0 THEN version END,
@@ -224,7 +227,9 @@ extension PostgresChangeAppender {
                         \(columns.traceContexts)::text[], \(columns.masks)::int4[])
                  AS c(seq, order_id, kind, version, body, status, store_id, courier_id, before_status, before_store_id,
                       before_courier_id, trace_context, mask)
-            """, logger: logger)
-        last = end
+            RETURNING 1)
+            SELECT pg_notify(\(PostgresOrderStore.changeChannel), \(notification)) FROM (SELECT 1 FROM appended LIMIT 1) AS a
+            """, logger: logger))
+        appended(through: end)
     }
 }

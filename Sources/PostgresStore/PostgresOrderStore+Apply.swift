@@ -138,11 +138,9 @@ extension PostgresOrderStore: JobApplier {
     ) async throws -> T {
         let now = self.now()
         let account = self.account
-        let logger = self.logger
         let (result, last) = try await write(fenced: true, within: limit) { connection -> (T, Int64?) in
             var changes = PostgresChangeAppender(account: account)
             let result = try await body(connection, &changes, now)
-            try await changes.notify(on: connection, logger: logger)
             return (result, changes.last)
         }
         if let last { changesCommitted(last) }
@@ -186,32 +184,22 @@ extension PostgresOrderStore: JobApplier {
     }
 }
 
-/// One transaction's changes to the change log: ``append(_:at:on:logger:)`` numbers them after the
-/// head, in one statement; after the last, ``notify(on:logger:)`` queues a notification that
-/// PostgreSQL delivers at commit, so every agent's change feed reads the log (its source of truth)
-/// as soon as the change is visible.
+/// One transaction's changes to the change log, each numbered after the head and its notification
+/// queued on the `orderlive_changes` channel in the statement that appends it (``WriteApplied``, or
+/// ``append(_:at:on:logger:)`` for a user switch's deletions). PostgreSQL delivers a notification at
+/// commit, so every agent's change feed reads the log (its source of truth) as soon as the change is
+/// visible; ``last`` is what the committing agent tells its own feed.
 struct PostgresChangeAppender: Sendable {
     let account: String
     /// The last seq appended in this transaction.
     var last: Int64?
-    /// The last seq a notification was queued for (``WriteApplied`` queues its own).
-    private var notified: Int64?
 
     init(account: String) {
         self.account = account
     }
 
-    /// Notes changes appended through `seq` with their notification queued (``WriteApplied``).
+    /// Notes changes appended through `seq`, their notification queued by the same statement.
     mutating func appended(through seq: Int64) {
         last = seq
-        notified = seq
-    }
-
-    /// Queues `account:seq` on the `orderlive_changes` channel, delivered at commit, unless the
-    /// statement that appended the last change queued it.
-    func notify(on connection: PostgresConnection, logger: Logger) async throws {
-        guard let last, last != notified else { return }
-        try await connection.query(
-            "SELECT pg_notify(\(PostgresOrderStore.changeChannel), \(account + ":" + String(last)))", logger: logger)
     }
 }

@@ -48,7 +48,6 @@ extension PostgresOrderStore {
                 applied[job.kind, default: 0] += 1
             }
         }
-        try await changes.notify(on: connection, logger: logger)
         return AcceptedBatch(
             outcomes: plan.outcomes(journaled: Array(repeating: true, count: plan.jobs.count), applied: true),
             lastChange: changes.last, applied: applied)

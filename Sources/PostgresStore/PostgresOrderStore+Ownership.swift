@@ -46,7 +46,6 @@ extension PostgresOrderStore {
                 INSERT INTO orderlive_owner (account, user_id, since) VALUES (\(account), \(userID), \(now))
                 ON CONFLICT (account) DO UPDATE SET user_id = excluded.user_id, since = excluded.since
                 """, logger: logger)
-            try await changes.notify(on: connection, logger: logger)
             return (current != nil, changes.last)
         }
         if let last { changesCommitted(last) }

@@ -80,19 +80,15 @@ extension PostgresOrderStore {
         var known: [String: String] = [:]
         var epoch: Int64?
         let limit = Int64(clamping: policy.highWaterJobs)
-        if readingEpoch {
-            let read = ReadDepthKeysAndEpoch(account: account, limit: limit, keys: keys, since: policy.dedupeSince)
-            for try await (count, ids, responses, current) in try await connection.execute(read, logger: logger) {
-                depth = Int(clamping: count)
-                for (id, response) in zip(ids, responses) { known[id] = response }
-                epoch = current
-            }
-        } else {
-            let read = ReadDepthAndKeys(account: account, limit: limit, keys: keys, since: policy.dedupeSince)
-            for try await (count, ids, responses) in try await connection.execute(read, logger: logger) {
-                depth = Int(clamping: count)
-                for (id, response) in zip(ids, responses) { known[id] = response }
-            }
+        let rows = readingEpoch
+            ? try await connection.execute(
+                ReadDepthAndKeys<WithEpoch>(account: account, limit: limit, keys: keys, since: policy.dedupeSince), logger: logger)
+            : try await connection.execute(
+                ReadDepthAndKeys<WithoutEpoch>(account: account, limit: limit, keys: keys, since: policy.dedupeSince), logger: logger)
+        for try await (count, ids, responses, current) in rows {
+            depth = Int(clamping: count)
+            for (id, response) in zip(ids, responses) { known[id] = response }
+            epoch = current
         }
         return (depth, known, epoch)
     }

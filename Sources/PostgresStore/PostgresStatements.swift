@@ -46,38 +46,36 @@ struct ReadEpoch: AccountStatement {
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int64.self) }
 }
 
-/// A push batch's read: the journal's depth, counted up to `limit`, and the responses of `keys`
-/// accepted since `since`.
-struct ReadDepthAndKeys: PostgresPreparedStatement {
-    static let sql = text(readingEpoch: false)
+/// Whether a push batch's read (``ReadDepthAndKeys``) also reads the account's epoch.
+protocol EpochReading: Sendable {
+    /// The read's fourth column.
+    static var epochColumn: String { get }
+}
 
-    /// The read, with the epoch's column when `readingEpoch` (``ReadDepthKeysAndEpoch``).
-    static func text(readingEpoch: Bool) -> String {
+/// A follower's (or a deposed leader's) read: no epoch, and no share lock on the fence.
+enum WithoutEpoch: EpochReading {
+    static var epochColumn: String { "NULL::bigint" }
+}
+
+/// The fenced leader's read: the account's epoch, read under the share lock of the fence
+/// (``ReadEpoch``) in the same round trip. A batch that finds the journal empty and the epoch still
+/// this agent's is applied in place (``ImmediateApply``); a takeover's increment waits for its commit.
+enum WithEpoch: EpochReading {
+    static var epochColumn: String { "(SELECT epoch FROM orderlive_leadership WHERE account = $1 FOR SHARE)" }
+}
+
+/// A push batch's read: the journal's depth, counted up to `limit`, the responses of `keys`
+/// accepted since `since`, and the epoch when `Epoch` is ``WithEpoch``.
+struct ReadDepthAndKeys<Epoch: EpochReading>: PostgresPreparedStatement {
+    static var sql: String {
         """
         SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM orderlive_job WHERE account = $1 LIMIT $2) AS j),
-               k.ids, k.responses\(readingEpoch ? ", (SELECT epoch FROM orderlive_leadership WHERE account = $1 FOR SHARE)" : "")
+               k.ids, k.responses, \(Epoch.epochColumn)
         FROM (SELECT COALESCE(array_agg(id), '{}') AS ids, COALESCE(array_agg(response), '{}') AS responses
               FROM orderlive_dedupe_key
               WHERE account = $1 AND id = ANY($3::text[]) AND accepted_at >= $4) AS k
         """
     }
-    typealias Row = (Int64, [String], [String])
-    let account: String
-    let limit: Int64
-    let keys: [String]
-    let since: Double
-
-    func makeBindings() -> PostgresBindings { .of(account, limit, keys, since) }
-
-    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
-}
-
-/// A push batch's read on the leader: ``ReadDepthAndKeys`` and the account's epoch, read under the
-/// share lock of the fence (``ReadEpoch``), in one round trip. A batch that finds the journal empty
-/// and the epoch still this agent's is applied in place (``ImmediateApply``); a takeover's increment
-/// waits for its commit.
-struct ReadDepthKeysAndEpoch: PostgresPreparedStatement {
-    static let sql = ReadDepthAndKeys.text(readingEpoch: true)
     typealias Row = (Int64, [String], [String], Int64?)
     let account: String
     let limit: Int64
