@@ -79,26 +79,10 @@ import Testing
             try await store.journal([], cursor: nil, deadLetters: [
                 DeadLetterRecord(kind: "fetch", orderID: "7", raw: "", reason: "503", attempts: 8, createdAt: 1_000),
             ])
-            let calls = Locked(0)
-            let woken = WakeSignal()
-            let stopping = StopFlag()
-            let notifications = PostgresNotifications(
-                store: store, changes: {}, jobs: {
-                    calls.withLock { $0 += 1 }
-                    woken.signal()
-                }, logger: quietLogger)
-            let listening = Task { await notifications.run(until: stopping) }
-            defer {
-                stopping.stop()
-                listening.cancel()
+            try await listening(to: store) { heard async throws in
+                #expect(try await store.retryDeadLetters(nil) != .unknown([]))
+                #expect(await heard.wait { $0.jobs >= 2 }.jobs >= 2, "the retry's commit notified the jobs channel")
             }
-            let clock = ContinuousClock()
-            let deadline = clock.now.advanced(by: .seconds(30))
-            while calls.withLock({ $0 }) == 0, clock.now < deadline { await woken.wait(until: deadline, clock: clock) }
-            #expect(calls.withLock { $0 } == 1, "listening: the journal is read once")
-            #expect(try await store.retryDeadLetters(nil) != .unknown([]))
-            while calls.withLock({ $0 }) < 2, clock.now < deadline { await woken.wait(until: deadline, clock: clock) }
-            #expect(calls.withLock { $0 } >= 2, "the retry's commit notified the jobs channel")
         }
     }
 }

@@ -84,41 +84,22 @@ import Testing
     }
 
     /// Every agent's change feed learns of a batch applied in place through the changes channel, as
-    /// of the executor's applies (the batch's own agent hears `changesCommitted` as well).
+    /// of the executor's applies (the batch's own agent hears `changesCommitted` as well), and of a
+    /// user switch's deletions.
     @Test func aBatchAppliedInPlaceNotifiesEveryAgentsFeed() async throws {
         let server = try await PostgresServer.running()
         let database = try await server.database()
         try await withPostgresStore(server: server, database: database, account: "acme", immediateApply: ImmediateApply()) { store in
             try await Self.lead(store, epoch: 1, server: server, database: database)
-            let calls = Locked((changes: 0, jobs: 0))
-            let woken = WakeSignal()
-            let stopping = StopFlag()
-            let notifications = PostgresNotifications(
-                store: store,
-                changes: {
-                    calls.withLock { $0.changes += 1 }
-                    woken.signal()
-                },
-                jobs: {
-                    calls.withLock { $0.jobs += 1 }
-                    woken.signal()
-                }, logger: quietLogger)
-            let listening = Task { await notifications.run(until: stopping) }
-            defer {
-                stopping.stop()
-                listening.cancel()
+            try await listening(to: store) { heard async throws in
+                #expect(await store.accept([Self.push("a", [try Self.upsert(1, version: 1)])], policy: Self.policy)
+                        == [.accepted(jobs: 1, duplicateParts: 0, applied: 1)])
+                #expect(await heard.wait { $0.changes >= 2 } == (2, 1), "the batch's commit notified the changes channel only")
+                // A user switch clears the account through the change log and notifies it too.
+                #expect(try await store.claim(for: "alice") == false)
+                #expect(try await store.claim(for: "bob") == true)
+                #expect(await heard.wait { $0.changes >= 3 }.changes == 3, "the switch's deletions notified the changes channel")
             }
-            let clock = ContinuousClock()
-            let deadline = clock.now.advanced(by: TestTime.bound(.seconds(30)))
-            // Listening: each handler is called once as the connection is made.
-            while calls.withLock({ $0.changes == 0 || $0.jobs == 0 }), clock.now < deadline {
-                await woken.wait(until: deadline, clock: clock)
-            }
-            #expect(calls.withLock { $0.changes == 1 && $0.jobs == 1 })
-            #expect(await store.accept([Self.push("a", [try Self.upsert(1, version: 1)])], policy: Self.policy)
-                    == [.accepted(jobs: 1, duplicateParts: 0, applied: 1)])
-            while calls.withLock({ $0.changes }) < 2, clock.now < deadline { await woken.wait(until: deadline, clock: clock) }
-            #expect(calls.withLock { $0.changes } == 2, "the batch's commit notified the changes channel")
         }
     }
 

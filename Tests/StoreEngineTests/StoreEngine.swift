@@ -56,3 +56,42 @@ func withPostgresStore<T: Sendable>(
         return try await body(store)
     }
 }
+
+/// What an agent's ``PostgresNotifications`` heard on each channel, for tests that prove a commit
+/// woke every agent's change feed or executor. Each handler is called once as the connection is
+/// made, so both counts start at 1.
+final class HeardNotifications: Sendable {
+    typealias Counts = (changes: Int, jobs: Int)
+    private let counts = Locked<Counts>((0, 0))
+    private let woken = WakeSignal()
+
+    fileprivate func heard(_ change: @Sendable (inout Counts) -> Void) {
+        counts.withLock { change(&$0) }
+        woken.signal()
+    }
+
+    /// Waits until `done` holds of the counts, or 30 s (scaled); returns them.
+    @discardableResult
+    func wait(until done: (Counts) -> Bool) async -> Counts {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: TestTime.bound(.seconds(30)))
+        while !done(counts.withLock { $0 }), clock.now < deadline { await woken.wait(until: deadline, clock: clock) }
+        return counts.withLock { $0 }
+    }
+}
+
+/// Runs `body` while `store`'s notifications are listened to, once the listening connection is made.
+func listening<T: Sendable>(to store: PostgresOrderStore, _ body: (HeardNotifications) async throws -> T) async throws -> T {
+    let heard = HeardNotifications()
+    let stopping = StopFlag()
+    let notifications = PostgresNotifications(
+        store: store, changes: { heard.heard { $0.changes += 1 } }, jobs: { heard.heard { $0.jobs += 1 } }, logger: quietLogger)
+    let running = Task { await notifications.run(until: stopping) }
+    defer {
+        stopping.stop()
+        running.cancel()
+    }
+    let listening = await heard.wait { $0.changes >= 1 && $0.jobs >= 1 }
+    #expect(listening == (1, 1), "listening: each handler is called once as the connection is made")
+    return try await body(heard)
+}
