@@ -53,6 +53,15 @@ extension PostgresOrderStore {
             lastChange: changes.last, applied: applied)
     }
 
+    /// The statements a fenced leader runs for a push batch applied in place, in order between
+    /// `BEGIN` and `COMMIT`: the journal lock, the depth with the keys and the epoch, the rows read
+    /// and locked, and everything written (the change log's notification on ``changeChannel``), as
+    /// SQL with `$n` parameters. For references that run the same work elsewhere: the benchmark's
+    /// pgbench runs them for one push per transaction (DESIGN §9).
+    public static var inPlaceBatchStatements: [String] {
+        [LockJournal.sql, ReadDepthAndKeys<WithEpoch>.sql, ReadAppliedRows.sql, WriteApplied.sql]
+    }
+
     /// After the commit of a batch: wakes the change feed and reports what was applied in place.
     func committed(_ batch: AcceptedBatch) {
         if let last = batch.lastChange { changesCommitted(last) }

@@ -69,15 +69,18 @@ struct BenchCluster {
         return run.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// pgbench: `clients` clients for `seconds`, each transaction the INSERT in `script`; transactions
-    /// per second and the p50 and p99 latencies from its per-transaction log.
-    func pgbench(script: String, clients: Int, seconds: Int) throws -> (tps: Double, p50: Double, p99: Double) {
+    /// pgbench: `clients` clients for `seconds`, each transaction `script` (in the query mode `queryMode`
+    /// pgbench's `-M` names); transactions per second and the p50 and p99 latencies from its
+    /// per-transaction log.
+    func pgbench(
+        script: String, clients: Int, seconds: Int, queryMode: String = "prepared"
+    ) throws -> (tps: Double, p50: Double, p99: Double) {
         let work = NSTemporaryDirectory() + "orderlive-pgbench-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: work) }
         try Data(script.utf8).write(to: URL(fileURLWithPath: work + "/insert.sql"))
         let run = try runToEnd([binaries + "/pgbench", "-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-n",
-                                "-M", "prepared", "-c", "\(clients)", "-j", "\(min(2, clients))", "-T", "\(seconds)",
+                                "-M", queryMode, "-c", "\(clients)", "-j", "\(min(2, clients))", "-T", "\(seconds)",
                                 "-l", "--log-prefix", work + "/log", "-f", work + "/insert.sql", "bench"])
         guard run.status == 0 else { throw BenchFailure("pgbench failed: \(run.output)") }
         var tps = 0.0

@@ -3,12 +3,14 @@
 // commit on), each figure next to `pgbench` running the same INSERT into the journal on the same
 // server in the same run:
 //
-// - push ingest at 50 connections (wrk), each request journaled before its 200, the executor
-//   applying beside it, against pgbench's 50 clients inserting one job per transaction;
+// - push ingest at 50 connections (wrk), each request journaled or applied before its 200, against
+//   the same agent's `/healthz`, pgbench's 50 clients inserting one job per transaction, and
+//   pgbench's 50 clients running the leader's own transaction for one push (PostgresPushReference.swift);
 // - stream → committed and applied (full-order events from the Sandbox), against one pgbench client
 //   (the stream is one connection, committing serially);
 // - failover: two agents, each in its own process (this benchmark re-executed as `agent`); the
-//   leader is killed with SIGKILL and the time until the follower logs `stream open` is measured.
+//   leader is killed with SIGKILL and the time until the follower logs `stream open` is measured;
+// - the agent's memory under five minutes of pushes (PostgresMemoryBenchmark.swift).
 
 import Agent
 import AsyncSignals
@@ -48,12 +50,13 @@ func postgresBenchmark() async throws {
         try await store.prepare()
         group.cancelAll()
     }
-    // BENCH_POSTGRES_PARTS=ingest (or stream, failover, comma-separated) runs only those parts.
-    let parts = Set((ProcessInfo.processInfo.environment["BENCH_POSTGRES_PARTS"] ?? "ingest,stream,failover")
+    // BENCH_POSTGRES_PARTS=ingest (or stream, failover, memory, comma-separated) runs only those parts.
+    let parts = Set((ProcessInfo.processInfo.environment["BENCH_POSTGRES_PARTS"] ?? "ingest,stream,failover,memory")
         .split(separator: ",").map { String($0) })
     if parts.contains("ingest") { try await postgresIngest(cluster) }
     if parts.contains("stream") { try await postgresStream(cluster) }
     if parts.contains("failover") { try await postgresFailover(cluster) }
+    if parts.contains("memory") { try await postgresMemory(cluster) }
 }
 
 /// Push ingest: wrk at 50 connections against the agent (as `orderlive run` builds it) on PostgreSQL,
@@ -71,23 +74,22 @@ func postgresIngest(_ cluster: BenchCluster) async throws {
     print("")
     print("push ingest on PostgreSQL: wrk -t2 -c\(connections) -d\(seconds)s, one-notification Gorush requests with a whole order,"
           + " against the same agent's GET /healthz for as long just before (the budget's reference, DESIGN §9);"
-          + " pgbench -c\(connections) -j2 -T\(seconds) with the journal's INSERT, one per transaction")
+          + " pgbench -c\(connections) -j2 -T\(seconds) with the journal's INSERT, one per transaction, and with the leader's"
+          + " own transaction for one push applied in place (the budget's second reference: push ≥ 1× of it)")
     print("| round | what | per second | p50 ms | p99 ms | errors | stored/acknowledged | ratio to /healthz (p99) "
-          + "| ratio to pgbench | CPU µs per request: agent or pgbench / PostgreSQL | WAL bytes per request |"
+          + "| ratio to pgbench: INSERT / per-push transaction | CPU µs per request: agent or pgbench / PostgreSQL | WAL bytes per request |"
           + (statements ? " statements per request |" : ""))
     print("| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- | ---: |" + (statements ? " ---: |" : ""))
+    _ = try cluster.psql(
+        "INSERT INTO orderlive_leadership (account, epoch, leader, since) VALUES ('\(pgbenchPushAccount)', 1, 'pgbench', 0)")
+    let pushScript = try pgbenchPushScript()
     for round in 1...2 {
-        let (referenceBefore, clientBefore) = (postgresServerCPUSeconds(), processCPUSeconds(RUSAGE_CHILDREN))
-        let reference = try cluster.pgbench(script: pgbenchInsert, clients: connections, seconds: seconds)
-        // pgbench's rows would be vacuumed during the agent's run: vacuumed now, the agent's run
-        // measures the agent.
-        _ = try cluster.psql("VACUUM ANALYZE")
-        let transactions = max(1, reference.tps * Double(seconds))
-        let referenceCPU = (client: (processCPUSeconds(RUSAGE_CHILDREN) - clientBefore) / transactions * 1e6,
-                            server: (postgresServerCPUSeconds() - referenceBefore) / transactions * 1e6)
-        print("| \(round) | pgbench, INSERT INTO orderlive_job (reference) | \(format(reference.tps, 0)) | "
-              + "\(format(reference.p50, 2)) | \(format(reference.p99, 2)) | 0 | — | — | 1.00× | "
-              + "\(format(referenceCPU.client, 0)) / \(format(referenceCPU.server, 0)) | — |" + (statements ? " — |" : ""))
+        let reference = try pgbenchReference(
+            cluster, round: round, what: "pgbench, INSERT INTO orderlive_job (reference)", script: pgbenchInsert,
+            clients: connections, seconds: seconds, statements: statements)
+        let pushReference = try pgbenchReference(
+            cluster, round: round, what: "pgbench, the leader's transaction for one push applied in place (reference)",
+            script: pushScript, queryMode: "simple", clients: connections, seconds: seconds, statements: statements)
         var configuration = OrderliveConfiguration()
         configuration.store.stateDirectory = NSTemporaryDirectory() + "orderlive-pg-ingest-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: configuration.store.stateDirectory) }
@@ -142,10 +144,29 @@ func postgresIngest(_ cluster: BenchCluster) async throws {
               + "\(stored) / \(acknowledged)\(stored >= acknowledged ? "" : " LOST") | "
               + "\(format(result.requestsPerSecond / max(1, healthz.requestsPerSecond), 2))× "
               + "(\(format(result.p99 / max(0.001, healthz.p99), 1))×) | "
-              + "\(format(result.requestsPerSecond / reference.tps, 2))× | "
+              + "\(format(result.requestsPerSecond / reference.tps, 2))× / \(format(result.requestsPerSecond / pushReference.tps, 2))× | "
               + "\(format(result.cpuMicrosecondsPerRequest, 0)) / \(format(serverCPU, 0)) | \(format(walBytes / Double(requests), 0)) |"
               + (statements ? " \(statementsPerRequest) |" : ""))
     }
+}
+
+/// One pgbench reference of a push round, printed as its row: `clients` clients for `seconds`, then
+/// `VACUUM ANALYZE` (pgbench's rows would be vacuumed during the agent's run: vacuumed now, the
+/// agent's run measures the agent). Its transactions per second and latencies.
+func pgbenchReference(
+    _ cluster: BenchCluster, round: Int, what: String, script: String, queryMode: String = "prepared", clients: Int,
+    seconds: Int, statements: Bool
+) throws -> (tps: Double, p50: Double, p99: Double) {
+    let (serverBefore, clientBefore) = (postgresServerCPUSeconds(), processCPUSeconds(RUSAGE_CHILDREN))
+    let reference = try cluster.pgbench(script: script, clients: clients, seconds: seconds, queryMode: queryMode)
+    _ = try cluster.psql("VACUUM ANALYZE")
+    let transactions = max(1, reference.tps * Double(seconds))
+    let cpu = (client: (processCPUSeconds(RUSAGE_CHILDREN) - clientBefore) / transactions * 1e6,
+               server: (postgresServerCPUSeconds() - serverBefore) / transactions * 1e6)
+    print("| \(round) | \(what) | \(format(reference.tps, 0)) | "
+          + "\(format(reference.p50, 2)) | \(format(reference.p99, 2)) | 0 | — | — | 1.00× | "
+          + "\(format(cpu.client, 0)) / \(format(cpu.server, 0)) | — |" + (statements ? " — |" : ""))
+    return reference
 }
 
 /// Every statement the server ran during a push run (the agent's executor, its leadership and
