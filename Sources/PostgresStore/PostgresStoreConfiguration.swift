@@ -131,9 +131,19 @@ public struct PostgresStoreConfiguration: Sendable {
         configuration.options.minimumConnections = 0
         configuration.options.connectTimeout = connectTimeout
         configuration.options.keepAliveBehavior = .init(frequency: .seconds(5))
+        configuration.options.connectionIdleTimeout = Self.idleTimeout
         configuration.options.additionalStartupParameters = startupParameters
         return configuration
     }
+
+    /// How long a pooled connection may stay unleased before the pool closes it. The pool arms its
+    /// idle and keep-alive timers each time a connection comes back, and cancels them at the next
+    /// lease; Swift keeps a cancelled `Task.sleep` (its task and its dispatch timer, about 300 bytes)
+    /// until the time it was for. At PostgresNIO's default of 60 s, a leader leasing a connection a
+    /// thousand times a second under pushes held 60,000 of them: the heap grew for the first minute
+    /// of load and gave it back a minute after (heaptrack, docs/PERFORMANCE.md, issue 61). At 10 s
+    /// that is a sixth, and a connection idle that long is cheap to make again.
+    static let idleTimeout: Duration = .seconds(10)
 
     /// Settings sent when each connection starts: the statement timeout, the idle-in-transaction
     /// timeout (a frozen agent's open transaction ends and releases its locks), and a name in
