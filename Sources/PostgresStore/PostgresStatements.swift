@@ -65,15 +65,17 @@ enum WithEpoch: EpochReading {
 }
 
 /// A push batch's read: the journal's depth, counted up to `limit`, the responses of `keys`
-/// accepted since `since`, and the epoch when `Epoch` is ``WithEpoch``.
+/// accepted since `since` (each key looked up on its own, as ``ReadAppliedRows`` does its rows), and
+/// the epoch when `Epoch` is ``WithEpoch``.
 struct ReadDepthAndKeys<Epoch: EpochReading>: PostgresPreparedStatement {
     static var sql: String {
         """
         SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM orderlive_job WHERE account = $1 LIMIT $2) AS j),
                k.ids, k.responses, \(Epoch.epochColumn)
-        FROM (SELECT COALESCE(array_agg(id), '{}') AS ids, COALESCE(array_agg(response), '{}') AS responses
-              FROM orderlive_dedupe_key
-              WHERE account = $1 AND id = ANY($3::text[]) AND accepted_at >= $4) AS k
+        FROM (SELECT COALESCE(array_agg(d.id), '{}') AS ids, COALESCE(array_agg(d.response), '{}') AS responses
+              FROM unnest($3::text[]) AS n(id)
+              CROSS JOIN LATERAL (SELECT id, response FROM orderlive_dedupe_key
+                                  WHERE account = $1 AND id = n.id AND accepted_at >= $4) AS d) AS k
         """
     }
     typealias Row = (Int64, [String], [String], Int64?)

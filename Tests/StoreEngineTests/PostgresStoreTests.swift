@@ -49,13 +49,13 @@ import Testing
                 group.addTask {
                     try await withPostgresStore(server: server, database: database, account: "a\(index)") { store in
                         let versions = try await store.appliedMigrations()
-                        #expect(versions == ["1", "2", "3", "4", "5", "6", "7", "8"])
+                        #expect(versions == ["1", "2", "3", "4", "5", "6", "7", "8", "9"])
                     }
                 }
             }
             try await group.waitForAll()
         }
-        #expect(try await server.psql("SELECT COUNT(*) FROM orderlive_migration", database: database) == "8")
+        #expect(try await server.psql("SELECT COUNT(*) FROM orderlive_migration", database: database) == "9")
         #expect(try await server.psql("SELECT COUNT(*) FROM orderlive_change_log", database: database) == "4")
     }
 
@@ -69,7 +69,7 @@ import Testing
         let headBefore = Int64(try await server.psql(
             "SELECT MAX(seq) FROM orderlive_order_change WHERE account = 'acme'", database: database))
         try await withPostgresStore(server: server, database: database, account: "acme", now: { 1_800_000_000 }) { store in
-            #expect(try await store.appliedMigrations() == ["1", "2", "3", "4", "5", "6", "7", "8"])
+            #expect(try await store.appliedMigrations() == ["1", "2", "3", "4", "5", "6", "7", "8", "9"])
             // Every row of the first schema reads back through today's store.
             #expect(try await store.owner() == "alice")
             #expect(try await store.streamCursor() == "evt-41")
