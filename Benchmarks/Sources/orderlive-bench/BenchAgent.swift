@@ -85,6 +85,28 @@ final class BenchAgent: Sendable {
         lines.withLock { lines in lines.first { $0.1.contains(text) }?.1 }
     }
 
+    /// The agent the memory benchmarks run, in its own process: `orderlive run --config CONFIGURATION`
+    /// when BENCH_AGENT_BINARY names an orderlive executable, else this executable's `memory-agent`.
+    static func memoryAgent(configuration: String, log: String) throws -> BenchAgent {
+        let binary = ProcessInfo.processInfo.environment["BENCH_AGENT_BINARY"].flatMap { $0.isEmpty ? nil : $0 }
+        return try BenchAgent(
+            executable: binary ?? benchExecutable,
+            arguments: binary == nil ? ["memory-agent", configuration] : ["run", "--config", configuration], log: log)
+    }
+
+    /// How the memory benchmarks name the agent they run.
+    static var memoryAgentName: String {
+        ProcessInfo.processInfo.environment["BENCH_AGENT_BINARY"].flatMap { $0.isEmpty ? nil : "`\($0) run`" }
+            ?? "`orderlive run`'s loader and builder in this executable"
+    }
+
+    /// The port of the push endpoint, from the agent's `push endpoint listening` line.
+    var pushPort: Int? {
+        guard let listening = line(containing: "\"push endpoint listening\""),
+              let start = listening.firstRange(of: "127.0.0.1:") else { return nil }
+        return Int(listening[start.upperBound...].prefix { $0.isNumber })
+    }
+
     func tail() -> String {
         lines.withLock { $0.suffix(10).map(\.1).joined(separator: "\n") }
     }

@@ -68,25 +68,17 @@ func memoryBenchmark() async throws {
     let orders = 1_000
     let (server, base) = try await startBenchSandbox(orders: orders, log: directory + "/sandbox.log")
     defer { server.kill() }
-    let binary = ProcessInfo.processInfo.environment["BENCH_AGENT_BINARY"].flatMap { $0.isEmpty ? nil : $0 }
     let configuration = directory + "/orderlive.yaml"
     try Data(memoryAgentConfiguration(backend: base, state: directory + "/state", passwordFile: passwordFile).utf8)
         .write(to: URL(fileURLWithPath: configuration))
-    let agent = try BenchAgent(
-        executable: binary ?? benchExecutable,
-        arguments: binary == nil ? ["memory-agent", configuration] : ["run", "--config", configuration],
-        log: directory + "/agent.log")
+    let agent = try BenchAgent.memoryAgent(configuration: configuration, log: directory + "/agent.log")
     defer { agent.kill() }
-    guard await agent.wait(for: "\"full sync finished\"", timeout: .seconds(120)) != nil,
-          let listening = agent.line(containing: "\"push endpoint listening\""),
-          let portText = listening.firstRange(of: "127.0.0.1:").map({ listening[$0.upperBound...].prefix { $0.isNumber } }),
-          let pushPort = Int(portText)
-    else {
+    guard await agent.wait(for: "\"full sync finished\"", timeout: .seconds(120)) != nil, let pushPort = agent.pushPort else {
         throw BenchFailure("the agent did not start and sync: \(agent.tail())")
     }
 
     print("")
-    print("agent memory: the agent (\(binary.map { "`\($0) run`" } ?? "`orderlive run`'s loader and builder in this executable"),"
+    print("agent memory: the agent (\(BenchAgent.memoryAgentName),"
           + " default configuration: SQLite, push endpoint and orders API on) in its own process,"
           + " the Sandbox (\(orders) orders) in another; RSS from /proc/PID/status")
     print("| phase | agent RSS MB | goal |")

@@ -38,17 +38,9 @@ func postgresMemory(_ cluster: BenchCluster) async throws {
           format: "json"
 
         """.utf8).write(to: URL(fileURLWithPath: configuration))
-    let binary = ProcessInfo.processInfo.environment["BENCH_AGENT_BINARY"].flatMap { $0.isEmpty ? nil : $0 }
-    let agent = try BenchAgent(
-        executable: binary ?? benchExecutable,
-        arguments: binary == nil ? ["memory-agent", configuration] : ["run", "--config", configuration],
-        log: directory + "/agent.log")
+    let agent = try BenchAgent.memoryAgent(configuration: configuration, log: directory + "/agent.log")
     defer { agent.kill() }
-    guard await agent.wait(for: "\"push endpoint listening\"", timeout: .seconds(60)) != nil,
-          let listening = agent.line(containing: "\"push endpoint listening\""),
-          let portText = listening.firstRange(of: "127.0.0.1:").map({ listening[$0.upperBound...].prefix { $0.isNumber } }),
-          let port = Int(portText)
-    else {
+    guard await agent.wait(for: "\"push endpoint listening\"", timeout: .seconds(60)) != nil, let port = agent.pushPort else {
         throw BenchFailure("the agent did not start: \(agent.tail())")
     }
     // It leads its account before the load starts, so pushes are applied as a leader applies them.
@@ -56,8 +48,7 @@ func postgresMemory(_ cluster: BenchCluster) async throws {
         try await Task.sleep(for: .milliseconds(25))
     }
     print("")
-    let which = binary.map { "`\($0) run`" } ?? "`orderlive run`'s loader and builder in this executable"
-    print("agent memory under PostgreSQL pushes: the agent (\(which)) in its own process, store on the throwaway cluster,"
+    print("agent memory under PostgreSQL pushes: the agent (\(BenchAgent.memoryAgentName)) in its own process, store on the throwaway cluster,"
           + " wrk -t2 -c50 -d\(seconds)s with whole-order pushes; RSS (anonymous / file-backed) MB from /proc/PID/status;"
           + " budget ≤ 60 MB, flat over the second half")
     let start = ContinuousClock.now
