@@ -69,6 +69,15 @@ struct BenchCluster {
         return run.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// Waits up to `seconds` for an agent to lead `account` (its leadership row), so a load started
+    /// after it meets a leader applying as leaders do.
+    func waitForLeader(of account: String, seconds: Int = 10) async throws {
+        for _ in 0..<(seconds * 40) where (try? psql(
+            "SELECT COUNT(*) FROM orderlive_leadership WHERE account = '\(account)'")) != "1" {
+            try await Task.sleep(for: .milliseconds(25))
+        }
+    }
+
     /// pgbench: `clients` clients for `seconds`, each transaction `script` (in the query mode `queryMode`
     /// pgbench's `-M` names); transactions per second and the p50 and p99 latencies from its
     /// per-transaction log.

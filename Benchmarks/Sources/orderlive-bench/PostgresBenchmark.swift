@@ -107,10 +107,7 @@ func postgresIngest(_ cluster: BenchCluster) async throws {
         let running = Task { try await program.run(handlingSignals: false) }
         let port = await server.port
         // The agent leads its account before the load starts, so its executor applies beside it.
-        for _ in 0..<200 where (try? cluster.psql(
-            "SELECT COUNT(*) FROM orderlive_leadership WHERE account = '\(configuration.store.account)'")) != "1" {
-            try await Task.sleep(for: .milliseconds(25))
-        }
+        try await cluster.waitForLeader(of: configuration.store.account, seconds: 5)
         guard let healthz = try runWrk(port: port, seconds: seconds, connections: connections, script: health, path: "/healthz")
         else {
             print("wrk is not installed: `sudo apt-get install wrk`, then `BENCH_ONLY=postgres make bench`")

@@ -44,9 +44,7 @@ func postgresMemory(_ cluster: BenchCluster) async throws {
         throw BenchFailure("the agent did not start: \(agent.tail())")
     }
     // It leads its account before the load starts, so pushes are applied as a leader applies them.
-    for _ in 0..<400 where (try? cluster.psql("SELECT COUNT(*) FROM orderlive_leadership WHERE account = 'memory'")) != "1" {
-        try await Task.sleep(for: .milliseconds(25))
-    }
+    try await cluster.waitForLeader(of: "memory")
     print("")
     print("agent memory under PostgreSQL pushes: the agent (\(BenchAgent.memoryAgentName)) in its own process, store on the throwaway cluster,"
           + " wrk -t2 -c50 -d\(seconds)s with whole-order pushes; RSS (anonymous / file-backed) MB from /proc/PID/status;"
