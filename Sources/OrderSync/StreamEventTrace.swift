@@ -13,12 +13,17 @@ struct StreamEventTrace: Sendable {
     /// Starts the spans of `event`, whose translation made `jobs`, and stamps the commit's context on them.
     init(_ tracer: any Tracer, event source: ServerSentEvent, jobs: inout [NewJob]) {
         event = tracer.startSpan("stream event", context: .topLevel, ofKind: .consumer)
-        event.attributes["orderlive.event.type"] = source.type
-        if !source.lastEventID.isEmpty { event.attributes["orderlive.event.id"] = source.lastEventID }
-        if let order = jobs.first?.orderID ?? jobs.first?.order?.id { event.attributes["orderlive.order_id"] = order }
-        event.attributes["orderlive.jobs"] = jobs.count
         commit = tracer.startSpan("journal commit", context: event.context, ofKind: .internal)
-        commit.attributes["orderlive.jobs"] = jobs.count
+        if event.isRecording {
+            let order = jobs.first?.orderID ?? jobs.first?.order?.id
+            event.updateAttributes { [count = jobs.count] attributes in
+                attributes["orderlive.event.type"] = source.type
+                if !source.lastEventID.isEmpty { attributes["orderlive.event.id"] = source.lastEventID }
+                if let order { attributes["orderlive.order_id"] = order }
+                attributes["orderlive.jobs"] = count
+            }
+            commit.updateAttributes { [count = jobs.count] in $0["orderlive.jobs"] = count }
+        }
         var fields: [String: String] = [:]
         tracer.inject(commit.context, into: &fields, using: TraceFieldsInjector())
         guard let stored = StoredTraceContext.text(fields) else { return }

@@ -286,9 +286,13 @@ public final class SyncExecutor: Sendable {
     private func startSpan(_ job: JobRecord, probe: Bool) -> (any Span)? {
         guard let tracer else { return nil }
         let span = tracer.startSpan("sync apply \(job.kind.rawValue)", context: journaled(job, tracer), ofKind: .internal)
-        span.attributes["orderlive.job.kind"] = job.kind.rawValue
-        if let order = job.orderID { span.attributes["orderlive.order_id"] = order }
-        if probe { span.attributes["orderlive.job.probe"] = true }
+        if span.isRecording {
+            span.updateAttributes { attributes in
+                attributes["orderlive.job.kind"] = job.kind.rawValue
+                if let order = job.orderID { attributes["orderlive.order_id"] = order }
+                if probe { attributes["orderlive.job.probe"] = true }
+            }
+        }
         return span
     }
 
@@ -297,7 +301,9 @@ public final class SyncExecutor: Sendable {
     private func startSpan(batch jobs: [JobRecord]) -> (any Span)? {
         guard let tracer else { return nil }
         let span = tracer.startSpan("sync apply batch", context: .topLevel, ofKind: .internal)
-        span.attributes["orderlive.jobs"] = jobs.count
+        // A batch not sampled records nothing: its links are not read out of every job's context.
+        guard span.isRecording else { return span }
+        span.updateAttributes { $0["orderlive.jobs"] = jobs.count }
         for job in jobs where job.traceContext != nil {
             span.addLink(SpanLink(context: journaled(job, tracer), attributes: ["orderlive.order_id": "\(job.orderID ?? "")"]))
         }
@@ -316,7 +322,8 @@ public final class SyncExecutor: Sendable {
     /// Ends an attempt's span with how it ended (nil: the job was gone).
     private static func end(_ span: (any Span)?, _ outcome: Outcome?, _ error: (any Error)? = nil) {
         guard let span else { return }
-        span.attributes["orderlive.job.outcome"] = outcome?.rawValue ?? "gone"
+        guard span.isRecording else { return span.end() }
+        span.updateAttributes { $0["orderlive.job.outcome"] = outcome?.rawValue ?? "gone" }
         if let error, outcome != .completed {
             span.recordError(error)
             span.setStatus(SpanStatus(code: .error))

@@ -170,7 +170,7 @@ public final class PushEndpoint: Sendable {
     /// Ends a commit's span with what the journal decided.
     private static func end(_ commit: (any Span)?, _ answer: PushAnswer) {
         guard let commit else { return }
-        commit.attributes["orderlive.push.outcome"] = answer.outcome.rawValue
+        commit.updateAttributes { $0["orderlive.push.outcome"] = answer.outcome.rawValue }
         if answer.outcome == .unavailable { commit.setStatus(SpanStatus(code: .error)) }
         commit.end()
     }

@@ -6,6 +6,10 @@ import Tracing
 /// `traceparent`/`tracestate` (a malformed one is ignored and a new trace starts), named and
 /// attributed by the HTTP semantic conventions, and a child span for the journal commit that decides
 /// the answer. Without a tracer (telemetry off) every call is a no-op and nothing is allocated.
+///
+/// A push whose trace is not sampled costs no more than it must: its context still goes to its jobs
+/// and changes (W3C: an unsampled trace is propagated, so a webhook receiver can decide alike), but no
+/// commit span is made and no attribute is built for spans nobody records.
 struct PushTrace: Sendable {
     /// The request's span; nil when tracing is off.
     let span: (any Span)?
@@ -22,21 +26,32 @@ struct PushTrace: Sendable {
         var context = ServiceContext.topLevel
         tracer.extract(headers, into: &context, using: HTTPFieldsExtractor())
         let span = tracer.startSpan("POST /api/push", context: context, ofKind: .server)
-        span.attributes["http.request.method"] = "POST"
-        span.attributes["http.route"] = "/api/push"
-        span.attributes["url.path"] = "/api/push"
+        if span.isRecording {
+            span.updateAttributes { attributes in
+                attributes["http.request.method"] = "POST"
+                attributes["http.route"] = "/api/push"
+                attributes["url.path"] = "/api/push"
+            }
+        }
         self.span = span
     }
 
     /// Starts the journal commit's span, a child of the request's, and writes its context into every
-    /// job of `push`, so that a job's apply, however long it waits, joins this trace.
+    /// job of `push`, so that a job's apply, however long it waits, joins this trace. When the trace is
+    /// not sampled there is no commit span (nil) and the jobs keep the request's context.
     func commit(tracer: (any Tracer)?, _ push: inout PreparedPush) -> (any Span)? {
         guard let tracer, let span else { return nil }
-        let commit = tracer.startSpan("journal commit", context: span.context, ofKind: .internal)
-        commit.attributes["orderlive.push.notifications"] = push.notifications
-        commit.attributes["orderlive.jobs"] = push.jobs
+        var commit: (any Span)?
+        if span.isRecording {
+            let started = tracer.startSpan("journal commit", context: span.context, ofKind: .internal)
+            started.updateAttributes { attributes in
+                attributes["orderlive.push.notifications"] = push.notifications
+                attributes["orderlive.jobs"] = push.jobs
+            }
+            commit = started
+        }
         var fields: [String: String] = [:]
-        tracer.inject(commit.context, into: &fields, using: TraceFieldsInjector())
+        tracer.inject(commit?.context ?? span.context, into: &fields, using: TraceFieldsInjector())
         if let stored = StoredTraceContext.text(fields) {
             for part in push.submission.parts.indices {
                 for job in push.submission.parts[part].jobs.indices { push.submission.parts[part].jobs[job].traceContext = stored }
@@ -48,17 +63,30 @@ struct PushTrace: Sendable {
     /// Ends the request's span with the answer's status and outcome.
     func end(_ answer: PushAnswer) {
         guard let span else { return }
-        span.attributes["http.response.status_code"] = Int(answer.status.code)
-        span.attributes["orderlive.push.outcome"] = answer.outcome.rawValue
-        if answer.status.code >= 500 { span.setStatus(SpanStatus(code: .error)) }
+        if span.isRecording {
+            span.updateAttributes { attributes in
+                attributes["http.response.status_code"] = Int(answer.status.code)
+                attributes["orderlive.push.outcome"] = answer.outcome.rawValue
+            }
+            if answer.status.code >= 500 { span.setStatus(SpanStatus(code: .error)) }
+        }
         span.end()
     }
 }
 
 /// Reads propagation headers (`traceparent`, `tracestate`) from a request's fields.
 struct HTTPFieldsExtractor: Extractor {
+    private static let traceparent = HTTPField.Name("traceparent")
+    private static let tracestate = HTTPField.Name("tracestate")
+
     func extract(key: String, from carrier: HTTPFields) -> String? {
-        HTTPField.Name(key).flatMap { carrier[$0] }
+        // The W3C propagator asks for these two on every request: their names are made once.
+        let name = switch key {
+        case "traceparent": Self.traceparent
+        case "tracestate": Self.tracestate
+        default: HTTPField.Name(key)
+        }
+        return name.flatMap { carrier[$0] }
     }
 }
 

@@ -9,8 +9,13 @@ public enum StoredTraceContext {
 
     /// `fields` as stored; nil when there are none (tracing off, or nothing to propagate).
     public static func text(_ fields: [String: String]) -> String? {
+        // The common case, a `traceparent` alone, without sorting or joining (it runs for every push).
+        if fields.count == 1, let (name, value) = fields.first {
+            guard isStorable(name: name), isStorable(value), value.utf8.count <= maximumValueBytes else { return nil }
+            return name + "=" + value
+        }
         let lines = fields.sorted { $0.key < $1.key }.prefix(maximumFields).compactMap { name, value -> String? in
-            guard isStorable(name), isStorable(value), !name.contains("="), value.utf8.count <= maximumValueBytes else { return nil }
+            guard isStorable(name: name), isStorable(value), value.utf8.count <= maximumValueBytes else { return nil }
             return "\(name)=\(value)"
         }
         return lines.isEmpty ? nil : lines.joined(separator: "\n")
@@ -27,7 +32,13 @@ public enum StoredTraceContext {
         return fields
     }
 
+    // Byte checks, not `String.contains(_:)`: with Foundation loaded that is a CFString search, and
+    // this runs for every traced push. A control character is one byte in UTF-8.
     private static func isStorable(_ text: String) -> Bool {
-        !text.isEmpty && !text.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
+        !text.isEmpty && !text.utf8.contains { $0 < 0x20 || $0 == 0x7F }
+    }
+
+    private static func isStorable(name: String) -> Bool {
+        isStorable(name) && !name.utf8.contains(UInt8(ascii: "="))
     }
 }

@@ -18,10 +18,14 @@ enum WebhookAttemptSpan {
             tracer.extract(StoredTraceContext.fields(traceContext), into: &context, using: StoredFieldsExtractor())
         }
         let span = tracer.startSpan("POST", context: context, ofKind: .client)
-        span.attributes["http.request.method"] = "POST"
-        span.attributes["url.full"] = url
-        span.attributes["orderlive.webhook.endpoint"] = Int(endpoint)
-        span.attributes["orderlive.change.seq"] = Int(seq)
+        if span.isRecording {
+            span.updateAttributes { attributes in
+                attributes["http.request.method"] = "POST"
+                attributes["url.full"] = url
+                attributes["orderlive.webhook.endpoint"] = Int(endpoint)
+                attributes["orderlive.change.seq"] = Int(seq)
+            }
+        }
         tracer.inject(span.context, into: &request.headers, using: HTTPHeadersInjector())
         return span
     }
@@ -29,15 +33,16 @@ enum WebhookAttemptSpan {
     /// Ends `span` with the attempt's result (nil: the sequence stopped before sending it).
     static func end(_ span: (any Span)?, _ result: Result<HTTPResponse, CurlError>?) {
         guard let span else { return }
+        guard span.isRecording else { return span.end() }
         switch result {
         case .success(let response)?:
-            span.attributes["http.response.status_code"] = response.status
+            span.updateAttributes { $0["http.response.status_code"] = response.status }
             if !(200..<300).contains(response.status) { span.setStatus(SpanStatus(code: .error)) }
         case .failure(let error)?:
             span.recordError(error)
             span.setStatus(SpanStatus(code: .error))
         case nil:
-            span.attributes["orderlive.webhook.outcome"] = "not_sent"
+            span.updateAttributes { $0["orderlive.webhook.outcome"] = "not_sent" }
         }
         span.end()
     }

@@ -169,6 +169,46 @@ import WebhookSigning
         await otlp.stop()
     }
 
+    /// W3C: a trace its sender did not sample is not recorded here either (no span of its request, its
+    /// commit or its webhook attempt is exported), yet it is propagated: the webhook that carries its
+    /// change is in the sender's trace, still marked not sampled, so the receiver decides alike.
+    @Test func anUnsampledPushRecordsNoSpanYetItsWebhookCarriesItsTrace() async throws {
+        let directory = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let otlp = try await OTLPReceiver()
+        let agent = try Self.agent(directory, otlp)
+        let port = try await Self.pushPort(agent)
+        let loop = try CurlLoop(logger: quietLogger)
+        let (unsampled, sampled) = ("6e0c63257de34c926f9efcd03927272e", "7d1d74368ef45da37fa0fde14a38383f")
+        try await WebhookReceiver.withRunning(secret: Self.secret) { receiver, url in
+            let (added, said) = try await StoreFileCommandsTests.run(
+                ["webhooks", "add", url, "--secret-file", directory + "/push-secret"], in: directory + "/state")
+            #expect(added == 0, "\(said)")
+            // The endpoint is picked up within a second: push until a change reaches it.
+            var delivered: WebhookReceiver.Received?
+            for attempt in 0..<20 where delivered == nil {
+                #expect(try await Self.push(
+                    loop, port: port, id: "quiet-\(attempt)", traceparent: "00-\(unsampled)-051581bf3cb55c13-00", whole: true) == 200)
+                if await receiver.until(.seconds(1), { !$0.isEmpty }) { delivered = receiver.received.first }
+            }
+            let sent = try #require(delivered?.traceparent, "an unsampled trace is still propagated")
+            let parts = sent.split(separator: "-").map(String.init)
+            try #require(parts.count == 4, "\(sent)")
+            #expect(parts[1] == unsampled, "the webhook is in the sender's trace")
+            #expect(parts[3] == "00", "and still not sampled")
+        }
+        // A sampled push after it: once its spans are exported, every span ended before them was too.
+        #expect(try await Self.push(loop, port: port, id: "loud", traceparent: "00-\(sampled)-051581bf3cb55c13-01", whole: true) == 200)
+        #expect(await otlp.records.wait(message: "span", ["name": "journal commit", "trace_id": sampled]) != nil)
+        #expect(await otlp.records.wait(message: "span", ["name": "POST /api/push", "trace_id": sampled]) != nil)
+        let recorded = otlp.records.lines.filter { $0["message"] == "span" && $0["trace_id"] == unsampled }
+        #expect(recorded.isEmpty, "spans of an unsampled trace were exported: \(recorded.compactMap { $0["name"] })")
+        await loop.shutdown()
+        agent.child.signal(SIGTERM)
+        #expect(await agent.finish() == 0)
+        await otlp.stop()
+    }
+
     @Test func aCollectorThatIsDownCostsNoPushAnythingAndExportResumes() async throws {
         let directory = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

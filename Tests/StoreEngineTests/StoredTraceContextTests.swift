@@ -10,6 +10,11 @@ import Testing
         #expect(StoredTraceContext.text([:]) == nil, "tracing off: nothing stored")
         let unstorable = ["bad\nname": "x", "a=b": "x", "empty": "", "newline": "x\ny", "long": String(repeating: "z", count: 513)]
         #expect(StoredTraceContext.text(unstorable) == nil)
+        // One field alone (a `traceparent`, the case of every push) takes the short way: the same rules.
+        let parent = ["traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"]
+        #expect(StoredTraceContext.text(parent) == "traceparent=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00")
+        #expect(StoredTraceContext.fields(StoredTraceContext.text(parent)) == parent)
+        for (name, value) in unstorable { #expect(StoredTraceContext.text([name: value]) == nil, "\(name)") }
     }
 
     @Test func aDamagedColumnReadsAsFewerFieldsNeverATrap() {
