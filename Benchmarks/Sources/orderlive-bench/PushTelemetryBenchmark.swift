@@ -32,9 +32,12 @@ func pushTelemetryBenchmark(seconds: Int, rounds: Int, script: String) async thr
     let samplePercent = min(100, max(0, Int(ProcessInfo.processInfo.environment["BENCH_OTEL_SAMPLE_PERCENT"] ?? "") ?? 100))
     // BENCH_OTEL_SIGNALS: the signals exported, comma-separated (default metrics,traces,logs).
     let signals = Set((ProcessInfo.processInfo.environment["BENCH_OTEL_SIGNALS"] ?? "metrics,traces,logs").split(separator: ",").map(String.init))
+    // BENCH_OTEL_NO_TRACER=1: the exporters' services run but no component is given the tracer, so
+    // the "on" rows cost what export costs without a single span: it isolates the spans' share.
+    let withoutTracer = ProcessInfo.processInfo.environment["BENCH_OTEL_NO_TRACER"] == "1"
     print("")
     print("push ingest with OpenTelemetry export: wrk -t2 -c50 -d\(seconds)s, durability normal, \(signals.sorted().joined(separator: "+")) "
-        + "(sample_percent \(samplePercent)) to an OTLP/HTTP sink; swift-otel's warnings to /dev/null")
+        + "(sample_percent \(samplePercent)\(withoutTracer ? ", no tracer given to the agent" : "")) to an OTLP/HTTP sink; swift-otel's warnings to /dev/null")
     print("| round | telemetry | requests/s | p50 ms | p99 ms | CPU µs/request | errors | ratio to off | process RSS MB before → after (peak) |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for round in 1...rounds {
@@ -51,7 +54,7 @@ func pushTelemetryBenchmark(seconds: Int, rounds: Int, script: String) async thr
                     let silent = Logger(label: "bench.telemetry") { _ in SwiftLogNoOpLogHandler() }
                     if let export = try TelemetryExport.make(configuration, version: "bench", environment: [:], diagnostics: silent) {
                         telemetry = AgentTelemetry(
-                            tracer: export.tracer, metrics: export.metricsFactory, metricsInterval: export.metricsInterval,
+                            tracer: withoutTracer ? nil : export.tracer, metrics: export.metricsFactory, metricsInterval: export.metricsInterval,
                             services: export.services)
                     }
                 }
