@@ -24,7 +24,7 @@ struct PushTrace: Sendable {
             return
         }
         var context = ServiceContext.topLevel
-        tracer.extract(headers, into: &context, using: HTTPFieldsExtractor())
+        tracer.extract(PropagationFields(headers), into: &context, using: PropagationFieldsExtractor())
         let span = tracer.startSpan("POST /api/push", context: context, ofKind: .server)
         if span.isRecording {
             span.updateAttributes { attributes in
@@ -74,19 +74,34 @@ struct PushTrace: Sendable {
     }
 }
 
-/// Reads propagation headers (`traceparent`, `tracestate`) from a request's fields.
-struct HTTPFieldsExtractor: Extractor {
-    private static let traceparent = HTTPField.Name("traceparent")
-    private static let tracestate = HTTPField.Name("tracestate")
+/// The W3C propagation headers of a request, and nothing else of it: the carrier the tracer reads.
+/// swift-otel writes the whole carrier into its warning when it cannot parse a `traceparent`; given
+/// the request's fields it would log an `Authorization: Bearer` secret beside it.
+struct PropagationFields: CustomStringConvertible {
+    private static let traceparentName = HTTPField.Name("traceparent")
+    private static let tracestateName = HTTPField.Name("tracestate")
 
-    func extract(key: String, from carrier: HTTPFields) -> String? {
-        // The W3C propagator asks for these two on every request: their names are made once.
-        let name = switch key {
-        case "traceparent": Self.traceparent
-        case "tracestate": Self.tracestate
-        default: HTTPField.Name(key)
+    let traceparent: String?
+    let tracestate: String?
+
+    init(_ headers: HTTPFields) {
+        traceparent = Self.traceparentName.flatMap { headers[$0] }
+        tracestate = Self.tracestateName.flatMap { headers[$0] }
+    }
+
+    var description: String {
+        "traceparent: \(traceparent ?? "(none)"), tracestate: \(tracestate ?? "(none)")"
+    }
+}
+
+/// Reads `traceparent` and `tracestate` from a request's ``PropagationFields``.
+struct PropagationFieldsExtractor: Extractor {
+    func extract(key: String, from carrier: PropagationFields) -> String? {
+        switch key {
+        case "traceparent": carrier.traceparent
+        case "tracestate": carrier.tracestate
+        default: nil
         }
-        return name.flatMap { carrier[$0] }
     }
 }
 

@@ -169,6 +169,35 @@ import WebhookSigning
         await otlp.stop()
     }
 
+    /// swift-otel logs the carrier of a `traceparent` it cannot parse; the carrier it is given holds the
+    /// propagation fields alone, so a bearer secret in the same request never reaches a log line.
+    @Test func aMalformedTraceparentBesideABearerSecretLogsNoSecret() async throws {
+        let directory = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let otlp = try await OTLPReceiver()
+        let agent = try Self.agent(directory, otlp, ["ORDERLIVE_INGEST_AUTH": "bearer"])
+        let port = try await Self.pushPort(agent)
+        let loop = try CurlLoop(logger: quietLogger)
+        let body = Array(#"{"notifications":[{"tokens":["t"],"platform":2,"data":{"type":"order.status_changed","order_id":7}}]}"#.utf8)
+        let headers: HTTPHeaders = [
+            "Content-Type": "application/json", "Authorization": "Bearer \(Self.secret)",
+            "traceparent": "00-not-a-trace-context-01", "tracestate": "vendor=kept",
+        ]
+        let answer = try await loop.perform(HTTPRequest(url: "http://127.0.0.1:\(port)/api/push", method: "POST", headers: headers, body: body))
+        #expect(answer.status == 200, "a malformed traceparent is no error")
+        // swift-otel says it could not extract, naming the carrier: the propagation fields, nothing else.
+        let warned = try #require(await agent.logs.wait { ($0["message"] ?? "").contains("Failed to extract span context") })
+        #expect(warned.line["carrier"]?.contains("not-a-trace-context") == true, "\(warned.line)")
+        await loop.shutdown()
+        agent.child.signal(SIGTERM)
+        #expect(await agent.finish() == 0)
+        await otlp.stop()
+        for secret in [Self.secret, "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"] {
+            #expect(!agent.logs.raw.joined(separator: "\n").contains(secret), "the bearer secret was logged")
+            #expect(!otlp.records.raw.joined(separator: "\n").contains(secret), "the bearer secret was exported")
+        }
+    }
+
     /// W3C: a trace its sender did not sample is not recorded here either (no span of its request, its
     /// commit or its webhook attempt is exported), yet it is propagated: the webhook that carries its
     /// change is in the sender's trace, still marked not sampled, so the receiver decides alike.
