@@ -18,6 +18,8 @@ collector that is down), so a test can check that the agent does not wait for it
 """
 import gzip
 import json
+import os
+import stat
 import sys
 import threading
 import time
@@ -140,6 +142,11 @@ def commands():
         if len(words) == 2 and words[0] == "hold":
             down_until[0] = time.monotonic() + float(words[1])
             emit({"message": "holding", "seconds": words[1]})
+    # A test's pipe ends when the test process does, however it ended: exit with it, so an orphan
+    # never holds the test runner's stderr open (swift test would wait for it for ever). Started by
+    # hand with stdin from a terminal or /dev/null, it serves until it is stopped.
+    if stat.S_ISFIFO(os.fstat(0).st_mode):
+        os._exit(0)
 
 
 server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0), Handler)
