@@ -154,6 +154,7 @@ public enum AgentBuilder {
             self.logger = logger
             self.tracer = telemetry.tracer
             metrics = AgentMetrics(export: telemetry.metrics)
+            telemetry.losses?.bind(factory: metrics.factory)
             let sessions = SessionFactory(configuration: configuration, environment: environment)
             do {
                 try sessions.credentialStore().ensureDirectory()

@@ -20,6 +20,8 @@ extension AgentMetrics {
         "orderlive_stream_commit_lag_seconds": "From an event's arrival to the commit of its job",
         "orderlive_stream_events_total": "Events journaled",
         "orderlive_stream_open": "1 while the event stream is open",
+        "orderlive_telemetry_dropped_total": "OpenTelemetry records dropped from a full export queue, by signal",
+        "orderlive_telemetry_export_failures_total": "OpenTelemetry export requests that failed, by signal",
         "orderlive_stream_reconnects_total": "Event stream connections lost",
         "orderlive_sync_backend_available": "1 while the order backend answers the executor; 0 while jobs that need it are paused",
         "orderlive_sync_jobs_total": "Sync job attempts by kind and outcome",

@@ -17,15 +17,19 @@ public struct AgentTelemetry: Sendable {
     public var metricsInterval: Duration
     /// The exporters' background work: batching, export, and the flush at a clean stop.
     public var services: [any Service]
+    /// What the exporters dropped or failed to send, counted into `/metrics` once the agent's
+    /// metrics exist; nil when nothing is exported.
+    public var losses: TelemetryLosses?
 
     /// Telemetry with `tracer`, `metrics` and `services` (none by default).
     public init(
         tracer: (any Tracer)? = nil, metrics: (any MetricsFactory)? = nil, metricsInterval: Duration = .seconds(60),
-        services: [any Service] = []
+        services: [any Service] = [], losses: TelemetryLosses? = nil
     ) {
         self.tracer = tracer
         self.metrics = metrics
         self.metricsInterval = metricsInterval
         self.services = services
+        self.losses = losses
     }
 }

@@ -52,7 +52,7 @@ public enum ProcessCommands {
                 configuration: configuration, logger: logger,
                 telemetry: AgentTelemetry(
                     tracer: export?.tracer, metrics: export?.metricsFactory, metricsInterval: export?.metricsInterval ?? .seconds(60),
-                    services: export?.services ?? []))
+                    services: export?.services ?? [], losses: export?.losses))
         } catch {
             throw CommandFailure(error.description)
         }

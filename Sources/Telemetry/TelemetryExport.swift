@@ -24,6 +24,9 @@ public struct TelemetryExport: Sendable {
     public let metricsInterval: Duration
     /// The exporters' background work (batching, export, flush at shutdown).
     public let services: [any Service]
+    /// What the exporters drop or fail to send, read from swift-otel's warnings; the agent counts it
+    /// into `/metrics` (``Agent/AgentTelemetry/losses``).
+    public let losses: TelemetryLosses
     /// Where records go, for the start-up log line (never the headers).
     public let summary: String
 
@@ -44,10 +47,12 @@ public struct TelemetryExport: Sendable {
         var otel = try otelConfiguration(configuration, version: version)
         if let instanceID { otel.resourceAttributes["service.instance.id"] = instanceID }
         otel.resourceAttributes.merge(attributes) { _, given in given }
-        if let diagnostics {
-            let coalesced = DiagnosticsLogHandler(logger: diagnostics)
-            otel.diagnosticLogger = .custom(Logger(label: diagnostics.label) { _ in coalesced })
-        }
+        let losses = TelemetryLosses()
+        // swift-otel says what it dropped only on its diagnostic logger: always read it, for the
+        // count; write it where `diagnostics` says, or nowhere.
+        let coalesced = DiagnosticsLogHandler(
+            logger: diagnostics ?? Logger(label: "orderlive.telemetry") { _ in SwiftLogNoOpLogHandler() }, losses: losses)
+        otel.diagnosticLogger = .custom(Logger(label: diagnostics?.label ?? "orderlive.telemetry") { _ in coalesced })
         var services: [any Service] = []
         var tracer: (any Tracer)?
         var logHandler: (@Sendable (String) -> any LogHandler)?
@@ -78,7 +83,7 @@ public struct TelemetryExport: Sendable {
         return TelemetryExport(
             tracer: tracer, logHandler: logHandler, metadataProvider: tracer == nil ? nil : OTel.makeLoggingMetadataProvider(),
             metricsFactory: metricsFactory, metricsInterval: metricsInterval(configuration, environment: environment),
-            services: services,
+            services: services, losses: losses,
             summary: "\(signals.dropLast().joined(separator: ", "))\(signals.count > 1 ? " and " : "")\(signals.last ?? "") over OTLP/HTTP to \(Self.withoutUserInfo(endpoint))")
     }
 

@@ -262,6 +262,16 @@ import WebhookSigning
         // What was dropped is said on the console's log, with the count, not exported into the outage.
         let dropped = await agent.logs.wait { $0["label"] == "orderlive.telemetry" && ($0["message"] ?? "").contains("dropped") }
         #expect(Int(dropped?.line["dropped_count"] ?? "") ?? 0 > 0, "\(String(describing: dropped?.line))")
+        // And counted where an alert can see it, by signal. (A failed export is counted too, by the
+        // same reading of swift-otel's warnings, TelemetryLossesTests; here the exporter's retries
+        // outlast the hold, so no export fails.)
+        let metrics = try await loop.perform(HTTPRequest(url: "http://127.0.0.1:\(port)/metrics"))
+        let text = String(decoding: metrics.body, as: UTF8.self)
+        let value = { (series: String) in
+            text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
+        }
+        #expect(value(#"orderlive_telemetry_dropped_total{signal="spans"}"#) > 0, "\(text.split(separator: "\n").filter { $0.contains("telemetry") })")
+        #expect(text.contains(#"orderlive_telemetry_export_failures_total{signal="spans"} "#))
 
         // Back: a push after the hold is exported.
         let traceID = "0af7651916cd43dd8448eb211c80319c"
