@@ -9,8 +9,9 @@ import WebhookSigning
 /// receiver (`Scripts/otlp-receiver.py`, decoding with the OpenTelemetry protobuf definitions):
 /// `OTEL_EXPORTER_OTLP_ENDPOINT` alone turns export on; a push continues its sender's `traceparent`
 /// through the journal commit; a malformed one starts a new trace and is no error; log records
-/// arrive with the headers file's key sent and no secret in them; a collector that is down costs
-/// nothing a push can see, and export resumes when it is back.
+/// arrive with the headers file's key sent and no secret in them; a collector that is down for 30 s
+/// costs nothing a push can see, no memory, drops counted in `/metrics`, and export resumes when it
+/// is back; an unsampled trace is propagated, not recorded; no bearer secret reaches a log.
 @Suite(.serialized, .timeLimit(.minutes(5))) struct TelemetryExportTests {
     static let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
     static let collectorKey = "otel-key-31337"
@@ -238,24 +239,45 @@ import WebhookSigning
         await otlp.stop()
     }
 
+    /// The agent's resident memory in KiB (`VmRSS` of /proc/PID/status), or nil when it cannot be read.
+    static func residentKiB(_ pid: pid_t) -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return nil }
+        return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }
+    }
+
     @Test func aCollectorThatIsDownCostsNoPushAnythingAndExportResumes() async throws {
         let directory = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let receiver = try await OTLPReceiver()
-        receiver.hold(seconds: 8)
+        // Down for 30 s (DESIGN §14), the agent pushed at all the while.
+        let hold = Duration.seconds(30)
+        receiver.hold(seconds: Int(hold.components.seconds))
         #expect(await receiver.records.wait(message: "holding") != nil)
+        let clock = ContinuousClock()
+        let holding = clock.now
         let agent = try Self.agent(directory, receiver, ["ORDERLIVE_TELEMETRY_MAX_QUEUE": "32"])
         let port = try await Self.pushPort(agent)
         let loop = try CurlLoop(logger: quietLogger)
 
-        // Far more spans than the queue holds while every export is refused: each push is still
-        // answered at once (the exporter never sits on the request path).
-        let clock = ContinuousClock()
+        // Far more spans and log records than the queues hold while every export is refused: each
+        // push is still answered at once (the exporter never sits on the request path), and the
+        // agent's memory stays flat (the queues are bounded; what does not fit is dropped).
         var slowest = Duration.zero
-        for index in 0..<200 {
+        var (pushes, warm, last): (Int, Int?, Int?) = (0, nil, nil)
+        while clock.now - holding < hold - .seconds(2) {
             let started = clock.now
-            #expect(try await Self.push(loop, port: port, id: "down-\(index)") == 200)
+            #expect(try await Self.push(loop, port: port, id: "down-\(pushes)") == 200)
             slowest = max(slowest, clock.now - started)
+            pushes += 1
+            // Warm after the first 10 s (the queues full, the heap at its working size), then the last reading.
+            if warm == nil, clock.now - holding > .seconds(10) { warm = Self.residentKiB(agent.child.process.processIdentifier) }
+            last = Self.residentKiB(agent.child.process.processIdentifier)
+        }
+        if let warm, let last {
+            #expect(last - warm < 8_192, "RSS grew \((last - warm) / 1024) MiB over the outage's last \(pushes) pushes: not flat")
+        } else {
+            Issue.record("the agent's VmRSS could not be read")
         }
         #expect(slowest < .seconds(2), "a push waited \(slowest) on a collector that is down")
         #expect(await receiver.records.wait(message: "refused") != nil, "the agent did try to export")
