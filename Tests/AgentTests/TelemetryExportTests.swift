@@ -51,6 +51,57 @@ import WebhookSigning
         return try #require(listening["push.listen"]?.split(separator: ":").last.map(String.init))
     }
 
+    /// One test's agent exporting to a receiver of its own: the state directory, the receiver, the
+    /// agent, its push port and a curl loop.
+    struct Exporting {
+        let directory: String
+        let receiver: OTLPReceiver
+        let agent: RunningAgent
+        let port: String
+        let loop: CurlLoop
+
+        /// Stops the loop, then the agent with SIGTERM, as an operator does; its exit status.
+        func stop() async -> Int32 {
+            await loop.shutdown()
+            agent.child.signal(SIGTERM)
+            return await agent.finish()
+        }
+
+        /// Removes the state directory (the test's `defer`).
+        func removeDirectory() {
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    /// An agent exporting to a fresh receiver (`extra` on top of ``agent(_:_:_:)``'s environment;
+    /// `prepare` runs on the receiver before the agent starts), listening for pushes.
+    static func exporting(_ extra: [String: String] = [:], prepare: (OTLPReceiver) async -> Void = { _ in }) async throws -> Exporting {
+        let directory = try Self.directory()
+        let receiver = try await OTLPReceiver()
+        await prepare(receiver)
+        let agent = try Self.agent(directory, receiver, extra)
+        let port = try await Self.pushPort(agent)
+        return Exporting(directory: directory, receiver: receiver, agent: agent, port: port, loop: try CurlLoop(logger: quietLogger))
+    }
+
+    /// Adds `url` as a webhook endpoint of `run`'s agent, then pushes whole orders under `traceparent`
+    /// until one change reaches `receiver` (the endpoint is picked up within a second): the
+    /// `traceparent` that first delivery carried, split at its dashes.
+    static func firstDelivery(
+        _ run: Exporting, to receiver: WebhookReceiver, at url: String, traceparent: String
+    ) async throws -> [String] {
+        let (added, said) = try await StoreFileCommandsTests.run(
+            ["webhooks", "add", url, "--secret-file", run.directory + "/push-secret"], in: run.directory + "/state")
+        #expect(added == 0, "\(said)")
+        var delivered: WebhookReceiver.Received?
+        for attempt in 0..<20 where delivered == nil {
+            #expect(try await Self.push(run.loop, port: run.port, id: "whole-\(attempt)", traceparent: traceparent, whole: true) == 200)
+            if await receiver.until(.seconds(1), { !$0.isEmpty }) { delivered = receiver.received.first }
+        }
+        let sent = try #require(delivered?.traceparent, "the attempt carries a traceparent")
+        return sent.split(separator: "-").map(String.init)
+    }
+
     static func directory() throws -> String {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orderlive-otel-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -58,12 +109,9 @@ import WebhookSigning
     }
 
     @Test func aPushContinuesItsSendersTraceThroughTheCommitAndLogsReachTheCollector() async throws {
-        let directory = try Self.directory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let receiver = try await OTLPReceiver()
-        let agent = try Self.agent(directory, receiver)
-        let port = try await Self.pushPort(agent)
-        let loop = try CurlLoop(logger: quietLogger)
+        let run = try await Self.exporting()
+        defer { run.removeDirectory() }
+        let (receiver, agent, port, loop, directory) = (run.receiver, run.agent, run.port, run.loop, run.directory)
 
         // The sender's trace goes on: the request's span is its child, the commit the request's.
         let (traceID, parentID) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7")
@@ -113,10 +161,8 @@ import WebhookSigning
         #expect(await receiver.records.wait(message: "request", ["path": "/v1/logs", "x_api_key": Self.collectorKey]) != nil)
         #expect(receiver.records.lines.filter { $0["message"] == "request" }.allSatisfy { $0["x_api_key"] == Self.collectorKey })
 
-        await loop.shutdown()
         let beforeStop = receiver.records.count
-        agent.child.signal(SIGTERM)
-        #expect(await agent.finish() == 0)
+        #expect(await run.stop() == 0)
         // A clean stop flushes what the exporters held: the last lines logged reach the collector.
         let stopping = "stopping: pushes now get 503; finishing the job in hand"
         #expect(await receiver.records.wait(from: beforeStop, within: .seconds(5), message: "log", ["body": stopping]) != nil)
@@ -130,29 +176,15 @@ import WebhookSigning
     }
 
     @Test func aWebhookAttemptIsAClientSpanWhoseTraceparentGoesOut() async throws {
-        let directory = try Self.directory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let otlp = try await OTLPReceiver()
-        let agent = try Self.agent(directory, otlp)
-        let port = try await Self.pushPort(agent)
-        let loop = try CurlLoop(logger: quietLogger)
+        let run = try await Self.exporting()
+        defer { run.removeDirectory() }
+        let otlp = run.receiver
         try await WebhookReceiver.withRunning(secret: Self.secret) { receiver, url in
-            let (added, said) = try await StoreFileCommandsTests.run(
-                ["webhooks", "add", url, "--secret-file", directory + "/push-secret"], in: directory + "/state")
-            #expect(added == 0, "\(said)")
-            // The endpoint is picked up within a second; a change after it is delivered.
             // The pushes continue the integrator's trace; the change each makes keeps it, and so
             // does the webhook attempt that carries it out.
             let traceID = "5b8aa5a2d2c872e8321cf37308d69df2"
-            var delivered: WebhookReceiver.Received?
-            for attempt in 0..<20 where delivered == nil {
-                #expect(try await Self.push(
-                    loop, port: port, id: "whole-\(attempt)", traceparent: "00-\(traceID)-051581bf3cb55c13-01", whole: true) == 200)
-                if await receiver.until(.seconds(1), { !$0.isEmpty }) { delivered = receiver.received.first }
-            }
-            let sent = try #require(delivered?.traceparent, "the attempt carries a traceparent")
-            let parts = sent.split(separator: "-").map(String.init)
-            try #require(parts.count == 4 && parts[1].count == 32 && parts[2].count == 16, "\(sent)")
+            let parts = try await Self.firstDelivery(run, to: receiver, at: url, traceparent: "00-\(traceID)-051581bf3cb55c13-01")
+            try #require(parts.count == 4 && parts[1].count == 32 && parts[2].count == 16, "\(parts)")
             #expect(parts[1] == traceID, "the webhook is in the push's trace")
             let span = try #require(await otlp.records.wait(message: "span", ["name": "POST", "span_id": parts[2]]))
             #expect(span.line["trace_id"] == traceID)
@@ -164,21 +196,16 @@ import WebhookSigning
             #expect(span.line["attr.url.full"] == url)
             #expect(span.line["attr.orderlive.change.seq"] != nil)
         }
-        await loop.shutdown()
-        agent.child.signal(SIGTERM)
-        #expect(await agent.finish() == 0)
+        #expect(await run.stop() == 0)
         await otlp.stop()
     }
 
     /// swift-otel logs the carrier of a `traceparent` it cannot parse; the carrier it is given holds the
     /// propagation fields alone, so a bearer secret in the same request never reaches a log line.
     @Test func aMalformedTraceparentBesideABearerSecretLogsNoSecret() async throws {
-        let directory = try Self.directory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let otlp = try await OTLPReceiver()
-        let agent = try Self.agent(directory, otlp, ["ORDERLIVE_INGEST_AUTH": "bearer"])
-        let port = try await Self.pushPort(agent)
-        let loop = try CurlLoop(logger: quietLogger)
+        let run = try await Self.exporting(["ORDERLIVE_INGEST_AUTH": "bearer"])
+        defer { run.removeDirectory() }
+        let (otlp, agent, port, loop) = (run.receiver, run.agent, run.port, run.loop)
         let body = Array(#"{"notifications":[{"tokens":["t"],"platform":2,"data":{"type":"order.status_changed","order_id":7}}]}"#.utf8)
         let headers: HTTPHeaders = [
             "Content-Type": "application/json", "Authorization": "Bearer \(Self.secret)",
@@ -189,9 +216,7 @@ import WebhookSigning
         // swift-otel says it could not extract, naming the carrier: the propagation fields, nothing else.
         let warned = try #require(await agent.logs.wait { ($0["message"] ?? "").contains("Failed to extract span context") })
         #expect(warned.line["carrier"]?.contains("not-a-trace-context") == true, "\(warned.line)")
-        await loop.shutdown()
-        agent.child.signal(SIGTERM)
-        #expect(await agent.finish() == 0)
+        #expect(await run.stop() == 0)
         await otlp.stop()
         for secret in [Self.secret, "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"] {
             #expect(!agent.logs.raw.joined(separator: "\n").contains(secret), "the bearer secret was logged")
@@ -203,27 +228,13 @@ import WebhookSigning
     /// commit or its webhook attempt is exported), yet it is propagated: the webhook that carries its
     /// change is in the sender's trace, still marked not sampled, so the receiver decides alike.
     @Test func anUnsampledPushRecordsNoSpanYetItsWebhookCarriesItsTrace() async throws {
-        let directory = try Self.directory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let otlp = try await OTLPReceiver()
-        let agent = try Self.agent(directory, otlp)
-        let port = try await Self.pushPort(agent)
-        let loop = try CurlLoop(logger: quietLogger)
+        let run = try await Self.exporting()
+        defer { run.removeDirectory() }
+        let (otlp, port, loop) = (run.receiver, run.port, run.loop)
         let (unsampled, sampled) = ("6e0c63257de34c926f9efcd03927272e", "7d1d74368ef45da37fa0fde14a38383f")
         try await WebhookReceiver.withRunning(secret: Self.secret) { receiver, url in
-            let (added, said) = try await StoreFileCommandsTests.run(
-                ["webhooks", "add", url, "--secret-file", directory + "/push-secret"], in: directory + "/state")
-            #expect(added == 0, "\(said)")
-            // The endpoint is picked up within a second: push until a change reaches it.
-            var delivered: WebhookReceiver.Received?
-            for attempt in 0..<20 where delivered == nil {
-                #expect(try await Self.push(
-                    loop, port: port, id: "quiet-\(attempt)", traceparent: "00-\(unsampled)-051581bf3cb55c13-00", whole: true) == 200)
-                if await receiver.until(.seconds(1), { !$0.isEmpty }) { delivered = receiver.received.first }
-            }
-            let sent = try #require(delivered?.traceparent, "an unsampled trace is still propagated")
-            let parts = sent.split(separator: "-").map(String.init)
-            try #require(parts.count == 4, "\(sent)")
+            let parts = try await Self.firstDelivery(run, to: receiver, at: url, traceparent: "00-\(unsampled)-051581bf3cb55c13-00")
+            try #require(parts.count == 4, "\(parts)")
             #expect(parts[1] == unsampled, "the webhook is in the sender's trace")
             #expect(parts[3] == "00", "and still not sampled")
         }
@@ -233,9 +244,7 @@ import WebhookSigning
         #expect(await otlp.records.wait(message: "span", ["name": "POST /api/push", "trace_id": sampled]) != nil)
         let recorded = otlp.records.lines.filter { $0["message"] == "span" && $0["trace_id"] == unsampled }
         #expect(recorded.isEmpty, "spans of an unsampled trace were exported: \(recorded.compactMap { $0["name"] })")
-        await loop.shutdown()
-        agent.child.signal(SIGTERM)
-        #expect(await agent.finish() == 0)
+        #expect(await run.stop() == 0)
         await otlp.stop()
     }
 
@@ -247,18 +256,15 @@ import WebhookSigning
     }
 
     @Test func aCollectorThatIsDownCostsNoPushAnythingAndExportResumes() async throws {
-        let directory = try Self.directory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let receiver = try await OTLPReceiver()
         // Down for 30 s (DESIGN §14), the agent pushed at all the while.
-        let hold = Duration.seconds(30)
-        receiver.hold(seconds: Int(hold.components.seconds))
-        #expect(await receiver.records.wait(message: "holding") != nil)
-        let clock = ContinuousClock()
+        let (hold, clock) = (Duration.seconds(30), ContinuousClock())
         let holding = clock.now
-        let agent = try Self.agent(directory, receiver, ["ORDERLIVE_TELEMETRY_MAX_QUEUE": "32"])
-        let port = try await Self.pushPort(agent)
-        let loop = try CurlLoop(logger: quietLogger)
+        let run = try await Self.exporting(["ORDERLIVE_TELEMETRY_MAX_QUEUE": "32"]) { receiver in
+            receiver.hold(seconds: Int(hold.components.seconds))
+            #expect(await receiver.records.wait(message: "holding") != nil)
+        }
+        defer { run.removeDirectory() }
+        let (receiver, agent, port, loop) = (run.receiver, run.agent, run.port, run.loop)
 
         // Far more spans and log records than the queues hold while every export is refused: each
         // push is still answered at once (the exporter never sits on the request path), and the
@@ -307,9 +313,7 @@ import WebhookSigning
         // Coalesced: one line per kind, then at most one per 10 s, however many batches overflowed.
         let droppedLines = agent.logs.lines.filter { $0["label"] == "orderlive.telemetry" && ($0["message"] ?? "").contains("dropped") }
         #expect(droppedLines.count <= 3, "\(droppedLines.count) lines about drops")
-        await loop.shutdown()
-        agent.child.signal(SIGTERM)
-        #expect(await agent.finish() == 0, "a collector that was down does not hold up the stop")
+        #expect(await run.stop() == 0, "a collector that was down does not hold up the stop")
         await receiver.stop()
     }
 }
