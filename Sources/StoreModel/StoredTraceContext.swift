@@ -10,15 +10,15 @@ public enum StoredTraceContext {
     /// `fields` as stored; nil when there are none (tracing off, or nothing to propagate).
     public static func text(_ fields: [String: String]) -> String? {
         // The common case, a `traceparent` alone, without sorting or joining (it runs for every push).
-        if fields.count == 1, let (name, value) = fields.first {
-            guard isStorable(name: name), isStorable(value), value.utf8.count <= maximumValueBytes else { return nil }
-            return name + "=" + value
-        }
-        let lines = fields.sorted { $0.key < $1.key }.prefix(maximumFields).compactMap { name, value -> String? in
-            guard isStorable(name: name), isStorable(value), value.utf8.count <= maximumValueBytes else { return nil }
-            return "\(name)=\(value)"
-        }
+        if fields.count == 1, let (name, value) = fields.first { return line(name, value) }
+        let lines = fields.sorted { $0.key < $1.key }.prefix(maximumFields).compactMap(line)
         return lines.isEmpty ? nil : lines.joined(separator: "\n")
+    }
+
+    /// `name=value`, or nil when the pair could not be read back as written.
+    private static func line(_ name: String, _ value: String) -> String? {
+        guard isStorable(name: name), isStorable(value), value.utf8.count <= maximumValueBytes else { return nil }
+        return name + "=" + value
     }
 
     /// The fields `text` holds; lines that are not `name=value` are skipped.

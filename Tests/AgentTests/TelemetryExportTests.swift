@@ -295,11 +295,9 @@ import WebhookSigning
         // outlast the hold, so no export fails.)
         let metrics = try await loop.perform(HTTPRequest(url: "http://127.0.0.1:\(port)/metrics"))
         let text = String(decoding: metrics.body, as: UTF8.self)
-        let value = { (series: String) in
-            text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
-        }
-        #expect(value(#"orderlive_telemetry_dropped_total{signal="spans"}"#) > 0, "\(text.split(separator: "\n").filter { $0.contains("telemetry") })")
-        #expect(text.contains(#"orderlive_telemetry_export_failures_total{signal="spans"} "#))
+        let samples = prometheusSamples(text) ?? [:]
+        #expect(samples[#"orderlive_telemetry_dropped_total{signal="spans"}"#] ?? 0 > 0, "\(text.split(separator: "\n").filter { $0.contains("telemetry") })")
+        #expect(samples[#"orderlive_telemetry_export_failures_total{signal="spans"}"#] != nil)
 
         // Back: a push after the hold is exported.
         let traceID = "0af7651916cd43dd8448eb211c80319c"

@@ -1,5 +1,6 @@
 @testable import Agent
 import Logging
+import TestKit
 import Testing
 @testable import Telemetry
 
@@ -14,10 +15,6 @@ import Testing
         var logger = Logger(label: "orderlive.telemetry") { _ in handler }
         logger[metadataKey: "component"] = "\(name)"
         return logger
-    }
-
-    static func value(_ text: String, _ series: String) -> Double? {
-        text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
     }
 
     @Test func swiftOTelsWarningsAreCountedBySignalAndWhatCameBeforeTheMetricsIsKept() {
@@ -43,12 +40,13 @@ import Testing
         spans.warning("Force flush failed.")
 
         let text = metrics.text()
-        #expect(Self.value(text, #"orderlive_telemetry_dropped_total{signal="spans"}"#) == 12)
-        #expect(Self.value(text, #"orderlive_telemetry_dropped_total{signal="logs"}"#) == 3)
-        #expect(Self.value(text, #"orderlive_telemetry_dropped_total{signal="metrics"}"#) == 0, "every signal from zero")
-        #expect(Self.value(text, #"orderlive_telemetry_export_failures_total{signal="spans"}"#) == 1)
-        #expect(Self.value(text, #"orderlive_telemetry_export_failures_total{signal="logs"}"#) == 2)
-        #expect(Self.value(text, #"orderlive_telemetry_export_failures_total{signal="metrics"}"#) == 1)
+        let samples = prometheusSamples(text) ?? [:]
+        #expect(samples[#"orderlive_telemetry_dropped_total{signal="spans"}"#] == 12)
+        #expect(samples[#"orderlive_telemetry_dropped_total{signal="logs"}"#] == 3)
+        #expect(samples[#"orderlive_telemetry_dropped_total{signal="metrics"}"#] == 0, "every signal from zero")
+        #expect(samples[#"orderlive_telemetry_export_failures_total{signal="spans"}"#] == 1)
+        #expect(samples[#"orderlive_telemetry_export_failures_total{signal="logs"}"#] == 2)
+        #expect(samples[#"orderlive_telemetry_export_failures_total{signal="metrics"}"#] == 1)
         #expect(text.contains("# HELP orderlive_telemetry_dropped_total "))
     }
 }
