@@ -37,7 +37,7 @@ public struct ConnectionClosureLog: Sendable {
         case .tlsHandshake:
             lines.log(.notice, "\(title) connection closed: the TLS handshake failed", key: "connections-tls")
         case .rapidReset, .frameFlood, .streamLimit, .oversizedHeaders, .protocolError:
-            lines.log(.notice, "\(title) HTTP/2 connection cut off: \(reason.rawValue.replacingOccurrences(of: "_", with: " "))",
+            lines.log(.notice, "\(title) HTTP/2 connection cut off: \(String(reason.rawValue.map { $0 == "_" ? " " : $0 }))",
                       key: "connections-http2-\(reason.rawValue)")
         case .headTimeout, .idleTimeout:
             break

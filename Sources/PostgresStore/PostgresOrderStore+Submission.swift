@@ -1,3 +1,4 @@
+import AsyncSignals
 import Logging
 public import StoreModel
 import PostgresNIO

@@ -1,3 +1,4 @@
+import AsyncSignals
 import CheckedInput
 import CurlHTTP
 import Foundation

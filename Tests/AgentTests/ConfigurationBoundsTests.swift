@@ -1,5 +1,6 @@
 import Agent
 import Foundation
+import LocalHTTP
 import Testing
 
 /// Issue 11: every integer key, from a file or the environment, is checked text with an upper

@@ -1,4 +1,5 @@
 import Agent
+import CheckedInput
 import Foundation
 import Testing
 import LocalHTTP

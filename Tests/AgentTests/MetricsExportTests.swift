@@ -1,12 +1,16 @@
 @testable import Agent
+import AuthSession
+import CoreMetrics
 import CurlHTTP
 import Foundation
+import OrderSync
 import Prometheus
 @testable import PushIngest
 import StoreModel
 import Testing
 import TestHarnesses
 import TestKit
+import WebhookDelivery
 
 /// Metrics over OTLP (DESIGN §14): every series of `/metrics` is made through one factory, so the
 /// export carries the same names, labels and values; `/metrics` is unchanged beside it; and a running

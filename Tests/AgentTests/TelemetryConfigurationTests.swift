@@ -1,5 +1,6 @@
 import Agent
 import Foundation
+import OTel
 import Testing
 @testable import Telemetry
 

@@ -2,7 +2,9 @@ import AsyncSignals
 import EventStream
 import InMemoryTracing
 import OrderSync
+import Sandbox
 import ServerSentEvents
+import SQLiteStore
 import StoreModel
 import TestHarnesses
 import TestKit

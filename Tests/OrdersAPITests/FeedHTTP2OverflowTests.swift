@@ -1,6 +1,7 @@
 import Foundation
 import LocalHTTP
 import OrdersAPI
+import SQLiteStore
 import StoreModel
 import Synchronization
 import TestHarnesses

@@ -1,5 +1,6 @@
 import AsyncSignals
 import CoreMetrics
+import LocalHTTP
 import NIOCore
 import NIOEmbedded
 import SQLiteStore

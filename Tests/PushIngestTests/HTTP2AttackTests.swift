@@ -1,4 +1,6 @@
+import CurlHTTP
 import Foundation
+import HummingbirdCore
 import LocalHTTP
 import PushIngest
 import Prometheus
