@@ -7,8 +7,8 @@ SYSTEM_PACKAGES := libcurl4-openssl-dev libssl-dev libsqlite3-dev pkg-config ope
 # What the benchmarks need beyond that (`make bench`, `make bench-instructions`), not CI.
 BENCH_PACKAGES := valgrind wrk
 # From PyPI, pinned so that a new release cannot change what CI checks: schemathesis for `make fuzz-api`;
-# opentelemetry-proto for the OTLP receiver the telemetry tests export to (Scripts/otlp-receiver.py).
-PYTHON_PACKAGES := schemathesis==4.32.5 opentelemetry-proto==1.45.2
+# opentelemetry-proto and grpcio for the OTLP receiver the telemetry tests export to (Scripts/otlp-receiver.py).
+PYTHON_PACKAGES := schemathesis==4.32.5 opentelemetry-proto==1.45.2 grpcio==1.85.3
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
 .PHONY: all deps build test check-imports check-shape check-docs docs demo sandbox release release-static bench bench-deps bench-instructions fuzz fuzz-build fuzz-smoke fuzz-api soak tsan clean

@@ -67,10 +67,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         // JWTs on the orders API (DESIGN §14): verification by a well-kept library, no signature code of ours.
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
-        // OTLP export of logs and traces (DESIGN §14), OTLP/HTTP only: the gRPC exporter's trait would
-        // build grpc-swift and its transport on every CI run for a protocol the collector also takes
-        // over HTTP. Spans are made through swift-distributed-tracing, which Hummingbird already brings.
-        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
+        // OTLP export of metrics, logs and traces (DESIGN §14) over HTTP and gRPC (`telemetry.protocol`,
+        // `OTEL_EXPORTER_OTLP_PROTOCOL`): without the gRPC trait, swift-otel stops the process with a
+        // fatalError when that standard variable says `grpc`. Spans are made through
+        // swift-distributed-tracing, which Hummingbird already brings.
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP", "OTLPGRPC"]),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.1.0"),
     ],
     targets: [

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""A real OTLP/HTTP receiver for the telemetry tests (DESIGN §14): it decodes what a collector would
-be sent with the OpenTelemetry protobuf definitions (PyPI's opentelemetry-proto, which `make deps`
-installs) and prints one JSON object per span, log record or metric data point on stdout, for the
-test to wait on.
+"""A real OTLP receiver for the telemetry tests (DESIGN §14): it decodes what a collector would be
+sent with the OpenTelemetry protobuf definitions (PyPI's opentelemetry-proto, and grpcio for OTLP/gRPC,
+which `make deps` installs) and prints one JSON object per span, log record or metric data point on
+stdout, for the test to wait on.
 
-    python3 Scripts/otlp-receiver.py [PORT]     # prints {"message":"listening","port":N} first
+    python3 Scripts/otlp-receiver.py [PORT]          # OTLP/HTTP; prints {"message":"listening","port":N} first
+    python3 Scripts/otlp-receiver.py --grpc [PORT]   # OTLP/gRPC: the collector's three Export services
 
 Every object has "message" ("span", "log" or "metric") and string fields: trace_id, span_id, parent_span_id,
 links (a span's linked trace ids, comma-separated),
@@ -13,8 +14,10 @@ service.name, service.version, service.instance.id, orderlive.store.backend and 
 record has body and severity; a metric data point has name, type (sum, gauge or histogram), value (a
 histogram's sum), count (a histogram's), buckets (a histogram's upper bounds, comma-separated) and its
 attributes as attr.<key>. POST /v1/traces, /v1/logs and /v1/metrics answer 200 with an empty response;
-gzip bodies are accepted. `hold N` on stdin makes the next N seconds of requests answer 503 (a
-collector that is down), so a test can check that the agent does not wait for it.
+gzip bodies are accepted. Over gRPC each Export answers an empty response. Each export request is also
+printed as {"message":"request", "path", "protocol" ("http" or "grpc"), "authorization", "x_api_key"}.
+`hold N` on stdin makes the next N seconds of requests answer 503 (UNAVAILABLE over gRPC: a collector
+that is down), so a test can check that the agent does not wait for it.
 """
 import gzip
 import json
@@ -65,9 +68,7 @@ def emit_with(obj, attributes):
     emit(obj)
 
 
-def traces(body):
-    request = trace_service_pb2.ExportTraceServiceRequest()
-    request.ParseFromString(body)
+def traces(request):
     for base, span in items(request, "resource_spans", "scope_spans", "spans"):
         emit_with({"message": "span", "trace_id": span.trace_id.hex(), "span_id": span.span_id.hex(),
                    "parent_span_id": span.parent_span_id.hex(), "name": span.name, "kind": str(span.kind),
@@ -76,9 +77,7 @@ def traces(body):
     return trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
 
 
-def logs(body):
-    request = logs_service_pb2.ExportLogsServiceRequest()
-    request.ParseFromString(body)
+def logs(request):
     for base, record in items(request, "resource_logs", "scope_logs", "log_records"):
         emit_with({"message": "log", "body": value(record.body), "severity": record.severity_text,
                    "trace_id": record.trace_id.hex(), "span_id": record.span_id.hex(), **base}, record.attributes)
@@ -89,9 +88,7 @@ def number(point):
     return str(point.as_int) if point.WhichOneof("value") == "as_int" else repr(point.as_double)
 
 
-def metrics(body):
-    request = metrics_service_pb2.ExportMetricsServiceRequest()
-    request.ParseFromString(body)
+def metrics(request):
     for base, metric in items(request, "resource_metrics", "scope_metrics", "metrics"):
         kind = metric.WhichOneof("data")
         for point in getattr(metric, kind).data_points:
@@ -117,15 +114,18 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
-        route = {"/v1/traces": traces, "/v1/logs": logs, "/v1/metrics": metrics}.get(self.path)
+        route = ROUTES.get(self.path)
         if route is None:
             self.send_response(404)
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
-        emit({"message": "request", "path": self.path,
+        emit({"message": "request", "path": self.path, "protocol": "http",
               "authorization": self.headers.get("Authorization", ""), "x_api_key": self.headers.get("X-Api-Key", "")})
-        answer = route(body)
+        kind, decode = route
+        request = kind()
+        request.ParseFromString(body)
+        answer = decode(request)
         self.send_response(200)
         self.send_header("Content-Type", "application/x-protobuf")
         self.send_header("Content-Length", str(len(answer)))
@@ -149,7 +149,56 @@ def commands():
         os._exit(0)
 
 
-server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0), Handler)
-emit({"message": "listening", "port": str(server.server_address[1])})
-threading.Thread(target=commands, daemon=True).start()
-server.serve_forever()
+ROUTES = {
+    "/v1/traces": (trace_service_pb2.ExportTraceServiceRequest, traces),
+    "/v1/logs": (logs_service_pb2.ExportLogsServiceRequest, logs),
+    "/v1/metrics": (metrics_service_pb2.ExportMetricsServiceRequest, metrics),
+}
+
+
+def serve_grpc(port):
+    """The collector's three gRPC services, each decoding with the same functions as OTLP/HTTP."""
+    from concurrent import futures
+
+    import grpc
+    from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
+    from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2_grpc
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+
+    def export(path, answer_type):
+        def handle(_self, request, context):
+            if time.monotonic() < down_until[0]:
+                emit({"message": "refused", "path": path})
+                context.abort(grpc.StatusCode.UNAVAILABLE, "held")
+            metadata = dict(context.invocation_metadata())
+            emit({"message": "request", "path": path, "protocol": "grpc",
+                  "authorization": metadata.get("authorization", ""), "x_api_key": metadata.get("x-api-key", "")})
+            ROUTES[path][1](request)
+            return answer_type()
+        return handle
+
+    services = [
+        (trace_service_pb2_grpc, "TraceService", "/v1/traces", trace_service_pb2.ExportTraceServiceResponse),
+        (logs_service_pb2_grpc, "LogsService", "/v1/logs", logs_service_pb2.ExportLogsServiceResponse),
+        (metrics_service_pb2_grpc, "MetricsService", "/v1/metrics", metrics_service_pb2.ExportMetricsServiceResponse),
+    ]
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    for module, name, path, answer in services:
+        servicer = type(name, (getattr(module, name + "Servicer"),), {"Export": export(path, answer)})
+        getattr(module, "add_%sServicer_to_server" % name)(servicer(), server)
+    bound = server.add_insecure_port("127.0.0.1:%d" % port)
+    server.start()
+    emit({"message": "listening", "port": str(bound)})
+    threading.Thread(target=commands, daemon=True).start()
+    server.wait_for_termination()
+
+
+arguments = [a for a in sys.argv[1:] if a != "--grpc"]
+port = int(arguments[0]) if arguments else 0
+if "--grpc" in sys.argv[1:]:
+    serve_grpc(port)
+else:
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    emit({"message": "listening", "port": str(server.server_address[1])})
+    threading.Thread(target=commands, daemon=True).start()
+    server.serve_forever()

@@ -78,13 +78,24 @@ public struct TelemetryExport: Sendable {
         }
         let signals = [otel.metrics.enabled ? "metrics" : nil, otel.traces.enabled ? "traces" : nil, otel.logs.enabled ? "logs" : nil]
             .compactMap { $0 }
+        let transport = Self.transport(configuration, environment: environment)
         let endpoint = environment["OTEL_EXPORTER_OTLP_ENDPOINT"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? (configuration.endpoint.isEmpty ? "http://localhost:4318" : configuration.endpoint)
+            ?? (configuration.endpoint.isEmpty ? configuration.exportProtocol.defaultEndpoint : configuration.endpoint)
         return TelemetryExport(
             tracer: tracer, logHandler: logHandler, metadataProvider: tracer == nil ? nil : OTel.makeLoggingMetadataProvider(),
             metricsFactory: metricsFactory, metricsInterval: metricsInterval(configuration, environment: environment),
             services: services, losses: losses,
-            summary: "\(signals.dropLast().joined(separator: ", "))\(signals.count > 1 ? " and " : "")\(signals.last ?? "") over OTLP/HTTP to \(Self.withoutUserInfo(endpoint))")
+            summary: "\(signals.dropLast().joined(separator: ", "))\(signals.count > 1 ? " and " : "")\(signals.last ?? "") over \(transport) to \(Self.withoutUserInfo(endpoint))")
+    }
+
+    /// The protocol records go over, for the start-up line: `OTEL_EXPORTER_OTLP_PROTOCOL` as swift-otel
+    /// applies it, else `telemetry.protocol`.
+    static func transport(_ configuration: TelemetryConfiguration, environment: [String: String]) -> String {
+        switch environment["OTEL_EXPORTER_OTLP_PROTOCOL"].flatMap({ $0.isEmpty ? nil : $0 }) ?? configuration.exportProtocol.rawValue {
+        case TelemetryProtocol.grpc.rawValue: "OTLP/gRPC"
+        case "http/json": "OTLP/HTTP with JSON"
+        default: "OTLP/HTTP"
+        }
     }
 
     /// How often metrics go out: `OTEL_METRIC_EXPORT_INTERVAL` (milliseconds) as swift-otel reads it,
@@ -96,7 +107,7 @@ public struct TelemetryExport: Sendable {
         return .milliseconds(milliseconds)
     }
 
-    /// swift-otel's configuration for `configuration`: OTLP/HTTP with protobuf, the signals asked for,
+    /// swift-otel's configuration for `configuration`: OTLP/HTTP with protobuf or OTLP/gRPC, the signals asked for,
     /// a parent-based ratio sampler, bounded batch queues, and the histogram buckets of `/metrics`.
     static func otelConfiguration(_ configuration: TelemetryConfiguration, version: String) throws(TelemetryError) -> OTel.Configuration {
         var otel = OTel.Configuration.default
@@ -112,7 +123,7 @@ public struct TelemetryExport: Sendable {
         otel.logs.enabled = configuration.logs
         otel.logs.level = .trace  // the console's log.level already filtered what reaches this handler
         var exporter = otel.traces.otlpExporter
-        exporter.protocol = .httpProtobuf
+        exporter.protocol = configuration.exportProtocol == .grpc ? .grpc : .httpProtobuf
         exporter.timeout = configuration.timeout
         exporter.headers = try headers(configuration.headersFile)
         if !configuration.caFile.isEmpty { exporter.certificateFilePath = configuration.caFile }
@@ -125,9 +136,12 @@ public struct TelemetryExport: Sendable {
         otel.logs.otlpExporter = exporter
         otel.metrics.otlpExporter = exporter
         if !base.isEmpty {
-            otel.traces.otlpExporter.endpoint = base + "/v1/traces"
-            otel.logs.otlpExporter.endpoint = base + "/v1/logs"
-            otel.metrics.otlpExporter.endpoint = base + "/v1/metrics"
+            // gRPC: one address for the three services (swift-otel reads its scheme, host and port);
+            // HTTP: a path for each signal.
+            let grpc = configuration.exportProtocol == .grpc
+            otel.traces.otlpExporter.endpoint = grpc ? base : base + "/v1/traces"
+            otel.logs.otlpExporter.endpoint = grpc ? base : base + "/v1/logs"
+            otel.metrics.otlpExporter.endpoint = grpc ? base : base + "/v1/metrics"
         }
         let ratio = Double(configuration.samplePercent) / 100
         otel.traces.sampler = OTel.Configuration.TracesConfiguration.SamplerConfiguration.parentBasedTraceIDRatio(ratio: ratio)

@@ -1,7 +1,7 @@
 import Foundation
 import TestKit
 
-/// `Scripts/otlp-receiver.py` as a child: a real OTLP/HTTP receiver decoding with the OpenTelemetry
+/// `Scripts/otlp-receiver.py` as a child: a real OTLP/HTTP or OTLP/gRPC receiver decoding with the OpenTelemetry
 /// protobuf definitions, each span and log record it receives a JSON line on ``records`` (a
 /// ``TestKit/LogWatch``, so a test waits on a record as on a log line).
 struct OTLPReceiver {
@@ -14,9 +14,11 @@ struct OTLPReceiver {
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Scripts/otlp-receiver.py").path
 
-    /// Starts it on `port` (0: a free one) and waits until it listens. Killed after `lifetime`.
-    init(port: String = "0", lifetime: Duration = .seconds(240)) async throws {
-        let process = try ChildProcess("/usr/bin/env", ["python3", Self.script, port], input: .pipe, output: .pipe, error: .inherit)
+    /// Starts it on `port` (0: a free one) and waits until it listens; `grpc` serves OTLP/gRPC instead of
+    /// OTLP/HTTP. Killed after `lifetime`.
+    init(port: String = "0", grpc: Bool = false, lifetime: Duration = .seconds(240)) async throws {
+        let arguments = ["python3", Self.script] + (grpc ? ["--grpc"] : []) + [port]
+        let process = try ChildProcess("/usr/bin/env", arguments, input: .pipe, output: .pipe, error: .inherit)
         guard let output = process.standardOutput else { throw ChildProcessError("the receiver's stdout", EBADF) }
         let (lines, continuation) = AsyncStream.makeStream(of: String.self)
         OrderliveProcess.follow(output, of: process, into: continuation)
@@ -26,12 +28,12 @@ struct OTLPReceiver {
         reader = Task { await records.follow(lines) }
         guard let listening = await records.wait(within: .seconds(30), message: "listening"), let port = listening.line["port"] else {
             process.signal(SIGKILL)
-            throw ChildProcessError("Scripts/otlp-receiver.py did not start (is opentelemetry-proto installed? make deps)", ENOENT)
+            throw ChildProcessError("Scripts/otlp-receiver.py did not start (are opentelemetry-proto and grpcio installed? make deps)", ENOENT)
         }
         self.port = port
     }
 
-    /// The receiver's base URL, as `OTEL_EXPORTER_OTLP_ENDPOINT` takes it.
+    /// The receiver's base URL, as `OTEL_EXPORTER_OTLP_ENDPOINT` takes it (for gRPC too: scheme, host, port).
     var endpoint: String { "http://127.0.0.1:\(port)" }
 
     /// Answers 503 to every export for the next `seconds` (a collector that is down).

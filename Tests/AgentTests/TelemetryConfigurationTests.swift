@@ -49,6 +49,26 @@ import Testing
         #expect(await problem("telemetry:\n  headers_file: \"/nonexistent/otel-headers\"\n").contains("cannot read /nonexistent/otel-headers"))
         #expect(await problem("telemetry:\n  client_cert_file: \"/etc/hostname\"\n").contains("go together"))
         #expect(await problem("telemetry:\n  tracess: false\n").contains("unknown key"))
+        #expect(await problem("telemetry:\n  protocol: \"http/json\"\n").contains("'telemetry.protocol' must be one of http/protobuf, grpc"))
+        let grpc = "telemetry:\n  protocol: grpc\n  endpoint: "
+        #expect(await problem(grpc + "\"http://collector\"\n").contains("names no port; the collector's OTLP/gRPC address"))
+        #expect(await problem(grpc + "\"http://collector:4317/v1/traces\"\n").contains("gRPC takes no path"))
+    }
+
+    @Test func overGRPCTheThreeSignalsShareOneAddressAndTheStandardVariableWins() async throws {
+        let telemetry = try await Self.load("telemetry:\n  protocol: grpc\n  endpoint: \"https://collector:4317/\"\n").telemetry
+        #expect(telemetry.exportProtocol == .grpc)
+        let otel = try TelemetryExport.otelConfiguration(telemetry, version: "9.9.9")
+        for exporter in [otel.traces.otlpExporter, otel.logs.otlpExporter, otel.metrics.otlpExporter] {
+            #expect(exporter.endpoint == "https://collector:4317" && exporter.protocol == .grpc)
+        }
+        #expect(TelemetryExport.transport(telemetry, environment: [:]) == "OTLP/gRPC")
+        #expect(TelemetryExport.transport(telemetry, environment: ["OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"]) == "OTLP/HTTP")
+        #expect(TelemetryExport.transport(TelemetryConfiguration(), environment: ["OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"]) == "OTLP/gRPC")
+        var enabled = TelemetryConfiguration()
+        (enabled.enabled, enabled.exportProtocol) = (true, .grpc)
+        let export = try #require(try TelemetryExport.make(enabled, version: "9.9.9", environment: [:]))
+        #expect(export.summary == "metrics, traces and logs over OTLP/gRPC to http://localhost:4317")
     }
 
     @Test func theHeadersFileIsReadLineByLineAndAnErrorNeverShowsAValue() throws {

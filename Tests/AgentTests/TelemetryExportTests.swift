@@ -31,8 +31,11 @@ import WebhookSigning
         return try await loop.perform(HTTPRequest(url: "http://127.0.0.1:\(port)/api/push", method: "POST", headers: headers, body: body)).status
     }
 
-    /// An agent exporting to `receiver`, its batches sent every 100 ms, `extra` on top.
-    static func agent(_ directory: String, _ receiver: OTLPReceiver, _ extra: [String: String] = [:]) throws -> RunningAgent {
+    /// An agent exporting to `receiver` (named by `OTEL_EXPORTER_OTLP_ENDPOINT`, or by `extra` when
+    /// `standardEndpoint` is false), its batches sent every 100 ms, `extra` on top.
+    static func agent(
+        _ directory: String, _ receiver: OTLPReceiver, _ extra: [String: String] = [:], standardEndpoint: Bool = true
+    ) throws -> RunningAgent {
         let (secrets, headers) = (directory + "/push-secret", directory + "/otel-headers")
         try (secret + "\n").write(toFile: secrets, atomically: true, encoding: .utf8)
         try "x-api-key=\(collectorKey)\n".write(toFile: headers, atomically: true, encoding: .utf8)
@@ -40,9 +43,9 @@ import WebhookSigning
             "ORDERLIVE_UPSTREAM_BASE_URL": "http://127.0.0.1:1", "ORDERLIVE_STORE_STATE_DIR": directory + "/state",
             "ORDERLIVE_INGEST_LISTEN": "127.0.0.1:0", "ORDERLIVE_LOG_FORMAT": "json",
             "ORDERLIVE_INGEST_AUTH": "standard-webhooks", "ORDERLIVE_INGEST_SECRET_FILE": secrets,
-            "ORDERLIVE_TELEMETRY_HEADERS_FILE": headers, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+            "ORDERLIVE_TELEMETRY_HEADERS_FILE": headers,
             "OTEL_BSP_SCHEDULE_DELAY": "100", "OTEL_BLRP_SCHEDULE_DELAY": "100",
-        ].merging(extra) { $1 })
+        ].merging(standardEndpoint ? ["OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint] : [:]) { $1 }.merging(extra) { $1 })
     }
 
     /// The push listener's port, once `agent` says it listens.

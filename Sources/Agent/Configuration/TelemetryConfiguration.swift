@@ -1,16 +1,35 @@
 import Foundation
 
+/// How records go to the collector (`telemetry.protocol`, the values of `OTEL_EXPORTER_OTLP_PROTOCOL`).
+public enum TelemetryProtocol: String, Sendable, Hashable, CaseIterable {
+    /// OTLP/HTTP with protobuf bodies, to `/v1/traces`, `/v1/logs` and `/v1/metrics` (port 4318).
+    case httpProtobuf = "http/protobuf"
+    /// OTLP/gRPC, the collector's three Export services on one HTTP/2 connection (port 4317).
+    case grpc
+
+    /// The collector's address when neither the configuration nor the environment names one.
+    public var defaultEndpoint: String {
+        switch self {
+        case .httpProtobuf: "http://localhost:4318"
+        case .grpc: "http://localhost:4317"
+        }
+    }
+}
+
 /// `telemetry.*`: OTLP export of the agent's metrics, logs and traces (DESIGN §14 "Observable from where the
 /// operators are"). Off by default. The standard `OTEL_*` variables (`OTEL_EXPORTER_OTLP_ENDPOINT`,
 /// `…_HEADERS`, `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`/`…_ARG`, the
 /// per-signal endpoints) override these keys, as the OpenTelemetry specification has them do; the
 /// `Telemetry` module applies both through swift-otel.
 public struct TelemetryConfiguration: Sendable, Hashable {
-    /// Export even without an endpoint here or in the environment (to `http://localhost:4318`).
+    /// Export even without an endpoint here or in the environment (to the protocol's
+    /// ``TelemetryProtocol/defaultEndpoint``).
     public var enabled = false
-    /// The collector's OTLP/HTTP base URL (`/v1/traces` and `/v1/logs` are added); setting it turns
-    /// export on.
+    /// The collector's base URL: over OTLP/HTTP `/v1/traces`, `/v1/logs` and `/v1/metrics` are added;
+    /// over gRPC it is the scheme, host and port. Setting it turns export on.
     public var endpoint = ""
+    /// OTLP/HTTP with protobuf, or OTLP/gRPC (`OTEL_EXPORTER_OTLP_PROTOCOL` overrides it).
+    public var exportProtocol = TelemetryProtocol.httpProtobuf
     /// A file of `name=value` lines sent as headers with every export (a collector's API key), read at
     /// start; a file, so that the key is in no configuration file, environment listing or log.
     public var headersFile = ""
@@ -44,8 +63,9 @@ public struct TelemetryConfiguration: Sendable, Hashable {
     public init(reading section: ConfigurationSection) throws(ConfigurationError) {
         enabled = try section.boolean("enabled", default: enabled)
         endpoint = section.string("endpoint", default: endpoint)
-        if !endpoint.isEmpty, let problem = HTTPURLCheck.problem(endpoint) {
-            throw ConfigurationError("'telemetry.endpoint': \(problem); the collector's OTLP/HTTP address, e.g. http://127.0.0.1:4318")
+        exportProtocol = try section.choice("protocol", default: exportProtocol)
+        if !endpoint.isEmpty, let problem = Self.endpointProblem(endpoint, exportProtocol) {
+            throw ConfigurationError("'telemetry.endpoint': \(problem)")
         }
         headersFile = try section.readableFile("headers_file", default: headersFile)
         serviceName = section.string("service_name", default: serviceName)
@@ -64,6 +84,21 @@ public struct TelemetryConfiguration: Sendable, Hashable {
         clientKeyFile = try section.readableFile("client_key_file", default: clientKeyFile)
         guard clientCertificateFile.isEmpty == clientKeyFile.isEmpty else {
             throw ConfigurationError("'telemetry.client_cert_file' and 'telemetry.client_key_file' go together: set both or neither")
+        }
+    }
+
+    /// What is wrong with `endpoint` as the collector's address over `transport`, with an example.
+    static func endpointProblem(_ endpoint: String, _ transport: TelemetryProtocol) -> String? {
+        switch transport {
+        case .httpProtobuf:
+            return HTTPURLCheck.problem(endpoint).map { "\($0); the collector's OTLP/HTTP address, e.g. http://127.0.0.1:4318" }
+        case .grpc:
+            // swift-otel's gRPC transport takes the scheme (http: plaintext, https: TLS), host and port.
+            let example = "the collector's OTLP/gRPC address is a scheme, host and port, e.g. http://127.0.0.1:4317"
+            if let problem = HTTPURLCheck.problem(endpoint) { return "\(problem); \(example)" }
+            guard let url = URLComponents(string: endpoint), url.port != nil else { return "it names no port; \(example)" }
+            guard url.path.isEmpty || url.path == "/", url.query == nil else { return "gRPC takes no path or query; \(example)" }
+            return nil
         }
     }
 
