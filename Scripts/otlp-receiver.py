@@ -6,6 +6,7 @@ stdout, for the test to wait on.
 
     python3 Scripts/otlp-receiver.py [PORT]          # OTLP/HTTP; prints {"message":"listening","port":N} first
     python3 Scripts/otlp-receiver.py --grpc [PORT]   # OTLP/gRPC: the collector's three Export services
+    ... --tls CERT KEY CLIENT_CA                       # either over TLS, requiring a client certificate
 
 Every object has "message" ("span", "log" or "metric") and string fields: trace_id, span_id, parent_span_id,
 links (a span's linked trace ids, comma-separated),
@@ -15,7 +16,8 @@ record has body and severity; a metric data point has name, type (sum, gauge or 
 histogram's sum), count (a histogram's), buckets (a histogram's upper bounds, comma-separated) and its
 attributes as attr.<key>. POST /v1/traces, /v1/logs and /v1/metrics answer 200 with an empty response;
 gzip bodies are accepted. Over gRPC each Export answers an empty response. Each export request is also
-printed as {"message":"request", "path", "protocol" ("http" or "grpc"), "authorization", "x_api_key"}.
+printed as {"message":"request", "path", "protocol" ("http" or "grpc"), "authorization", "x_api_key",
+"client" (the client certificate's common name over TLS, else "")}.
 `hold N` on stdin makes the next N seconds of requests answer 503 (UNAVAILABLE over gRPC: a collector
 that is down), so a test can check that the agent does not wait for it.
 """
@@ -120,7 +122,9 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
-        emit({"message": "request", "path": self.path, "protocol": "http",
+        peer = self.connection.getpeercert() if hasattr(self.connection, "getpeercert") else None
+        client = "".join(value for field in (peer or {}).get("subject", ()) for key, value in field if key == "commonName")
+        emit({"message": "request", "path": self.path, "protocol": "http", "client": client,
               "authorization": self.headers.get("Authorization", ""), "x_api_key": self.headers.get("X-Api-Key", "")})
         kind, decode = route
         request = kind()
@@ -156,7 +160,7 @@ ROUTES = {
 }
 
 
-def serve_grpc(port):
+def serve_grpc(port, tls):
     """The collector's three gRPC services, each decoding with the same functions as OTLP/HTTP."""
     from concurrent import futures
 
@@ -171,7 +175,8 @@ def serve_grpc(port):
                 emit({"message": "refused", "path": path})
                 context.abort(grpc.StatusCode.UNAVAILABLE, "held")
             metadata = dict(context.invocation_metadata())
-            emit({"message": "request", "path": path, "protocol": "grpc",
+            names = context.auth_context().get("x509_common_name", [])
+            emit({"message": "request", "path": path, "protocol": "grpc", "client": b"".join(names).decode(),
                   "authorization": metadata.get("authorization", ""), "x_api_key": metadata.get("x-api-key", "")})
             ROUTES[path][1](request)
             return answer_type()
@@ -186,7 +191,12 @@ def serve_grpc(port):
     for module, name, path, answer in services:
         servicer = type(name, (getattr(module, name + "Servicer"),), {"Export": export(path, answer)})
         getattr(module, "add_%sServicer_to_server" % name)(servicer(), server)
-    bound = server.add_insecure_port("127.0.0.1:%d" % port)
+    if tls:
+        certificate, key, client_ca = (open(path, "rb").read() for path in tls)
+        credentials = grpc.ssl_server_credentials([(key, certificate)], root_certificates=client_ca, require_client_auth=True)
+        bound = server.add_secure_port("127.0.0.1:%d" % port, credentials)
+    else:
+        bound = server.add_insecure_port("127.0.0.1:%d" % port)
     server.start()
     emit({"message": "listening", "port": str(bound)})
     threading.Thread(target=commands, daemon=True).start()
@@ -194,11 +204,22 @@ def serve_grpc(port):
 
 
 arguments = [a for a in sys.argv[1:] if a != "--grpc"]
+tls = None
+if "--tls" in arguments:
+    at = arguments.index("--tls")
+    tls, arguments = arguments[at + 1:at + 4], arguments[:at] + arguments[at + 4:]
 port = int(arguments[0]) if arguments else 0
 if "--grpc" in sys.argv[1:]:
-    serve_grpc(port)
+    serve_grpc(port, tls)
 else:
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    if tls:
+        import ssl
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(tls[0], tls[1])
+        context.load_verify_locations(tls[2])
+        context.verify_mode = ssl.CERT_REQUIRED
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     emit({"message": "listening", "port": str(server.server_address[1])})
     threading.Thread(target=commands, daemon=True).start()
     server.serve_forever()

@@ -44,6 +44,7 @@ public struct TelemetryExport: Sendable {
         diagnostics: Logger? = nil
     ) throws(TelemetryError) -> TelemetryExport? {
         guard configuration.isOn(environment: environment) else { return nil }
+        if let problem = grpcAddressProblem(configuration, environment: environment) { throw TelemetryError(problem) }
         var otel = try otelConfiguration(configuration, version: version)
         if let instanceID { otel.resourceAttributes["service.instance.id"] = instanceID }
         otel.resourceAttributes.merge(attributes) { _, given in given }
@@ -86,6 +87,35 @@ public struct TelemetryExport: Sendable {
             metricsFactory: metricsFactory, metricsInterval: metricsInterval(configuration, environment: environment),
             services: services, losses: losses,
             summary: "\(signals.dropLast().joined(separator: ", "))\(signals.count > 1 ? " and " : "")\(signals.last ?? "") over \(transport) to \(Self.withoutUserInfo(endpoint))")
+    }
+
+    /// Why a signal's collector cannot be reached over OTLP/gRPC with TLS as named, or nil. grpc-swift's
+    /// transport, as swift-otel builds it, sends the endpoint's host as the TLS server name (SNI), which
+    /// TLS forbids for an IP address: every export would fail, with only a warning to show for it. The
+    /// endpoint and protocol of each signal are read as swift-otel reads them (signal variable, general
+    /// variable, then the key).
+    static func grpcAddressProblem(_ configuration: TelemetryConfiguration, environment: [String: String]) -> String? {
+        func given(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
+        for signal in ["TRACES", "LOGS", "METRICS"] {
+            let transport = given("OTEL_EXPORTER_OTLP_\(signal)_PROTOCOL") ?? given("OTEL_EXPORTER_OTLP_PROTOCOL")
+                ?? configuration.exportProtocol.rawValue
+            let endpoint = given("OTEL_EXPORTER_OTLP_\(signal)_ENDPOINT") ?? given("OTEL_EXPORTER_OTLP_ENDPOINT") ?? configuration.endpoint
+            guard transport == TelemetryProtocol.grpc.rawValue, let url = URLComponents(string: endpoint), url.scheme == "https",
+                  let host = url.host, Self.isIPAddress(host)
+            else { continue }
+            return "telemetry: OTLP/gRPC over TLS cannot reach \(Self.withoutUserInfo(endpoint)): the collector's TLS server "
+                + "name would be an IP address, which TLS forbids; name the collector by a host name its certificate holds "
+                + "(e.g. https://collector.example:4317), or use http/protobuf"
+        }
+        return nil
+    }
+
+    /// Whether `host` (as URLComponents gives it) is an IPv4 or IPv6 literal.
+    static func isIPAddress(_ host: String) -> Bool {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, bare, &v4) == 1 || inet_pton(AF_INET6, bare, &v6) == 1
     }
 
     /// The protocol records go over, for the start-up line: `OTEL_EXPORTER_OTLP_PROTOCOL` as swift-otel

@@ -15,9 +15,11 @@ struct OTLPReceiver {
         .deletingLastPathComponent().appendingPathComponent("Scripts/otlp-receiver.py").path
 
     /// Starts it on `port` (0: a free one) and waits until it listens; `grpc` serves OTLP/gRPC instead of
-    /// OTLP/HTTP. Killed after `lifetime`.
-    init(port: String = "0", grpc: Bool = false, lifetime: Duration = .seconds(240)) async throws {
-        let arguments = ["python3", Self.script] + (grpc ? ["--grpc"] : []) + [port]
+    /// OTLP/HTTP; `tls` (certificate, key, client CA files) serves TLS that requires a client certificate
+    /// the CA signed. Killed after `lifetime`.
+    init(port: String = "0", grpc: Bool = false, tls: [String]? = nil, lifetime: Duration = .seconds(240)) async throws {
+        let arguments = ["python3", Self.script] + (grpc ? ["--grpc"] : []) + (tls.map { ["--tls"] + $0 } ?? []) + [port]
+        self.scheme = tls == nil ? "http" : "https"
         let process = try ChildProcess("/usr/bin/env", arguments, input: .pipe, output: .pipe, error: .inherit)
         guard let output = process.standardOutput else { throw ChildProcessError("the receiver's stdout", EBADF) }
         let (lines, continuation) = AsyncStream.makeStream(of: String.self)
@@ -33,8 +35,11 @@ struct OTLPReceiver {
         self.port = port
     }
 
+    /// `https` when it serves TLS.
+    let scheme: String
+
     /// The receiver's base URL, as `OTEL_EXPORTER_OTLP_ENDPOINT` takes it (for gRPC too: scheme, host, port).
-    var endpoint: String { "http://127.0.0.1:\(port)" }
+    var endpoint: String { "\(scheme)://127.0.0.1:\(port)" }
 
     /// Answers 503 to every export for the next `seconds` (a collector that is down).
     func hold(seconds: Int) {

@@ -69,6 +69,26 @@ import Testing
         (enabled.enabled, enabled.exportProtocol) = (true, .grpc)
         let export = try #require(try TelemetryExport.make(enabled, version: "9.9.9", environment: [:]))
         #expect(export.summary == "metrics, traces and logs over OTLP/gRPC to http://localhost:4317")
+
+        // Over TLS, gRPC cannot reach a collector named by its IP address: refused at start, saying why.
+        for (key, variables) in [
+            ("https://10.0.0.9:4317", [:]), ("", ["OTEL_EXPORTER_OTLP_ENDPOINT": "https://[::1]:4317"]),
+            ("", ["OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf", "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL": "grpc",
+                  "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": "https://user:pw@127.0.0.1:4317"]),
+        ] {
+            enabled.endpoint = key
+            #expect {
+                _ = try TelemetryExport.make(enabled, version: "9.9.9", environment: variables)
+            } throws: { error in
+                "\(error)".contains("OTLP/gRPC over TLS cannot reach") && "\(error)".contains("name the collector by a host name")
+                    && !"\(error)".contains("pw@")
+            }
+        }
+        for (key, variables) in [("http://10.0.0.9:4317", [:]), ("https://collector.example:4317", [:]),
+                                 ("https://10.0.0.9:4317", ["OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"])] {
+            enabled.endpoint = key
+            #expect(TelemetryExport.grpcAddressProblem(enabled, environment: variables) == nil, "\(key) \(variables)")
+        }
     }
 
     @Test func theHeadersFileIsReadLineByLineAndAnErrorNeverShowsAValue() throws {
