@@ -19,7 +19,8 @@ gzip bodies are accepted. Over gRPC each Export answers an empty response. Each 
 printed as {"message":"request", "path", "protocol" ("http" or "grpc"), "authorization", "x_api_key",
 "client" (the client certificate's common name over TLS, else "")}.
 `hold N` on stdin makes the next N seconds of requests answer 503 (UNAVAILABLE over gRPC: a collector
-that is down), so a test can check that the agent does not wait for it.
+that is down), so a test can check that the agent does not wait for it; `refuse N` answers 401
+(UNAUTHENTICATED: a collector that does not take the agent's key), which an exporter does not retry.
 """
 import gzip
 import json
@@ -36,6 +37,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 lock = threading.Lock()
 down_until = [0.0]
+refused_until = [0.0]
 
 
 def emit(obj):
@@ -110,9 +112,9 @@ class Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length)
         if self.headers.get("Content-Encoding") == "gzip":
             body = gzip.decompress(body)
-        if time.monotonic() < down_until[0]:
+        if time.monotonic() < down_until[0] or time.monotonic() < refused_until[0]:
             emit({"message": "refused", "path": self.path})
-            self.send_response(503)
+            self.send_response(503 if time.monotonic() < down_until[0] else 401)
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
@@ -143,9 +145,9 @@ class Handler(BaseHTTPRequestHandler):
 def commands():
     for line in sys.stdin:
         words = line.split()
-        if len(words) == 2 and words[0] == "hold":
-            down_until[0] = time.monotonic() + float(words[1])
-            emit({"message": "holding", "seconds": words[1]})
+        if len(words) == 2 and words[0] in ("hold", "refuse"):
+            (down_until if words[0] == "hold" else refused_until)[0] = time.monotonic() + float(words[1])
+            emit({"message": "holding" if words[0] == "hold" else "refusing", "seconds": words[1]})
     # A test's pipe ends when the test process does, however it ended: exit with it, so an orphan
     # never holds the test runner's stderr open (swift test would wait for it for ever). Started by
     # hand with stdin from a terminal or /dev/null, it serves until it is stopped.
@@ -174,6 +176,9 @@ def serve_grpc(port, tls):
             if time.monotonic() < down_until[0]:
                 emit({"message": "refused", "path": path})
                 context.abort(grpc.StatusCode.UNAVAILABLE, "held")
+            if time.monotonic() < refused_until[0]:
+                emit({"message": "refused", "path": path})
+                context.abort(grpc.StatusCode.UNAUTHENTICATED, "refused")
             metadata = dict(context.invocation_metadata())
             names = context.auth_context().get("x509_common_name", [])
             emit({"message": "request", "path": path, "protocol": "grpc", "client": b"".join(names).decode(),

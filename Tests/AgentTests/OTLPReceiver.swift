@@ -46,6 +46,11 @@ struct OTLPReceiver {
         process.standardInput?.write(Data("hold \(seconds)\n".utf8))
     }
 
+    /// Answers 401 to every export for the next `seconds` (a collector that does not take the key).
+    func refuse(seconds: Int) {
+        process.standardInput?.write(Data("refuse \(seconds)\n".utf8))
+    }
+
     /// Stops it.
     func stop() async {
         process.signal(SIGKILL)

@@ -293,9 +293,8 @@ import WebhookSigning
         // What was dropped is said on the console's log, with the count, not exported into the outage.
         let dropped = await agent.logs.wait { $0["label"] == "orderlive.telemetry" && ($0["message"] ?? "").contains("dropped") }
         #expect(Int(dropped?.line["dropped_count"] ?? "") ?? 0 > 0, "\(String(describing: dropped?.line))")
-        // And counted where an alert can see it, by signal. (A failed export is counted too, by the
-        // same reading of swift-otel's warnings, TelemetryLossesTests; here the exporter's retries
-        // outlast the hold, so no export fails.)
+        // And counted where an alert can see it, by signal. (Here the exporter's retries outlast the
+        // hold, so no export fails; a collector that refuses the key is the next test.)
         let metrics = try await loop.perform(HTTPRequest(url: "http://127.0.0.1:\(port)/metrics"))
         let text = String(decoding: metrics.body, as: UTF8.self)
         let samples = prometheusSamples(text) ?? [:]
@@ -315,6 +314,40 @@ import WebhookSigning
         let droppedLines = agent.logs.lines.filter { $0["label"] == "orderlive.telemetry" && ($0["message"] ?? "").contains("dropped") }
         #expect(droppedLines.count <= 3, "\(droppedLines.count) lines about drops")
         #expect(await run.stop() == 0, "a collector that was down does not hold up the stop")
+        await receiver.stop()
+    }
+
+    @Test func aCollectorThatRefusesTheKeyCountsFailedExportsAndExportResumes() async throws {
+        let run = try await Self.exporting { receiver in
+            receiver.refuse(seconds: 4)
+            #expect(await receiver.records.wait(message: "refusing") != nil)
+        }
+        defer { run.removeDirectory() }
+        let (receiver, port, loop) = (run.receiver, run.port, run.loop)
+        // A 401 is not retried: each batch sent while the key is refused is one failed export, counted
+        // by signal in /metrics, and no push waits for it.
+        for attempt in 0..<3 { #expect(try await Self.push(loop, port: port, id: "refused-\(attempt)") == 200) }
+        #expect(await receiver.records.wait(message: "refused", ["path": "/v1/traces"]) != nil)
+        #expect(await receiver.records.wait(message: "refused", ["path": "/v1/logs"]) != nil)
+        var failures: [String: Double] = [:]
+        let counted = await eventually(within: .seconds(10)) {
+            let text = String(decoding: try await loop.perform(HTTPRequest(url: "http://127.0.0.1:\(port)/metrics")).body, as: UTF8.self)
+            let samples = prometheusSamples(text) ?? [:]
+            for signal in ["spans", "logs"] {
+                failures[signal] = samples[#"orderlive_telemetry_export_failures_total{signal="\#(signal)"}"#] ?? 0
+            }
+            return failures.values.allSatisfy { $0 > 0 }
+        }
+        #expect(counted, "\(failures)")
+        // Taken again: the next pushes are exported.
+        let traceID = "1af7651916cd43dd8448eb211c80319d"
+        var exported = false
+        for attempt in 0..<30 where !exported {
+            #expect(try await Self.push(loop, port: port, id: "taken-\(attempt)", traceparent: "00-\(traceID)-b7ad6b7169203331-01") == 200)
+            exported = await receiver.records.wait(within: .seconds(1), for: { $0["message"] == "span" && $0["trace_id"] == traceID }) != nil
+        }
+        #expect(exported, "export resumed once the collector took the key again")
+        #expect(await run.stop() == 0)
         await receiver.stop()
     }
 }
