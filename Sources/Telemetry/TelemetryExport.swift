@@ -79,27 +79,45 @@ public struct TelemetryExport: Sendable {
         }
         let signals = [otel.metrics.enabled ? "metrics" : nil, otel.traces.enabled ? "traces" : nil, otel.logs.enabled ? "logs" : nil]
             .compactMap { $0 }
-        let transport = Self.transport(configuration, environment: environment)
-        let endpoint = environment["OTEL_EXPORTER_OTLP_ENDPOINT"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? (configuration.endpoint.isEmpty ? configuration.exportProtocol.defaultEndpoint : configuration.endpoint)
+        let (transport, endpoint) = Self.destination(configuration, environment: environment)
         return TelemetryExport(
             tracer: tracer, logHandler: logHandler, metadataProvider: tracer == nil ? nil : OTel.makeLoggingMetadataProvider(),
             metricsFactory: metricsFactory, metricsInterval: metricsInterval(configuration, environment: environment),
             services: services, losses: losses,
-            summary: "\(signals.dropLast().joined(separator: ", "))\(signals.count > 1 ? " and " : "")\(signals.last ?? "") over \(transport) to \(Self.withoutUserInfo(endpoint))")
+            summary: "\(signals.dropLast().joined(separator: ", "))\(signals.count > 1 ? " and " : "")\(signals.last ?? "") over \(Self.name(of: transport)) to \(Self.withoutUserInfo(endpoint))")
+    }
+
+    /// The protocol and endpoint a signal's exports use (`signal` nil: the general ones), read as
+    /// swift-otel reads them: the signal's variable, the general variable, then the key; with no
+    /// endpoint named, the protocol's default.
+    static func destination(
+        _ configuration: TelemetryConfiguration, environment: [String: String], signal: String? = nil
+    ) -> (transport: String, endpoint: String) {
+        func given(_ name: String) -> String? {
+            let specific = signal.flatMap { environment["OTEL_EXPORTER_OTLP_\($0)_\(name)"] }.flatMap { $0.isEmpty ? nil : $0 }
+            return specific ?? environment["OTEL_EXPORTER_OTLP_\(name)"].flatMap { $0.isEmpty ? nil : $0 }
+        }
+        let transport = given("PROTOCOL") ?? configuration.exportProtocol.rawValue
+        let fallback = transport == TelemetryProtocol.grpc.rawValue ? TelemetryProtocol.grpc.defaultEndpoint
+            : TelemetryProtocol.httpProtobuf.defaultEndpoint
+        return (transport, given("ENDPOINT") ?? (configuration.endpoint.isEmpty ? fallback : configuration.endpoint))
+    }
+
+    /// A protocol's name for the start-up line.
+    static func name(of transport: String) -> String {
+        switch transport {
+        case TelemetryProtocol.grpc.rawValue: "OTLP/gRPC"
+        case "http/json": "OTLP/HTTP with JSON"
+        default: "OTLP/HTTP"
+        }
     }
 
     /// Why a signal's collector cannot be reached over OTLP/gRPC with TLS as named, or nil. grpc-swift's
     /// transport, as swift-otel builds it, sends the endpoint's host as the TLS server name (SNI), which
-    /// TLS forbids for an IP address: every export would fail, with only a warning to show for it. The
-    /// endpoint and protocol of each signal are read as swift-otel reads them (signal variable, general
-    /// variable, then the key).
+    /// TLS forbids for an IP address: every export would fail, with only a warning to show for it.
     static func grpcAddressProblem(_ configuration: TelemetryConfiguration, environment: [String: String]) -> String? {
-        func given(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
         for signal in ["TRACES", "LOGS", "METRICS"] {
-            let transport = given("OTEL_EXPORTER_OTLP_\(signal)_PROTOCOL") ?? given("OTEL_EXPORTER_OTLP_PROTOCOL")
-                ?? configuration.exportProtocol.rawValue
-            let endpoint = given("OTEL_EXPORTER_OTLP_\(signal)_ENDPOINT") ?? given("OTEL_EXPORTER_OTLP_ENDPOINT") ?? configuration.endpoint
+            let (transport, endpoint) = destination(configuration, environment: environment, signal: signal)
             guard transport == TelemetryProtocol.grpc.rawValue, let url = URLComponents(string: endpoint), url.scheme == "https",
                   let host = url.host, Self.isIPAddress(host)
             else { continue }
@@ -116,16 +134,6 @@ public struct TelemetryExport: Sendable {
         var v4 = in_addr()
         var v6 = in6_addr()
         return inet_pton(AF_INET, bare, &v4) == 1 || inet_pton(AF_INET6, bare, &v6) == 1
-    }
-
-    /// The protocol records go over, for the start-up line: `OTEL_EXPORTER_OTLP_PROTOCOL` as swift-otel
-    /// applies it, else `telemetry.protocol`.
-    static func transport(_ configuration: TelemetryConfiguration, environment: [String: String]) -> String {
-        switch environment["OTEL_EXPORTER_OTLP_PROTOCOL"].flatMap({ $0.isEmpty ? nil : $0 }) ?? configuration.exportProtocol.rawValue {
-        case TelemetryProtocol.grpc.rawValue: "OTLP/gRPC"
-        case "http/json": "OTLP/HTTP with JSON"
-        default: "OTLP/HTTP"
-        }
     }
 
     /// How often metrics go out: `OTEL_METRIC_EXPORT_INTERVAL` (milliseconds) as swift-otel reads it,

@@ -62,9 +62,15 @@ import Testing
         for exporter in [otel.traces.otlpExporter, otel.logs.otlpExporter, otel.metrics.otlpExporter] {
             #expect(exporter.endpoint == "https://collector:4317" && exporter.protocol == .grpc)
         }
-        #expect(TelemetryExport.transport(telemetry, environment: [:]) == "OTLP/gRPC")
-        #expect(TelemetryExport.transport(telemetry, environment: ["OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"]) == "OTLP/HTTP")
-        #expect(TelemetryExport.transport(TelemetryConfiguration(), environment: ["OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"]) == "OTLP/gRPC")
+        #expect(TelemetryExport.destination(telemetry, environment: [:]) == ("grpc", "https://collector:4317/"))
+        #expect(TelemetryExport.destination(telemetry, environment: ["OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"]).transport
+            == "http/protobuf")
+        // The standard variable alone: gRPC's default port, as swift-otel uses it.
+        #expect(TelemetryExport.destination(TelemetryConfiguration(), environment: ["OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"])
+            == ("grpc", "http://localhost:4317"))
+        let logs = ["OTEL_EXPORTER_OTLP_LOGS_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": "http://logs:4317"]
+        #expect(TelemetryExport.destination(TelemetryConfiguration(), environment: logs, signal: "LOGS") == ("grpc", "http://logs:4317"))
+        #expect(TelemetryExport.destination(TelemetryConfiguration(), environment: logs) == ("http/protobuf", "http://localhost:4318"))
         var enabled = TelemetryConfiguration()
         (enabled.enabled, enabled.exportProtocol) = (true, .grpc)
         let export = try #require(try TelemetryExport.make(enabled, version: "9.9.9", environment: [:]))
