@@ -94,6 +94,7 @@ public struct Demo: Sendable {
                     configuration: configuration, logger: silent,
                     environment: ["ORDERLIVE_AUTH_PASSWORD": SandboxUser.demo.password])
             } catch {
+                await sandbox.stop()
                 throw CommandFailure("\(error)")
             }
             group.addTask { try await program.run(handlingSignals: false) }
@@ -114,8 +115,14 @@ public struct Demo: Sendable {
                     + "\(options.faultEvery.components.seconds) s, the tokens expire once")
                 output.write(line: "orderlive demo: Ctrl-C to stop" + (temporary ? " (the state above is removed then)" : ""))
             }
-            let shown = try await watch(program: program, sandbox: sandbox)
-            await program.shutdown()
+            let shown: Int
+            do {
+                shown = try await watch(program: program, sandbox: sandbox)
+            } catch {
+                await Self.stop(program, sandbox, group: &group)
+                throw error
+            }
+            await Self.stop(program, sandbox, group: &group)
             if !options.json {
                 let snapshot = program.state.snapshot
                 output.write(line: "")
@@ -124,6 +131,16 @@ public struct Demo: Sendable {
             }
             return shown
         }
+    }
+
+    /// Stops the agent, waits until it has, then stops the Sandbox and waits for it: each gracefully,
+    /// never by cancelling a server's task (swift-nio can crash on a connection accepted but not yet
+    /// served, apple/swift-nio#2637).
+    private static func stop(_ program: AgentProgram, _ sandbox: Sandbox, group: inout ThrowingTaskGroup<Void, any Error>) async {
+        await program.shutdown()
+        _ = try? await group.next()
+        await sandbox.stop()
+        try? await group.waitForAll()
     }
 
     /// Shows every change of the local store until the duration ends or a signal arrives; returns

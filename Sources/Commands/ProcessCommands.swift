@@ -105,7 +105,8 @@ public enum ProcessCommands {
                 feed: options.servesOrderBook ? .orderBook : .synthetic, changesOrders: options.servesOrderBook),
             logger: logger)
         do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
+            // Each task says whether it was the server's.
+            try await withThrowingTaskGroup(of: Bool.self) { group in
                 let host = options.host
                 group.addTask {
                     try await sandbox.run { port in
@@ -114,12 +115,19 @@ public enum ProcessCommands {
                         let user = SandboxUser.demo
                         console.note("orderlive sandbox: demo login \(user.identifier) / \(user.password)")
                     }
+                    return true
                 }
                 group.addTask {
-                    for await _ in await UnixSignalsSequence(trapping: .sigint, .sigterm) { return }
+                    for await _ in await UnixSignalsSequence(trapping: .sigint, .sigterm) { return false }
+                    return false
                 }
-                // The first task to end (a signal, or the server failing) ends the sandbox.
-                _ = try await group.next()
+                // The first task to end (a signal, or the server failing) ends the sandbox: after a
+                // signal it is stopped gracefully and waited for, not cancelled, which can trap in
+                // swift-nio on a connection accepted but not yet served (Sandbox.stop()).
+                if try await group.next() == false {
+                    await sandbox.stop()
+                    _ = try await group.next()
+                }
                 group.cancelAll()
             }
         } catch {

@@ -9,6 +9,7 @@ import Hummingbird
 public import Logging
 import NIOCore
 import ServerSentEvents
+import ServiceLifecycle
 
 /// How the Sandbox listens and what its live feed sends.
 public struct SandboxConfiguration: Sendable {
@@ -88,6 +89,10 @@ public final class Sandbox: Sendable {
         var released: Set<String> = []
         var gateWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
         var streamRequests = 0
+        /// The service group serving, while ``run(onRunning:)`` runs; for ``stop()``.
+        var serving: ServiceGroup?
+        /// ``stop()`` came before ``run(onRunning:)`` had its group.
+        var stopRequested = false
     }
 
     /// The configuration it was made with.
@@ -166,7 +171,7 @@ public final class Sandbox: Sendable {
         get async { "http://\(configuration.host):\(await port)" }
     }
 
-    /// Serves until the task is cancelled. `onRunning` gets the bound port.
+    /// Serves until ``stop()`` (or until the task is cancelled). `onRunning` gets the bound port.
     public func run(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         let router = Router()
         router.get("/healthz") { _, _ in HTTPResponse.Status.ok }
@@ -188,35 +193,42 @@ public final class Sandbox: Sendable {
             },
             logger: logger
         )
-        guard configuration.feed == .orderBook, configuration.changesOrders else {
-            try await app.run()
-            return
+        var services: [any Service] = [app]
+        if configuration.feed == .orderBook, configuration.changesOrders { services.append(OrderChanges(sandbox: self)) }
+        // A graceful shutdown lets the server close its listening socket and take every connection
+        // already accepted; a stream still open after the grace is then cancelled.
+        var group = ServiceGroupConfiguration(services: services, logger: logger)
+        group.maximumGracefulShutdownDuration = .milliseconds(500)
+        let serving = ServiceGroup(configuration: group)
+        let stopNow = state.withLock { state in
+            state.serving = serving
+            return state.stopRequested
         }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await app.run() }
-            group.addTask { [self] in try await changeOrders() }
-            try await group.next()
-            group.cancelAll()
-        }
+        if stopNow { await serving.triggerGracefulShutdown() }
+        try await serving.run()
     }
 
-    /// Runs a Sandbox for the duration of `body`, then stops it.
-    public static func withRunning<Result: Sendable>(
-        _ configuration: SandboxConfiguration = .init(port: 0),
-        logger: Logger = Logger(label: "orderlive.sandbox", factory: { _ in SwiftLogNoOpLogHandler() }),
-        _ body: (Sandbox) async throws -> Result
-    ) async throws -> Result {
-        let sandbox = Sandbox(configuration: configuration, logger: logger)
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await sandbox.run() }
-            _ = await sandbox.port
+    /// Stops a running Sandbox the way a server should stop: it accepts no new connection, answers
+    /// the ones it accepted, and cancels what is still open (a live event stream) after half a second;
+    /// ``run(onRunning:)`` then returns. Cancelling the task that runs it instead can crash the
+    /// process in swift-nio when a connection was accepted but not yet served (apple/swift-nio#2637).
+    public func stop() async {
+        let serving = state.withLock { state in
+            state.stopRequested = true
+            return state.serving
+        }
+        await serving?.triggerGracefulShutdown()
+    }
+
+    /// The order book's own changes, ending with the Sandbox's graceful shutdown.
+    private struct OrderChanges: Service {
+        let sandbox: Sandbox
+
+        func run() async throws {
             do {
-                let result = try await body(sandbox)
-                group.cancelAll()
-                return result
-            } catch {
-                group.cancelAll()
-                throw error
+                try await cancelWhenGracefulShutdown { try await sandbox.changeOrders() }
+            } catch is CancellationError {
+                // Stopped: the group ends it, gracefully or not.
             }
         }
     }
@@ -225,7 +237,7 @@ public final class Sandbox: Sendable {
     /// small business's day looks: orders from three stores with their totals and notes, a courier
     /// assigned when an order is (and kept as it moves), some orders cancelled before they are
     /// picked up, and finished or cancelled orders removed a step later.
-    private func changeOrders() async throws {
+    fileprivate func changeOrders() async throws {
         var step = 0
         var created = 0
         var active: [Int: Int] = [:]  // id → index into OrderFeed.statuses; -1 once cancelled

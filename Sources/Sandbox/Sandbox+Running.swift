@@ -1,0 +1,27 @@
+public import Logging
+
+extension Sandbox {
+    /// Runs a Sandbox for the duration of `body`, then stops it with ``stop()`` and waits until it has.
+    public static func withRunning<Result: Sendable>(
+        _ configuration: SandboxConfiguration = .init(port: 0),
+        logger: Logger = Logger(label: "orderlive.sandbox", factory: { _ in SwiftLogNoOpLogHandler() }),
+        _ body: (Sandbox) async throws -> Result
+    ) async throws -> Result {
+        let sandbox = Sandbox(configuration: configuration, logger: logger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await sandbox.run() }
+            _ = await sandbox.port
+            let result: Result
+            do {
+                result = try await body(sandbox)
+            } catch {
+                await sandbox.stop()
+                try? await group.waitForAll()
+                throw error
+            }
+            await sandbox.stop()
+            try await group.waitForAll()
+            return result
+        }
+    }
+}
