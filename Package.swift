@@ -345,6 +345,7 @@ let package = Package(
                 "OrdersAPI", "ServerSentEvents", "TestKit", "LocalHTTP", "WebhookSigning", "JSONToolkit", "CheckedInput",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tests/TestHarnesses",
             swiftSettings: strict

@@ -41,13 +41,10 @@ public struct APIServing: Sendable {
             configuration: .init(listener: OrdersAPIServer.settings(port: 0, tls: tls, http2: http2), authentication: authentication, cors: cors), hub: hub,
             listenerMetrics: ListenerMetrics(listener: "api", factory: PrometheusMetricsFactory(registry: registry)),
             metricsFactory: PrometheusMetricsFactory(registry: registry), logger: logger)
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await server.run() }
+        return try await withGracefulServing(server) {
+            // The hub's feeds end before the server's graceful shutdown, which would wait for them.
+            defer { hub.close() }
             let port = await server.port
-            defer {
-                hub.close()
-                group.cancelAll()
-            }
             return try await CurlLoop.withLoop(logger: quietLogger) { loop in
                 try await body(APIServing(server: server, loop: loop, wake: wake, registry: registry, logs: logs, port: port))
             }

@@ -34,12 +34,7 @@ public final class DocumentServer: Sendable {
             router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
             onServerRunning: { channel in _ = port.give(channel.localAddress?.port ?? 0) },
             logger: Logger(label: "document-server", factory: { _ in SwiftLogNoOpLogHandler() }))
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                defer { _ = port.give(nil) }
-                try await app.run()
-            }
-            defer { group.cancelAll() }
+        return try await withGracefulServing(ReportingServer(run: { try await app.run() }, ended: { _ = port.give(nil) })) {
             guard let bound = await port.value else { throw ReceiverFailure(description: "the document server could not listen") }
             return try await body(server, "http://127.0.0.1:\(bound)/\(path)")
         }

@@ -75,10 +75,8 @@ public struct PushServerHarness: Sendable {
                 allowFrom: allowFrom, tls: tls, http2: http2),
             endpoint: endpoint, operations: TestOperations(registry: registry),
             listenerMetrics: ListenerMetrics(listener: "push", factory: PrometheusMetricsFactory(registry: registry)), logger: logger)
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await server.run() }
+        return try await withGracefulServing(server) {
             let port = await server.port
-            defer { group.cancelAll() }
             return try await CurlLoop.withLoop(logger: quietLogger) { loop in
                 try await body(PushServerHarness(
                     store: store, endpoint: endpoint, server: server, loop: loop, registry: registry, logs: logs,
