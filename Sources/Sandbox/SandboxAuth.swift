@@ -69,6 +69,9 @@ public struct SandboxAuthCounters: Sendable, Hashable {
     public var logouts = 0
     /// Event-stream requests answered 401.
     public var rejectedStreams = 0
+    /// Refreshes that presented an already rotated token (answered 401 `token_reused`): a client whose
+    /// earlier refresh reached the backend but whose answer was lost on the way back.
+    public var reusedRefreshes = 0
 }
 
 /// The Sandbox's token state. Thread rule: all state behind one `Locked`.
@@ -163,6 +166,7 @@ final class SandboxAuthority: Sendable {
             if record.used {
                 // Reuse of a rotated token: the whole family is revoked (DESIGN §3, reuse detection).
                 state.revokedFamilies.insert(record.family)
+                state.counters.reusedRefreshes += 1
                 return .status(401, #"{"error":"token_reused"}"#)
             }
             record.used = true
