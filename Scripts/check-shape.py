@@ -9,6 +9,8 @@
   says what the module is for (its job, in a sentence or more);
 - every test suite (`@Suite`) carries a `.timeLimit`, so a test that hangs fails instead of stalling
   `make test` (waits that cannot see a time limit have deadlines of their own: LogWatch, OrderliveProcess);
+- no comment in Sources/ names an issue number ("issue 61"): it says the rule, or points to DESIGN or
+  docs/, and the history stays in commit messages;
 - docs/ARCHITECTURE.md's module table lists exactly the package's modules, each with the in-house
   modules it depends on as Package.swift declares them.
 
@@ -25,6 +27,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FILE_LIMIT = 400
 FUNCTION_LIMIT = 100
 TREES = ["Sources", "Tests", "Benchmarks", "Fuzz"]
+## "issue 61", "(issue 36)": a reader of the code cannot open an issue tracker's history.
+ISSUE_REFERENCE = re.compile(r"\bissues? \d+", re.IGNORECASE)
 
 DECLARATION = re.compile(
     r"^\s*(?:@[\w.]+(?:\([^)]*\))?\s+)*"
@@ -174,6 +178,11 @@ def main():
         if count > FILE_LIMIT:
             findings.append(f"{os.path.relpath(path, ROOT)}: {count} lines (over {FILE_LIMIT}): split it by concern")
         findings += long_functions(path, lines)
+        if os.path.relpath(path, ROOT).startswith("Sources" + os.sep):
+            for number, line in enumerate(lines, 1):
+                if ISSUE_REFERENCE.search(line):
+                    findings.append(f"{os.path.relpath(path, ROOT)}:{number}: names an issue number: say the rule "
+                                    "(or its DESIGN § or docs/ section); the history stays in commit messages")
         if os.path.relpath(path, ROOT).startswith("Tests" + os.sep):
             for number, line in enumerate(lines, 1):
                 if re.match(r"\s*@Suite\b", line) and ".timeLimit(" not in line:

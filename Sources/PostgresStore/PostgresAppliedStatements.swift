@@ -5,7 +5,7 @@ import StoreModel
 // it leaves written in one more — the orders, the tombstones, a push batch's dedupe keys, the change
 // log numbered after its head and the feed's notification. Each was a round trip of its own (five to
 // seven per apply), which on the leader's push path (ImmediateApply) were held under the journal lock
-// (docs/PERFORMANCE.md, issue 61).
+// (docs/PERFORMANCE.md "Push ingest on PostgreSQL, third pass").
 //
 // Both run unprepared (``PostgresConnection/executeUnprepared(_:logger:)``), planned for their own
 // arguments and the tables' sizes now at every call. Prepared, PostgreSQL plans a statement
@@ -13,14 +13,14 @@ import StoreModel
 // database, a new account's first minute) gets a sequential scan for the deletes and the change
 // log's head, and a pooled connection keeps that plan while the table grows — the write took 4.2 ms
 // a call instead of 0.5 within ten seconds of pushes. Planning costs the server about 0.5 ms for the
-// write and 0.15 ms for the read, per batch (docs/PERFORMANCE.md, issue 61).
+// write and 0.15 ms for the read, per batch (docs/PERFORMANCE.md, the same section).
 
 /// The stored rows and tombstones of `ids` (each once), the rows locked `FOR UPDATE` for the rest of
 /// the transaction: `true` rows are orders, `false` rows tombstones (status, store and courier null,
 /// `deleted_at` set). Each id is looked up on its own (a lateral join): given `account = $1 AND id =
 /// ANY($2)`, the planner read an account its statistics still counted as nearly empty (a new
 /// account's first minutes of load) as one range of the primary key and filtered every order of it
-/// by id — 4 ms a batch at 20,000 orders, under the journal lock (docs/PERFORMANCE.md, issue 61).
+/// by id — 4 ms a batch at 20,000 orders, under the journal lock (docs/PERFORMANCE.md, its fourth pass).
 struct ReadAppliedRows: PostgresPreparedStatement {
     static let sql = """
         SELECT true, o.id, o.version, o.updated_at, o.status, o.store_id, o.courier_id, 0::float8

@@ -122,12 +122,12 @@ extension PostgresOrderStore {
         Migration(version: "8", statements: [
             "ALTER TABLE orderlive_webhook_endpoint ADD COLUMN delivery text NOT NULL DEFAULT '{}'",
         ]),
-        // Issue 61: the status index and the dedupe keys' age index led with the account, so for an
-        // account the statistics did not know yet (a new account beside others, its first minutes
-        // of load) the planner looked a batch's rows and keys up by `account` through them and
-        // filtered every order or key of the account by id — 4 and 20 ms a batch at 20,000, under
-        // the journal lock. Led by the status and the age, they serve the status filter and the
-        // keys' purge as before and cannot serve `account` alone, which only the primary keys
+        // DESIGN §12 (docs/PERFORMANCE.md "Push ingest on PostgreSQL, fourth pass"): the status index and the
+        // dedupe keys' age index led with the account, so for an account the statistics did not know yet (a
+        // new account beside others, its first minutes of load) the planner looked a batch's rows and keys up
+        // by `account` through them and filtered every order or key of the account by id — 4 and 20 ms a
+        // batch at 20,000, under the journal lock. Led by the status and the age, they serve the status
+        // filter and the keys' purge as before and cannot serve `account` alone, which only the primary keys
         // (account, id) then do.
         Migration(version: "9", statements: [
             "DROP INDEX orderlive_order_status",

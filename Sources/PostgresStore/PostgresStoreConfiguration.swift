@@ -141,8 +141,9 @@ public struct PostgresStoreConfiguration: Sendable {
     /// lease; Swift keeps a cancelled `Task.sleep` (its task and its dispatch timer, about 300 bytes)
     /// until the time it was for. At PostgresNIO's default of 60 s, a leader leasing a connection a
     /// thousand times a second under pushes held 60,000 of them: the heap grew for the first minute
-    /// of load and gave it back a minute after (heaptrack, docs/PERFORMANCE.md, issue 61). At 10 s
-    /// that is a sixth, and a connection idle that long is cheap to make again.
+    /// of load and gave it back a minute after (heaptrack, docs/PERFORMANCE.md "Push ingest on
+    /// PostgreSQL, fourth pass"). At 10 s that is a sixth, and a connection idle that long is cheap to
+    /// make again.
     static let idleTimeout: Duration = .seconds(10)
 
     /// Settings sent when each connection starts: the statement timeout, the idle-in-transaction
