@@ -1,3 +1,4 @@
+import AsyncSignals
 public import Logging
 
 extension Sandbox {
@@ -8,20 +9,9 @@ extension Sandbox {
         _ body: (Sandbox) async throws -> Result
     ) async throws -> Result {
         let sandbox = Sandbox(configuration: configuration, logger: logger)
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await sandbox.run() }
+        return try await withServing({ try await sandbox.run() }, stop: { await sandbox.stop() }) {
             _ = await sandbox.port
-            let result: Result
-            do {
-                result = try await body(sandbox)
-            } catch {
-                await sandbox.stop()
-                try? await group.waitForAll()
-                throw error
-            }
-            await sandbox.stop()
-            try await group.waitForAll()
-            return result
+            return try await body(sandbox)
         }
     }
 }

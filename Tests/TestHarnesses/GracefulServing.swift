@@ -1,3 +1,4 @@
+import AsyncSignals
 import Logging
 public import ServiceLifecycle
 
@@ -14,20 +15,7 @@ public func withGracefulServing<Result: Sendable>(
         services: [server], logger: Logger(label: "test-server", factory: { _ in SwiftLogNoOpLogHandler() }))
     configuration.maximumGracefulShutdownDuration = grace
     let serving = ServiceGroup(configuration: configuration)
-    return try await withThrowingTaskGroup(of: Void.self) { group in
-        group.addTask { try await serving.run() }
-        let result: Result
-        do {
-            result = try await body()
-        } catch {
-            await serving.triggerGracefulShutdown()
-            try? await group.waitForAll()
-            throw error
-        }
-        await serving.triggerGracefulShutdown()
-        try await group.waitForAll()
-        return result
-    }
+    return try await withServing({ try await serving.run() }, stop: { await serving.triggerGracefulShutdown() }, body)
 }
 
 /// A server that says when it is running, or that it ended: `port` gets the bound port, or nil
