@@ -76,9 +76,9 @@ public struct Demo: Sendable {
                 auth: SandboxAuthConfiguration(accessTokenLifetime: .seconds(40), requiresAuthentication: true),
                 feed: .orderBook, changesOrders: true),
             logger: silent)
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await sandbox.run() }
-            defer { group.cancelAll() }
+        // The agent stops first and is waited for, then the Sandbox: each by asking, never by
+        // cancelling a server's task (withServing).
+        return try await withServing({ try await sandbox.run() }, stop: { await sandbox.stop() }) {
             var configuration = OrderliveConfiguration()
             configuration.upstream.baseURL = await sandbox.baseURL
             configuration.auth.identifier = SandboxUser.demo.identifier
@@ -94,35 +94,12 @@ public struct Demo: Sendable {
                     configuration: configuration, logger: silent,
                     environment: ["ORDERLIVE_AUTH_PASSWORD": SandboxUser.demo.password])
             } catch {
-                await sandbox.stop()
                 throw CommandFailure("\(error)")
             }
-            group.addTask { try await program.run(handlingSignals: false) }
-            var pushURL = "off"
-            if let server = program.pushServer { pushURL = "http://127.0.0.1:\(await server.port)" }
-            var boardURL = "off"
-            if let server = program.apiServer { boardURL = "http://127.0.0.1:\(await server.port)/" }
-            if !options.json {
-                // Short lines: a line wider than the terminal wrapped its last word onto a line of
-                // its own (a lone ")" after the board's address).
-                output.write(line: "orderlive demo: backend (Sandbox) \(configuration.upstream.baseURL)  agent \(pushURL)")
-                output.write(line: "orderlive demo: dispatch board \(boardURL) (open it in a browser)")
-                if boardURL != "off" {
-                    output.write(line: "orderlive demo: change feed: orderlive inspect \(boardURL)v1/orders/stream")
-                }
-                output.write(line: "orderlive demo: state in \(directory)")
-                output.write(line: "orderlive demo: \(format(options.rate)) changes/s; the stream is cut every "
-                    + "\(options.faultEvery.components.seconds) s, the tokens expire once")
-                output.write(line: "orderlive demo: Ctrl-C to stop" + (temporary ? " (the state above is removed then)" : ""))
+            // The demo's agent logs nowhere; how its run ended is not the demo's outcome.
+            let shown = try await withServing({ try? await program.run(handlingSignals: false) }, stop: { await program.shutdown() }) {
+                try await show(program: program, sandbox: sandbox, directory: directory, temporary: temporary)
             }
-            let shown: Int
-            do {
-                shown = try await watch(program: program, sandbox: sandbox)
-            } catch {
-                await Self.stop(program, sandbox, group: &group)
-                throw error
-            }
-            await Self.stop(program, sandbox, group: &group)
             if !options.json {
                 let snapshot = program.state.snapshot
                 output.write(line: "")
@@ -133,14 +110,27 @@ public struct Demo: Sendable {
         }
     }
 
-    /// Stops the agent, waits until it has, then stops the Sandbox and waits for it: each gracefully,
-    /// never by cancelling a server's task (swift-nio can crash on a connection accepted but not yet
-    /// served, apple/swift-nio#2637).
-    private static func stop(_ program: AgentProgram, _ sandbox: Sandbox, group: inout ThrowingTaskGroup<Void, any Error>) async {
-        await program.shutdown()
-        _ = try? await group.next()
-        await sandbox.stop()
-        try? await group.waitForAll()
+    /// Says where everything is (unless JSON lines were asked for), then watches.
+    private func show(program: AgentProgram, sandbox: Sandbox, directory: String, temporary: Bool) async throws -> Int {
+        var pushURL = "off"
+        if let server = program.pushServer { pushURL = "http://127.0.0.1:\(await server.port)" }
+        var boardURL = "off"
+        if let server = program.apiServer { boardURL = "http://127.0.0.1:\(await server.port)/" }
+        let backend = await sandbox.baseURL
+        if !options.json {
+            // Short lines: a line wider than the terminal wrapped its last word onto a line of
+            // its own (a lone ")" after the board's address).
+            output.write(line: "orderlive demo: backend (Sandbox) \(backend)  agent \(pushURL)")
+            output.write(line: "orderlive demo: dispatch board \(boardURL) (open it in a browser)")
+            if boardURL != "off" {
+                output.write(line: "orderlive demo: change feed: orderlive inspect \(boardURL)v1/orders/stream")
+            }
+            output.write(line: "orderlive demo: state in \(directory)")
+            output.write(line: "orderlive demo: \(format(options.rate)) changes/s; the stream is cut every "
+                + "\(options.faultEvery.components.seconds) s, the tokens expire once")
+            output.write(line: "orderlive demo: Ctrl-C to stop" + (temporary ? " (the state above is removed then)" : ""))
+        }
+        return try await watch(program: program, sandbox: sandbox)
     }
 
     /// Shows every change of the local store until the duration ends or a signal arrives; returns
